@@ -1,0 +1,44 @@
+# compsense: `make reproduce` runs the notebook pipeline, `make test` runs the tests.
+# Both create .venv and install what is missing (pinned by constraints.txt) on first use.
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PROFILE ?= local
+ONLY    ?=
+# The Hugging Face hub is unreachable on this project's machines; online users: make ... HF_HUB_OFFLINE=0
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: install reproduce test test-unit test-notebooks lab doctor lock clean-notebooks
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+reproduce: install
+	$(BIN)/python -m compsense reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY))
+
+test: test-unit test-notebooks
+
+test-unit: install
+	$(BIN)/python -m pytest tests -q
+
+test-notebooks: install
+	$(BIN)/python -m pytest --nbval-lax notebooks/ -q -p no:cacheprovider
+
+lab: install
+	$(BIN)/jupyter lab notebooks/
+
+doctor: install
+	$(BIN)/python -m compsense doctor
+
+lock: install
+	$(BIN)/python -m pip freeze --exclude-editable | sed -e 's/+cpu$$//' -e '/^-e /d' > constraints.txt.new
+	(echo "# Every version a fresh install resolves (pip freeze of a working .venv). Regenerate: make lock"; cat constraints.txt.new) > constraints.txt
+	rm constraints.txt.new
+
+clean-notebooks: install
+	$(BIN)/python scripts/clean_notebooks.py

@@ -1,0 +1,97 @@
+"""Atomic writes and tidy tables: a crash never leaves a half-written file behind.
+
+Every result file is written to a temporary name in the same folder and renamed into place
+(`os.replace` is atomic on POSIX and Windows within one filesystem).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+
+TIDY_COLUMNS = ["run", "backbone", "variant", "seed", "dataset", "metric", "value"]
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to `path`; on success it replaces `path`, on error it is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(path: str | os.PathLike, obj) -> Path:
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write a table atomically; the format follows the suffix (.parquet, .csv, .jsonl)."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        if path.suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        elif path.suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        elif path.suffix == ".jsonl":
+            df.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        else:
+            raise ValueError(f"{path}: unknown table format {path.suffix!r}; use .parquet, .csv or .jsonl")
+    return path
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; run the notebook that writes it first")
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    if path.suffix == ".csv":
+        return pd.read_csv(path)
+    if path.suffix == ".jsonl":
+        return pd.read_json(path, orient="records", lines=True)
+    raise ValueError(f"{path}: unknown table format {path.suffix!r}; use .parquet, .csv or .jsonl")
+
+
+def tidy(rows: list[dict], **constants) -> pd.DataFrame:
+    """Build a tidy results table (one row per run x dataset x metric) from dict rows.
+
+    Missing standard columns are filled from `constants` or left empty, extra columns are kept.
+    """
+    df = pd.DataFrame([{**constants, **r} for r in rows])
+    for col in TIDY_COLUMNS:
+        if col not in df.columns:
+            df[col] = None
+    return df[TIDY_COLUMNS + [c for c in df.columns if c not in TIDY_COLUMNS]]
+
+
+def append_results(df: pd.DataFrame, path: str | os.PathLike, key: list[str] | None = None) -> pd.DataFrame:
+    """Merge new tidy rows into the table at `path` (replacing rows with the same key), atomically."""
+    path = Path(path)
+    key = key or [c for c in TIDY_COLUMNS if c != "value"]
+    if path.exists():
+        old = read_table(path)
+        merged = pd.concat([old, df], ignore_index=True)
+        merged = merged.drop_duplicates(subset=[k for k in key if k in merged.columns], keep="last")
+    else:
+        merged = df
+    write_table(merged.reset_index(drop=True), path)
+    return merged

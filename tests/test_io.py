@@ -1,0 +1,41 @@
+import pandas as pd
+import pytest
+
+from compsense import io
+
+
+def test_write_table_is_atomic_on_failure(tmp_path):
+    path = tmp_path / "results.parquet"
+    io.write_table(pd.DataFrame({"a": [1, 2]}), path)
+
+    class Boom(pd.DataFrame):
+        def to_parquet(self, *args, **kwargs):
+            raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        io.write_table(Boom({"a": [3]}), path)
+    assert io.read_table(path)["a"].tolist() == [1, 2]  # the old table survives intact
+    assert [p.name for p in tmp_path.iterdir()] == ["results.parquet"]  # no temp file left behind
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_table_round_trip(tmp_path, suffix):
+    df = pd.DataFrame({"x": [1, 2], "y": ["a", "b"]})
+    pd.testing.assert_frame_equal(io.read_table(io.write_table(df, tmp_path / f"t{suffix}")), df)
+
+
+def test_unknown_format_and_missing_file_have_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown table format"):
+        io.write_table(pd.DataFrame({"a": [1]}), tmp_path / "t.xlsx")
+    with pytest.raises(FileNotFoundError, match="run the notebook"):
+        io.read_table(tmp_path / "missing.parquet")
+
+
+def test_append_results_replaces_rows_with_the_same_key(tmp_path):
+    path = tmp_path / "r.parquet"
+    io.append_results(io.tidy([{"metric": "ndcg@10", "value": 0.1}], run="r1", dataset="d"), path)
+    io.append_results(io.tidy([{"metric": "ndcg@10", "value": 0.2}, {"metric": "acc@1", "value": 0.3}],
+                              run="r1", dataset="d"), path)
+    table = io.read_table(path)
+    assert sorted(zip(table.metric, table.value)) == [("acc@1", 0.3), ("ndcg@10", 0.2)]
+    assert list(table.columns[:7]) == io.TIDY_COLUMNS

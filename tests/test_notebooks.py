@@ -1,0 +1,57 @@
+"""Every notebook is wired into every profile, has a `parameters` cell, and is committed clean."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compsense import profiles, runner
+
+NOTEBOOKS = runner.notebooks()
+
+
+def test_there_are_notebooks():
+    assert any(p.name.startswith("00_") for p in NOTEBOOKS)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_has_parameters_cell_and_no_outputs(notebook):
+    assert profiles.parameters_cell(notebook) is not None, f"{notebook.name}: add a cell tagged `parameters`"
+    nb = json.loads(notebook.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code":
+            assert not cell["outputs"] and cell["execution_count"] is None, (
+                f"{notebook.name} cell {i} has outputs; run `python scripts/clean_notebooks.py` before committing")
+    assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{notebook.name}: volatile metadata"
+
+
+@pytest.mark.parametrize("profile", profiles.PROFILES)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_profile_sets_every_declared_parameter(profile, notebook):
+    params = profiles.notebook_parameters(profile, notebook)  # raises with the missing names
+    assert set(params) == set(profiles.declared_parameters(notebook))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_cell_defaults_are_the_smoke_profile(notebook):
+    assert profiles.declared_parameters(notebook) == profiles.notebook_parameters("smoke", notebook)
+
+
+def test_missing_parameter_is_reported(tmp_path, monkeypatch):
+    nb = {"cells": [{"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "alpha = 1\nbeta = 'x'",
+                     "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "notebooks").mkdir()
+    path = tmp_path / "notebooks" / "99_new.ipynb"
+    path.write_text(json.dumps(nb))
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"alpha": 2}}))
+    monkeypatch.setattr(profiles, "params_dir", lambda: tmp_path / "params")
+    with pytest.raises(KeyError, match=r"does not set \['beta'\]"):
+        profiles.notebook_parameters("smoke", path)
+
+
+def test_notebook_without_parameters_cell_is_reported(tmp_path):
+    path = tmp_path / "x.ipynb"
+    path.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    with pytest.raises(ValueError, match="tagged `parameters`"):
+        profiles.declared_parameters(path)
