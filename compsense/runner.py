@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .io import write_json
 from .paths import repo_root, resolve
-from .profiles import notebook_parameters
+from .profiles import load_profile, notebook_parameters
 
 # Which stages read another stage's files (by notebook prefix). 00 and the explorer stand alone.
 DEPENDS_ON = {"01": [], "02": ["01"], "03": ["01", "02"], "04": ["01", "02"], "05": ["02", "04"]}
@@ -98,6 +98,12 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
     summary["finished"] = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     write_json(run_dir / "summary.json", summary)
     print(f"summary: {run_dir / 'summary.json'}")
+    common = load_profile(profile)["common"]
+    if "work_dir" in common:
+        from .report import build_report
+
+        written = build_report(common["work_dir"], common.get("figures_dir", "figures"), run_dir, summary)
+        print(f"report:  {written['html']}\n         {written['md']}")
     return 1 if failed else 0
 
 

@@ -43,6 +43,10 @@ def test_runs_skips_and_reruns_on_change(project, capsys):
     assert (project / "marker.txt").read_text() == "2"  # the profile's value was injected
     assert {k: v["status"] for k, v in _summary(project, "first")["stages"].items()} == {"01": "ok", "02": "ok"}
     assert (project / "runs/smoke/first/01_first.ipynb").exists()
+    report = (project / "runs/smoke/first/report.md").read_text()
+    assert "## Stages" in report and "| 01 | ok |" in report
+    assert "No results yet" in report  # stages that write no tables are named, not silently missing
+    assert (project / "runs/smoke/first/report.html").exists()
 
     assert runner.reproduce("smoke", out="runs/smoke/second") == 0
     assert {k: v["status"] for k, v in _summary(project, "second")["stages"].items()} == {"01": "skipped",

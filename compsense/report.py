@@ -1,0 +1,124 @@
+"""The report of a `reproduce` run: report.md and report.html assembled from tidy tables and figures.
+
+It reads what the stages wrote (runs/<profile>/results/*.parquet, the figures folder and the runner's
+summary) and never recomputes a result. Table 1 puts the paper's numbers beside ours.
+"""
+from __future__ import annotations
+
+import html
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from .io import write_text
+from .paths import repo_root, resolve
+
+# Result tables the stages write, in report order, with the heading each gets.
+SECTIONS = [
+    ("retrieval", "Zero-shot retrieval (notebook 02)"),
+    ("geometry", "Pooled-space separation (notebook 03)"),
+    ("verifiers", "Verifier near-miss separation (notebook 04)"),
+    ("rerank", "Reranking with verifiers (notebook 05)"),
+]
+GROUP_DROP = {"run", "seed", "value"}
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True,
+                             text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo_root(),
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def summarize(table: pd.DataFrame, max_rows: int = 80) -> pd.DataFrame:
+    """Mean (and n) over seeds and runs for every other grouping column: one line per result."""
+    keys = [c for c in table.columns if c not in GROUP_DROP and table[c].notna().any()]
+    out = table.groupby(keys, dropna=False).value.agg(["mean", "std", "count"]).reset_index()
+    return out.head(max_rows)
+
+
+def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, run_dir: str | os.PathLike,
+                 summary: dict | None = None) -> dict[str, Path]:
+    """Write run_dir/report.md and run_dir/report.html; returns their paths."""
+    from .doctor import report as machine
+
+    work, figs, run = resolve(work_dir), resolve(figures_dir), resolve(run_dir)
+    info = machine()
+    blocks: list[tuple[str, str, pd.DataFrame | str]] = []  # (kind, title, payload)
+    meta = pd.DataFrame({"item": ["profile", "git commit", "device", "python"] +
+                         [f"{k}" for k in info["versions"]],
+                         "value": [(summary or {}).get("profile", "?"), git_commit(), info["device"],
+                                   info["python"]] + list(info["versions"].values())})
+    blocks.append(("table", "Run metadata", meta))
+    if summary:
+        stages = pd.DataFrame([{"stage": k, **{f: v.get(f) for f in ("status", "seconds", "reason", "cell", "error")}}
+                               for k, v in summary.get("stages", {}).items()])
+        blocks.append(("table", "Stages (time per stage in seconds)", stages.dropna(axis=1, how="all")))
+    for name, title in SECTIONS:
+        path = work / "results" / f"{name}.parquet"
+        if not path.exists():
+            blocks.append(("text", title, f"No results yet: `{path.relative_to(repo_root()) if path.is_relative_to(repo_root()) else path}` "
+                                          "does not exist (run its notebook)."))
+            continue
+        table = pd.read_parquet(path)
+        if name == "retrieval":
+            from .retrieval import table1
+
+            blocks.append(("table", "Table 1: mean nDCG@10 / Acc@1, ours beside the paper's", table1(table)))
+        blocks.append(("table", title, summarize(table)))
+    figures = sorted(figs.glob("*.html")) if figs.exists() else []
+    md_path, html_path = run / "report.md", run / "report.html"
+    write_text(md_path, _markdown(blocks, figures, run))
+    write_text(html_path, _html(blocks, figures, run))
+    return {"md": md_path, "html": html_path}
+
+
+def _rel(path: Path, start: Path) -> str:
+    return os.path.relpath(path, start)
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    """A GitHub markdown table (pandas' to_markdown needs tabulate, which compsense does not install)."""
+    def cell(v):
+        if isinstance(v, float):
+            return "–" if pd.isna(v) else f"{v:.4g}"
+        return str(v).replace("|", "\\|").replace("\n", " ")
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    rule = "|" + "---|" * len(df.columns)
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, rule, *rows])
+
+
+def _markdown(blocks, figures: list[Path], run: Path) -> str:
+    parts = ["# compsense report", ""]
+    for kind, title, payload in blocks:
+        parts += [f"## {title}", "", _md_table(payload) if kind == "table" else payload, ""]
+    if figures:
+        parts += ["## Figures", ""]
+        for fig in figures:
+            png = fig.with_suffix(".png")
+            parts.append(f"![{fig.stem}]({_rel(png, run)})" if png.exists() else f"- [{fig.stem}]({_rel(fig, run)})")
+        parts.append("")
+    return "\n".join(parts)
+
+
+def _html(blocks, figures: list[Path], run: Path) -> str:
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>compsense report</title>",
+             "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
+             "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}iframe{width:100%;height:560px;border:0}"
+             "</style></head><body><h1>compsense report</h1>"]
+    for kind, title, payload in blocks:
+        body = payload.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–") if kind == "table" \
+            else f"<p>{html.escape(payload)}</p>"
+        parts.append(f"<h2>{html.escape(title)}</h2>{body}")
+    if figures:
+        parts.append("<h2>Figures</h2>")
+        parts += [f"<h3>{html.escape(f.stem)}</h3><iframe src='{html.escape(_rel(f, run))}'></iframe>" for f in figures]
+    parts.append("</body></html>")
+    return "\n".join(parts)
