@@ -18,12 +18,12 @@ from .io import write_json
 from .paths import repo_root, resolve
 from .profiles import load_profile, notebook_parameters
 
-# Which stages read another stage's files (by notebook prefix). 00 and the explorer stand alone.
+# Which stages read another stage's files (by notebook prefix). 00 and 06 (the explorer) stand alone.
 DEPENDS_ON = {"01": [], "02": ["01"], "03": ["01", "02"], "04": ["01", "02"], "05": ["02", "04"]}
 
 
 def notebooks() -> list[Path]:
-    """The pipeline's notebooks in run order: numbered ones first, then the rest (the explorer)."""
+    """The pipeline's notebooks in run order: numbered ones first, then any others."""
     found = sorted((repo_root() / "notebooks").glob("*.ipynb"))
     numbered = [p for p in found if p.stem[:2].isdigit()]
     return numbered + [p for p in found if p not in numbered]
