@@ -39,3 +39,12 @@ def test_append_results_replaces_rows_with_the_same_key(tmp_path):
     table = io.read_table(path)
     assert sorted(zip(table.metric, table.value)) == [("acc@1", 0.3), ("ndcg@10", 0.2)]
     assert list(table.columns[:7]) == io.TIDY_COLUMNS
+
+
+def test_written_files_get_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    path = io.write_text(tmp_path / "x.txt", "hello")
+    expected = 0o666 & ~io._umask()
+    assert stat.S_IMODE(os.stat(path).st_mode) == expected

@@ -1,0 +1,557 @@
+"""Training Model A and Model B: the same recipe, with or without structural identity triplets.
+
+Model A is a backbone fine-tuned with MultipleNegativesRankingLoss on (anchor, positive, negative)
+retrieval triplets; Model B sees the same recipe with structural identity triplets (anchor =
+positive = a sentence, negative = its near-miss) making up a `structural_share` of its rows.
+Everything else (steps, batch, learning rate, seed) is identical, so any retrieval difference is
+the structural data's doing.
+
+Training runs through sentence-transformers' own Trainer (the paper's authors did the same), with
+three things added: a fixed output layout `{work_dir}/models/<backbone>/<variant>-seed<seed>/`,
+resumption from the last checkpoint after an interruption, and a DONE.json marker so a finished
+run is never trained twice. The reported model is `final/`, the last step: no checkpoint is
+selected on any test set.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import time
+import zlib
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .io import read_table, write_json
+from .paths import resolve, workspace
+
+log = logging.getLogger(__name__)
+
+TRIPLET_COLUMNS = ["anchor", "positive", "negative"]
+STRUCTURAL_COLUMNS = ["anchor", "positive", "negative", "family", "source_id", "split"]
+OFFLINE_SOURCES = ("mrpc", "stsb", "scifact")
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass
+class TrainConfig:
+    """Every knob of one training run. `paper()` fills the paper's recipe for a backbone."""
+
+    backbone: str = "tiny-bert"
+    variant: str = "A"  # "A", "B", or a sweep point such as "B-share0.25"
+    seed: int = 42
+    structural_share: float = 0.0  # share of structural identity rows in the training data
+    max_steps: int = 20
+    batch_size: int = 128
+    max_seq_length: int = 128
+    learning_rate: float = 1e-4
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.1  # linear warm-up over this share of steps, then linear decay to 0
+    scale: float = 10.0  # MNRL logit scale: 10 = temperature 0.1
+    fp16: bool | None = None  # None: on GPU, bf16 where supported, else fp16; off on CPU
+    bf16: bool | None = None
+    # None: min(8, cores) on GPU (tokenising keeps up with the GPU); 1 on CPU, where a worker
+    # tokenises the next batch while the step runs, as plain sentence-transformers with one worker.
+    dataloader_num_workers: int | None = None
+    save_steps: int | None = None  # None: about five checkpoints per run
+    save_total_limit: int = 2
+    logging_steps: int = 10
+    keep_checkpoints: bool = False  # delete checkpoint-* once final/ is written
+    work_dir: str = "runs/smoke"
+    device: str | None = None
+
+    @classmethod
+    def paper(cls, backbone: str, variant: str = "A", seed: int = 42, **overrides) -> "TrainConfig":
+        """The paper's recipe: the backbone's steps/lr/weight decay, batch 128, length 128, scale 10.
+        Overrides that are None keep the recipe's value (the notebook's 'None = paper' knobs)."""
+        from .models import BACKBONES
+
+        if backbone not in BACKBONES:
+            raise KeyError(f"unknown backbone {backbone!r}; known: {sorted(BACKBONES)}")
+        recipe = dict(BACKBONES[backbone].recipe)
+        share = 0.5 if variant == "B" else 0.0
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise TypeError(f"TrainConfig has no field(s) {sorted(unknown)}")
+        values = {"backbone": backbone, "variant": variant, "seed": seed, "batch_size": 128,
+                  "max_seq_length": 128, "scale": 10.0, "structural_share": share, **recipe}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def run_dir(self) -> Path:
+        return run_dir(self.work_dir, self.backbone, self.variant, self.seed)
+
+
+def run_dir(work_dir, backbone: str, variant: str, seed: int) -> Path:
+    """{work_dir}/models/<backbone>/<variant>-seed<seed>/ (created)."""
+    return workspace(work_dir, "models", backbone, f"{variant}-seed{seed}")
+
+
+def sweep_variant(share: float, main_share: float) -> str:
+    """Variant name of a structural share: 0 -> "A", the main share -> "B", else "B-share<s>"."""
+    if share == 0:
+        return "A"
+    return "B" if math.isclose(share, main_share) else f"B-share{share:g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Training data
+
+
+def build_retrieval_triplets(sources=OFFLINE_SOURCES, data_dir=None, stsb_min_score: float = 4.0,
+                             max_rows: int | None = None, seed: int = 42, nq_path=None,
+                             fallback_sources=None) -> tuple[pd.DataFrame, dict]:
+    """Model A's (anchor, positive, negative) triplets from offline data, with counts of what was kept.
+
+    - "mrpc": GLUE-train MRPC pairs labelled paraphrase (label 1).
+    - "stsb": STS-B train pairs with gold score >= `stsb_min_score`.
+    - "scifact": SciFact TRAIN claims with each cited abstract (qrels/train.tsv; the test split,
+      our evaluation set, is never read).
+    - "nq": (question, answer passage) pairs, the paper's data (`compsense.data.load_nq_pairs`);
+      when it cannot be loaded and `fallback_sources` is given, those are used instead, with a warning.
+    The negative of each row is a random positive of another row of the same source (seeded),
+    redrawn when it equals the anchor or positive or is another relevant document of the query.
+    """
+    from . import data
+
+    frames, stats = [], {"sources": list(sources)}
+    for source in sources:
+        if source == "nq":
+            try:
+                pairs = [(p.query, p.passage, p.query) for p in data.load_nq_pairs(path=nq_path)]
+            except (data.DataError, FileNotFoundError, ImportError) as err:
+                if not fallback_sources:
+                    raise
+                log.warning("NQ pairs unavailable (%s); training on %s instead", err, list(fallback_sources))
+                df, sub = build_retrieval_triplets(fallback_sources, data_dir, stsb_min_score, None, seed)
+                frames.append(df)
+                stats.update(sub, nq_unavailable=str(err), sources=list(fallback_sources))
+                continue
+            st = {"read": len(pairs)}
+        elif source == "mrpc":
+            raw = data.load_mrpc("train", data_dir=data_dir)
+            pairs = [(p.sentence1, p.sentence2, p.id1) for p in raw if p.label == 1]
+            st = {"read": len(raw), "not_paraphrase": len(raw) - len(pairs)}
+        elif source == "stsb":
+            raw = data.load_stsb("train", data_dir=data_dir)
+            pairs = [(p.sentence1, p.sentence2, p.id1) for p in raw if p.label >= stsb_min_score]
+            st = {"read": len(raw), f"score_below_{stsb_min_score:g}": len(raw) - len(pairs)}
+        elif source == "scifact":
+            ds = data.load_beir("scifact", split="train", data_dir=data_dir)
+            # Two upstream train claims repeat a test claim's text under another id; drop them so no
+            # evaluation query is ever trained on.
+            test = data.load_beir("scifact", split="test", data_dir=data_dir)
+            test_claims = {test.queries[q] for q in test.qrels}
+            pairs = [(ds.queries[q], (ds.corpus[d]["title"] + " " + ds.corpus[d]["text"]).strip(), q)
+                     for q, rel in ds.qrels.items() for d in rel]
+            st = {"read_queries": len(ds.qrels), "read": len(pairs), "split": "train"}
+            st["same_text_as_test_claim"] = sum(p[0] in test_claims for p in pairs)
+            pairs = [p for p in pairs if p[0] not in test_claims]
+        else:
+            raise ValueError(f"unknown training source {source!r}; choose from {[*OFFLINE_SOURCES, 'nq']}")
+        df = pd.DataFrame(pairs, columns=["anchor", "positive", "group"])
+        usable = (df.anchor.str.strip() != "") & (df.positive.str.strip() != "") & (df.anchor != df.positive)
+        st["empty_or_identical"] = int((~usable).sum())
+        before = len(df[usable])
+        df = df[usable].drop_duplicates(["anchor", "positive"])
+        st["duplicates"] = before - len(df)
+        # One generator per source: a source's negatives do not depend on which other sources are used.
+        rng = np.random.default_rng([seed, zlib.crc32(source.encode())])
+        df["negative"], st["negatives_redrawn"] = _random_negatives(df, rng)
+        df["source"] = source
+        st["kept"] = len(df)
+        stats[source] = st
+        frames.append(df.drop(columns="group"))
+    out = pd.concat(frames, ignore_index=True)[TRIPLET_COLUMNS + ["source"]] if frames else pd.DataFrame(
+        columns=TRIPLET_COLUMNS + ["source"])
+    if max_rows is not None and len(out) > max_rows:
+        stats["dropped_by_max_rows"] = len(out) - max_rows
+        out = out.sample(n=max_rows, random_state=seed).reset_index(drop=True)
+    stats["total"] = len(out)
+    log.info("retrieval triplets: %s", json.dumps(stats))
+    return out, stats
+
+
+def _random_negatives(df: pd.DataFrame, rng: np.random.Generator, tries: int = 20) -> tuple[list[str], int]:
+    """A random positive of another row for each row; redrawn when it is the row's anchor or
+    positive, or a positive of the same group (another relevant document of the same query)."""
+    positives = df.positive.tolist()
+    by_group: dict[str, set[str]] = {}
+    for g, p in zip(df.group, positives):
+        by_group.setdefault(g, set()).add(p)
+    if len(set(positives)) < 2:
+        raise ValueError("too few distinct positives to draw negatives from; add rows or sources")
+    negatives, redrawn = [], 0
+    for anchor, group in zip(df.anchor, df.group):
+        bad = by_group[group] | {anchor}
+        for attempt in range(tries):
+            neg = positives[rng.integers(len(positives))]
+            if neg not in bad:
+                break
+            redrawn += 1
+        else:
+            raise RuntimeError(f"no valid negative for anchor {anchor[:60]!r} in {tries} draws")
+        negatives.append(neg)
+    return negatives, redrawn
+
+
+def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFrame:
+    """Notebook 01's structural identity triplets ({work_dir}/negatives/triplets.parquet), one split."""
+    path = resolve(work_dir) / "negatives" / "triplets.parquet"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} does not exist: the structural triplets come from notebook 01. Run it first, e.g.\n"
+            f"  papermill notebooks/01_data_and_negatives.ipynb /tmp/01.ipynb -p work_dir {work_dir}\n"
+            "or `python -m compsense reproduce --profile <profile> --only 01`"
+        )
+    df = read_table(path)
+    missing = [c for c in STRUCTURAL_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing}; expected {STRUCTURAL_COLUMNS}. Re-run notebook 01")
+    if split is not None:
+        df = df[df.split == split].reset_index(drop=True)
+        if df.empty:
+            raise ValueError(f"{path}: no rows with split == {split!r}; re-run notebook 01")
+    return df
+
+
+def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, share: float,
+                   seed: int = 0) -> pd.DataFrame:
+    """Model B's training rows: all retrieval rows plus structural rows making up `share` of the
+    result (share = 0 gives Model A's data). Structural rows are drawn without replacement, and
+    repeated only when there are too few (logged). Shuffled by seed; counts in `.attrs["mix"]`."""
+    if not 0 <= share < 1:
+        raise ValueError(f"structural share must be in [0, 1), got {share}")
+    retrieval = retrieval_df.assign(kind="retrieval")
+    n_ret = len(retrieval)
+    n_struct = int(round(share * n_ret / (1 - share)))
+    counts = {"retrieval": n_ret, "structural": n_struct, "structural_repeated": 0, "share": share}
+    if n_struct == 0:
+        out = retrieval
+    else:
+        if structural_df.empty:
+            raise ValueError("mix_structural: no structural triplets to mix in (run notebook 01)")
+        rng = np.random.default_rng(seed)
+        pool = len(structural_df)
+        idx = rng.permutation(pool)[:n_struct]
+        if n_struct > pool:
+            counts["structural_repeated"] = n_struct - pool
+            idx = np.concatenate([rng.permutation(pool), rng.integers(0, pool, n_struct - pool)])
+            log.warning("only %d structural triplets for %d rows: %d repeated", pool, n_struct, n_struct - pool)
+        struct = structural_df.iloc[idx]
+        source = struct["family"] if "family" in struct else "structural"
+        struct = struct.assign(kind="structural", source=source)[TRIPLET_COLUMNS + ["source", "kind"]]
+        out = pd.concat([retrieval, struct], ignore_index=True)
+    out = out.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    counts["total"] = len(out)
+    out.attrs["mix"] = counts
+    log.info("training mix: %s", counts)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+
+
+def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, force: bool = False,
+                callbacks: list | None = None) -> Path:
+    """Train one run and return its `final/` model folder.
+
+    A run with DONE.json is skipped (force=True retrains from scratch); a run interrupted after a
+    checkpoint resumes from its last `checkpoint-*`. Works under `torchrun` (data-parallel): every
+    process trains, the main one writes final/, the log and DONE.json.
+    """
+    out = Path(output_dir) if output_dir is not None else config.run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    final, done, started = out / "final", out / "DONE.json", out / "run_config.json"
+    missing = [c for c in TRIPLET_COLUMNS if c not in train_df.columns]
+    if missing or train_df.empty:
+        raise ValueError(f"train_df needs rows and columns {TRIPLET_COLUMNS}; missing {missing}, {len(train_df)} rows")
+    identity = {"recipe": _recipe(config), "data_sha1": _data_sha1(train_df)}
+    if force:
+        _clear_run(out)
+    elif started.exists():
+        # Skipping or resuming a run made with another recipe or other data would report a model
+        # that is not the one asked for; say so instead.
+        _check_same_run(json.loads(started.read_text()), identity, out)
+        if done.exists() and final.is_dir():
+            log.info("%s is finished (DONE.json); skipping. Pass force=True to retrain.", out)
+            return final
+
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from .models import _quiet_transformers, load_encoder
+    from .seed import seed_everything
+
+    seed_everything(config.seed)
+    resume = get_last_checkpoint(str(out)) if not force else None
+    model = load_encoder(config.backbone, device=config.device, max_seq_length=config.max_seq_length,
+                         seed=config.seed)
+    trainer, timer = build_trainer(model, config, train_df, out, callbacks=callbacks)
+    log_path = out / "train_log.jsonl"
+    if trainer.is_world_process_zero():
+        write_json(started, identity)
+        _append_jsonl(log_path, {"event": "resume" if resume else "start", "checkpoint": resume,
+                                 "time": _now(), "world_size": trainer.args.world_size})
+    with _quiet_transformers():  # per-checkpoint "Writing model shards" bars; the step bar stays
+        trainer.train(resume_from_checkpoint=resume)
+    if trainer.is_world_process_zero():
+        tmp = out / ".final.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        with _quiet_transformers():
+            model.save(str(tmp))
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        n_triplets = timer.steps * config.batch_size * trainer.args.world_size
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        write_json(done, {
+            "config": asdict(config), "train_rows": len(train_df), "resumed_from": resume,
+            "global_step": trainer.state.global_step, "world_size": trainer.args.world_size,
+            "duration_s": timer.seconds, "triplets_per_s": n_triplets / timer.seconds if timer.seconds else None,
+            "final_loss": losses[-1] if losses else None, "finished_at": _now(), "versions": _versions(),
+        })
+        if not config.keep_checkpoints:
+            for ckpt in out.glob("checkpoint-*"):
+                shutil.rmtree(ckpt, ignore_errors=True)
+        log.info("%s: %d steps in %.0f s (%.1f triplets/s)", out, trainer.state.global_step, timer.seconds,
+                 n_triplets / max(timer.seconds, 1e-9))
+    trainer.accelerator.wait_for_everyone()
+    return final
+
+
+def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path, callbacks: list | None = None):
+    """sentence-transformers' Trainer with MNRL, the no-duplicates sampler and the config's recipe,
+    and the timer callback that measures this session's steps and seconds."""
+    import torch
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+
+    losses, BatchSamplers = _st_training_imports()
+    gpu = torch.cuda.is_available() and config.device != "cpu"
+    bf16 = config.bf16 if config.bf16 is not None else (gpu and torch.cuda.is_bf16_supported())
+    fp16 = config.fp16 if config.fp16 is not None else (gpu and not bf16)
+    workers = config.dataloader_num_workers
+    if workers is None:
+        workers = min(8, os.cpu_count() or 1) if gpu else 1
+    save_steps = config.save_steps or max(1, math.ceil(config.max_steps / 5))
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out),
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        weight_decay=config.weight_decay,
+        lr_scheduler_type="linear",
+        # An integer count: transformers 5 dropped `warmup_ratio` for a float `warmup_steps`.
+        warmup_steps=math.ceil(config.warmup_ratio * config.max_steps),
+        seed=config.seed,
+        data_seed=config.seed,
+        fp16=fp16,
+        bf16=bf16,
+        use_cpu=not gpu,
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        dataloader_num_workers=workers,
+        dataloader_persistent_workers=workers > 0,
+        dataloader_drop_last=True,  # a short last batch would give MNRL fewer in-batch negatives
+        save_strategy="steps",
+        save_steps=save_steps,
+        save_total_limit=config.save_total_limit,
+        logging_steps=config.logging_steps,
+        logging_first_step=True,
+        report_to="none",
+        disable_tqdm=False,
+        ddp_backend=("gloo" if not gpu else "nccl") if distributed else None,
+    )
+    dataset = _to_dataset(train_df)
+    loss = losses.MultipleNegativesRankingLoss(model, scale=config.scale)
+    log_cb, timer = _callbacks(out / "train_log.jsonl")
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss,
+                                         callbacks=[*(callbacks or []), log_cb, timer])
+    return trainer, timer
+
+
+def _to_dataset(train_df: pd.DataFrame):
+    """The trainer wants a datasets.Dataset; only the three text columns, in MNRL's order."""
+    try:
+        from datasets import Dataset
+    except ImportError as err:
+        raise ImportError("training needs the `datasets` package (pip install datasets); on a machine "
+                          "without it, carry a wheel or a site-packages folder with it") from err
+    return Dataset.from_pandas(train_df[TRIPLET_COLUMNS].reset_index(drop=True), preserve_index=False)
+
+
+def _st_training_imports():
+    """Losses and BatchSamplers at their ST >= 6 homes, with the older aliases as fallback."""
+    try:
+        from sentence_transformers.sentence_transformer import losses
+    except ImportError:
+        from sentence_transformers import losses
+    try:
+        from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+    except ImportError:
+        from sentence_transformers.training_args import BatchSamplers
+    return losses, BatchSamplers
+
+
+def _callbacks(log_path: Path):
+    """A callback appending every trainer log (loss, learning rate, epoch) to train_log.jsonl
+    (resumed runs append to the same file), and a timer of this session's steps and seconds.
+    Defined here so that importing compsense.train does not import transformers."""
+    from transformers import TrainerCallback
+
+    class JsonlLog(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and logs:
+                _append_jsonl(log_path, {"step": state.global_step, "epoch": state.epoch, "time": _now(), **logs})
+
+    class Timer(TrainerCallback):
+        start = seconds = 0.0
+        first_step = steps = 0
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.start, self.first_step = time.perf_counter(), state.global_step
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seconds = time.perf_counter() - self.start
+            self.steps = state.global_step - self.first_step
+
+    return JsonlLog(), Timer()
+
+
+# Knobs that change what is trained; the rest (paths, workers, logging, checkpoints) do not.
+_NOT_RECIPE = {"work_dir", "device", "dataloader_num_workers", "save_steps", "save_total_limit",
+               "logging_steps", "keep_checkpoints"}
+
+
+def _recipe(config: TrainConfig) -> dict:
+    return {k: v for k, v in asdict(config).items() if k not in _NOT_RECIPE}
+
+
+def _data_sha1(train_df: pd.DataFrame) -> str:
+    hashed = pd.util.hash_pandas_object(train_df[TRIPLET_COLUMNS].reset_index(drop=True), index=True)
+    return hashlib.sha1(hashed.to_numpy().tobytes()).hexdigest()
+
+
+def _check_same_run(previous: dict, current: dict, out: Path) -> None:
+    old, new = previous.get("recipe", {}), current["recipe"]
+    diff = {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+    if previous.get("data_sha1") != current["data_sha1"]:
+        diff["training data"] = ("other rows", "these rows")
+    if diff:
+        changes = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
+        raise ValueError(f"{out} holds a run with a different setup ({changes}). Pass force=True to retrain "
+                         "it, or use another work_dir to keep both")
+
+
+def _clear_run(out: Path) -> None:
+    for child in out.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+def _append_jsonl(path: Path, record: dict) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, default=str) + "\n")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _versions() -> dict:
+    import sentence_transformers
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "sentence_transformers": sentence_transformers.__version__}
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid
+
+
+@dataclass
+class RunSpec:
+    backbone: str
+    variant: str
+    seed: int
+    structural_share: float | None  # None for the untrained base model
+
+
+def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: float = 0.5,
+              share_sweep=(), sweep_seeds=None) -> list[RunSpec]:
+    """The runs of the A/B grid: base (evaluated once per backbone, first seed), A and B per seed,
+    and the share-sweep points (extra B variants) for `sweep_seeds` (default: the first seed)."""
+    seeds = list(seeds)
+    runs = []
+    for backbone in backbones:
+        if "base" in variants:
+            runs.append(RunSpec(backbone, "base", seeds[0], None))
+        for seed in seeds:
+            if "A" in variants:
+                runs.append(RunSpec(backbone, "A", seed, 0.0))
+            if "B" in variants:
+                runs.append(RunSpec(backbone, "B", seed, float(structural_share)))
+        for seed in (sweep_seeds if sweep_seeds is not None else seeds[:1]):
+            for share in share_sweep:
+                variant = sweep_variant(share, structural_share)
+                if not any(r.backbone == backbone and r.variant == variant and r.seed == seed for r in runs):
+                    runs.append(RunSpec(backbone, variant, seed, float(share)))
+    return runs
+
+
+def run_grid(runs: list[RunSpec], retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, work_dir,
+             max_steps=None, batch_size=None, learning_rate=None, weight_decay=None, force: bool = False,
+             **config_overrides) -> pd.DataFrame:
+    """Train every run that is not finished yet (None knobs = the backbone's paper recipe) and
+    return one row per run: backbone, variant, seed, structural_share, model (path or, for base,
+    the backbone name), model_stamp (DONE.json's finished_at), status, triplets_per_s."""
+    from tqdm.auto import tqdm
+
+    rows = []
+    for spec in tqdm(runs, desc="train", unit="run"):
+        row = asdict(spec)
+        if spec.variant == "base":
+            rows.append({**row, "model": spec.backbone, "model_stamp": "pretrained", "status": "base"})
+            continue
+        config = TrainConfig.paper(spec.backbone, spec.variant, spec.seed, structural_share=spec.structural_share,
+                                   max_steps=max_steps, batch_size=batch_size, learning_rate=learning_rate,
+                                   weight_decay=weight_decay, work_dir=str(work_dir), **config_overrides)
+        was_done = (config.run_dir / "DONE.json").exists() and not force
+        data = mix_structural(retrieval_df, structural_df, spec.structural_share, seed=spec.seed)
+        final = train_model(config, data, force=force)
+        done = json.loads((config.run_dir / "DONE.json").read_text())
+        rows.append({**row, "model": str(final), "model_stamp": done["finished_at"],
+                     "status": "skipped (done)" if was_done else "trained",
+                     "triplets_per_s": done.get("triplets_per_s"), "train_rows": done.get("train_rows"),
+                     "mix": data.attrs.get("mix")})
+    return pd.DataFrame(rows)
+
+
+def read_train_logs(runs: pd.DataFrame, work_dir) -> pd.DataFrame:
+    """Loss curves of the trained runs: backbone, variant, seed, step, loss, learning_rate."""
+    frames = []
+    for r in runs[runs.variant != "base"].to_dict("records"):
+        path = run_dir(work_dir, r["backbone"], r["variant"], r["seed"]) / "train_log.jsonl"
+        if not path.exists():
+            continue
+        recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        df = pd.DataFrame([x for x in recs if "loss" in x])
+        if df.empty:
+            continue
+        df = df.drop_duplicates("step", keep="last")  # a resumed run re-logs nothing, but be safe
+        frames.append(df.assign(backbone=r["backbone"], variant=r["variant"], seed=r["seed"],
+                                structural_share=r["structural_share"]))
+    cols = ["backbone", "variant", "seed", "structural_share", "step", "loss", "learning_rate"]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)

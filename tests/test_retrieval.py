@@ -1,0 +1,171 @@
+"""compsense.retrieval: metrics on hand-computed rankings, agreement with sentence-transformers'
+evaluator, the bootstrap, the eval subsample and Table 1."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from compsense import retrieval
+from compsense.retrieval import (HARNESS, PAPER_TABLE1, evaluate, paired_bootstrap, query_metrics, subsample,
+                                 table1, top_k)
+
+TINY_CORPUS = Path(retrieval.__file__).parent / "resources" / "tiny_corpus.txt"
+
+
+class FakeEncoder:
+    """Texts are looked up in a table of fixed vectors: the ranking is known in advance."""
+
+    def __init__(self, vectors: dict[str, list[float]]):
+        self.vectors = vectors
+
+    def encode(self, texts, **kwargs):
+        return torch.tensor([self.vectors[t] for t in texts], dtype=torch.float32)
+
+
+def test_query_metrics_hand_computed():
+    m = query_metrics(["d2", "d1", "d4", "d3"], {"d1": 1, "d3": 1, "d9": 0})
+    ideal = 1 + 1 / math.log2(3)
+    assert m["ndcg@10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / ideal)
+    assert m["ndcg@10"] == pytest.approx(0.650921, abs=1e-6)
+    assert m["acc@1"] == 0.0
+    assert m["mrr@10"] == 0.5
+    assert m["recall@100"] == 1.0
+
+
+def test_query_metrics_graded_and_cutoffs():
+    # Graded gains as trec_eval: the best ranking scores 1.0 even with mixed grades.
+    assert query_metrics(["a", "b"], {"a": 2, "b": 1})["ndcg@10"] == pytest.approx(1.0)
+    assert query_metrics(["b", "a"], {"a": 2, "b": 1})["ndcg@10"] < 1.0
+    # A relevant document at rank 11 counts for recall@100 but not for nDCG@10 or MRR@10.
+    ranking = [f"x{i}" for i in range(10)] + ["rel"]
+    m = query_metrics(ranking, {"rel": 1})
+    assert (m["ndcg@10"], m["mrr@10"], m["recall@100"]) == (0.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="no relevant"):
+        query_metrics(["a"], {"a": 0})
+
+
+def test_evaluate_on_fake_encoder_known_ranking_and_ties():
+    corpus = {"d1": {"title": "", "text": "one"}, "d2": {"title": "T", "text": "two"},
+              "d0": {"title": "", "text": "zero"}}
+    vectors = {"one": [1, 0], "T two": [0.6, 0.8], "zero": [1, 0], "q": [1, 0], "p": [0, 1]}
+    result = evaluate(FakeEncoder(vectors), corpus, {"q1": "q", "q2": "p"},
+                      {"q1": {"d1": 1}, "q2": {"d2": 1}}, name="fake", show_progress=False)
+    pq = result.per_query.set_index("qid")
+    # q1 ties between d0 and d1 (identical vectors): the smaller id d0 ranks first.
+    assert pq.loc["q1", "acc@1"] == 0.0 and pq.loc["q1", "mrr@10"] == 0.5
+    assert pq.loc["q2", "acc@1"] == 1.0  # title + " " + text was encoded
+    assert result.metrics["acc@1"] == 0.5 and result.harness == HARNESS
+    tidy = result.to_tidy(run="r", backbone="fake", variant="A", seed=1)
+    assert list(tidy.columns[:7]) == ["run", "backbone", "variant", "seed", "dataset", "metric", "value"]
+    assert set(tidy.metric) == set(retrieval.METRICS) and (tidy.harness == HARNESS).all()
+
+
+def test_top_k_chunked_equals_full_sort_with_ties():
+    g = torch.Generator().manual_seed(0)
+    docs = torch.randint(0, 3, (57, 4), generator=g).float()  # many exact ties
+    queries = torch.randint(0, 3, (9, 4), generator=g).float()
+    s_small, i_small = top_k(queries, docs, k=20, query_chunk=4, doc_chunk=7)
+    full = queries @ docs.T
+    i_full = torch.sort(full, dim=1, descending=True, stable=True).indices[:, :20]
+    assert torch.equal(i_small, i_full)
+    assert torch.allclose(s_small, full.gather(1, i_full))
+
+
+def test_agrees_with_sentence_transformers_evaluator():
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+
+    from compsense.models import build_tiny_bert
+
+    model = build_tiny_bert(seed=3)
+    lines = [ln.strip() for ln in TINY_CORPUS.read_text().splitlines() if ln.strip()]
+    n = len(lines)
+    # 160 documents (> 100, so Recall@100 is not trivially 1), short queries, two relevant docs each.
+    corpus = {f"doc{i:03d}": {"title": "", "text": f"{lines[i % n]} {lines[(7 * i + 3) % n]}"} for i in range(160)}
+    queries = {f"q{i}": " ".join(lines[(5 * i) % n].split()[:3]) for i in range(40)}
+    qrels = {f"q{i}": {f"doc{(11 * i) % 160:03d}": 1, f"doc{(13 * i + 5) % 160:03d}": 1} for i in range(40)}
+    ours = evaluate(model, corpus, queries, qrels, batch_size=16, show_progress=False).metrics
+    assert 0 < ours["ndcg@10"] < 1 and 0 < ours["recall@100"] < 1  # a non-trivial case
+    st = InformationRetrievalEvaluator(
+        queries, {d: v["text"] for d, v in corpus.items()}, {q: set(r) for q, r in qrels.items()},
+        mrr_at_k=[10], ndcg_at_k=[10], accuracy_at_k=[1], precision_recall_at_k=[100], map_at_k=[100],
+        show_progress_bar=False, batch_size=16)(model)
+    assert ours["ndcg@10"] == pytest.approx(st["cosine_ndcg@10"], abs=1e-6)
+    assert ours["mrr@10"] == pytest.approx(st["cosine_mrr@10"], abs=1e-6)
+    assert ours["acc@1"] == pytest.approx(st["cosine_accuracy@1"], abs=1e-6)
+    assert ours["recall@100"] == pytest.approx(st["cosine_recall@100"], abs=1e-6)
+
+
+def test_paired_bootstrap():
+    rng = np.random.default_rng(0)
+    a = pd.DataFrame({"qid": [f"q{i}" for i in range(200)], "ndcg@10": rng.uniform(size=200)})
+    shifted = a.assign(**{"ndcg@10": a["ndcg@10"] - 0.1})
+    res = paired_bootstrap(a, shifted, n=500, seed=1)
+    assert res["mean_delta"] == pytest.approx(-0.1)
+    assert res["ci_low"] == pytest.approx(-0.1) and res["ci_high"] == pytest.approx(-0.1)
+    assert res["p_value"] < 0.01 and res["n_queries"] == 200
+    noisy = a.assign(**{"ndcg@10": a["ndcg@10"] + rng.normal(0, 0.3, 200)})
+    r1, r2 = paired_bootstrap(a, noisy, seed=7), paired_bootstrap(a, noisy, seed=7)
+    assert r1 == r2 and r1["ci_low"] < r1["mean_delta"] < r1["ci_high"]
+    same = paired_bootstrap(a, a, n=100)
+    assert same["mean_delta"] == 0 and same["p_value"] == 1.0
+    with pytest.raises(ValueError, match="no query in common"):
+        paired_bootstrap(a, a.assign(qid="other"))
+
+
+@dataclass(frozen=True)
+class _Beir:
+    name: str
+    corpus: dict
+    queries: dict
+    qrels: dict
+    split: str = "test"
+    skipped: dict = field(default_factory=dict)
+
+
+def test_subsample_keeps_relevant_docs_and_is_deterministic():
+    corpus = {f"d{i}": {"title": "", "text": f"doc {i}"} for i in range(1000)}
+    qrels = {f"q{i}": {f"d{i}": 1, f"d{i + 500}": 1} for i in range(100)}
+    ds = _Beir("toy", corpus, {q: q for q in qrels}, qrels)
+    small = subsample(ds, 10, extra_docs=50, seed=4)
+    assert len(small.qrels) == 10 and set(small.queries) == set(small.qrels)
+    relevant = {d for rel in small.qrels.values() for d in rel}
+    assert relevant <= set(small.corpus) and len(small.corpus) == len(relevant) + 50
+    assert small.name == "toy@q10" and small == subsample(ds, 10, extra_docs=50, seed=4)
+    assert subsample(ds, None) is ds and subsample(ds, 1000) is ds
+
+
+def _results(rows):
+    return pd.DataFrame(rows, columns=["backbone", "variant", "seed", "dataset", "metric", "value"])
+
+
+def test_table1_means_drops_and_paper_columns():
+    rows = []
+    for seed, (a, b) in {42: (0.5, 0.4), 43: (0.7, 0.5)}.items():
+        for ds in ("d1", "d2"):
+            rows += [("minilm-l6", "A", seed, ds, "ndcg@10", a), ("minilm-l6", "B", seed, ds, "ndcg@10", b),
+                     ("minilm-l6", "base", seed, ds, "ndcg@10", 0.45)]
+    t = table1(_results(rows)).set_index(["backbone", "metric"]).loc[("minilm-l6", "ndcg@10")]
+    assert t.A_mean == pytest.approx(0.6) and t.B_mean == pytest.approx(0.45)
+    assert t.A_std == pytest.approx(np.std([0.5, 0.7], ddof=1))
+    assert t["drop"] == pytest.approx(-0.15) and t.drop_pct == pytest.approx(-25.0)
+    assert t.paper_A == 0.439 and t.paper_B == 0.401 and t.paper_drop == pytest.approx(-0.038)
+    assert t.n_seeds == 2 and t.n_datasets == 2 and t.base_mean == pytest.approx(0.45)
+    assert retrieval.style_table1(table1(_results(rows))).to_html()
+    assert set(PAPER_TABLE1.backbone) == {"minilm-l6", "minilm-l12", "gte-small", "gte-modernbert-base"}
+
+
+def test_share_sweep_and_per_dataset_deltas():
+    df = _results([("m", "A", 1, "d", "ndcg@10", 0.6), ("m", "B", 1, "d", "ndcg@10", 0.5),
+                   ("m", "B-share0.25", 1, "d", "ndcg@10", 0.55), ("m", "base", 1, "d", "ndcg@10", 0.4)])
+    df["structural_share"] = [0.0, 0.5, 0.25, None]
+    sweep = retrieval.share_sweep_table(df).set_index("structural_share")
+    assert list(sweep.index) == [0.0, 0.25, 0.5]
+    assert sweep["drop"].tolist() == pytest.approx([0.0, -0.05, -0.1])
+    deltas = retrieval.per_dataset_deltas(df)
+    assert deltas.delta.tolist() == pytest.approx([-0.1])

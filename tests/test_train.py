@@ -1,0 +1,163 @@
+"""compsense.train: training data, the A/B mix, the config, and train_model's skip / resume /
+data-parallel behaviour on tiny-bert (a few steps at batch 8)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from compsense.train import (TrainConfig, build_retrieval_triplets, load_structural_triplets, mix_structural,
+                             plan_runs, read_train_logs, run_dir, train_model)
+
+REPO = Path(__file__).resolve().parents[1]
+LINES = [ln.strip() for ln in (REPO / "compsense/resources/tiny_corpus.txt").read_text().splitlines() if ln.strip()]
+
+
+def retrieval_rows(n: int = 40) -> pd.DataFrame:
+    lines = LINES[:n]
+    return pd.DataFrame({"anchor": lines, "positive": [ln.lower() + " indeed" for ln in lines],
+                         "negative": lines[1:] + lines[:1], "source": "toy"})
+
+
+def structural_rows(n: int = 30, split: str = "train") -> pd.DataFrame:
+    sents = [f"{LINES[i % len(LINES)]} ({i})" for i in range(n)]
+    return pd.DataFrame({"anchor": sents, "positive": sents, "negative": [s.replace("the", "no") for s in sents],
+                         "family": "negation", "source_id": [f"s{i}" for i in range(n)], "split": split})
+
+
+def _has_local_data() -> bool:
+    from compsense.paths import local_data_dir
+
+    root = local_data_dir(required=False)
+    return root is not None and all((root / d).is_dir() for d in ("mrpc", "stsb", "scifact"))
+
+
+@pytest.mark.skipif(not _has_local_data(), reason="needs the offline data folder (mrpc, stsb, scifact)")
+def test_build_retrieval_triplets_from_offline_data():
+    from compsense import data
+
+    df, stats = build_retrieval_triplets(max_rows=None, seed=1)
+    assert list(df.columns) == ["anchor", "positive", "negative", "source"]
+    assert (df.negative != df.positive).all() and (df.negative != df.anchor).all()
+    assert stats["total"] == len(df) and stats["mrpc"]["not_paraphrase"] > 0
+    assert stats["stsb"]["score_below_4"] > 0 and stats["scifact"]["split"] == "train"
+    # Never the SciFact test claims (the evaluation set).
+    test_claims = set(data.load_beir("scifact", split="test").queries.values())
+    assert not test_claims & set(df[df.source == "scifact"].anchor)
+    again, _ = build_retrieval_triplets(sources=("stsb",), seed=1)
+    assert again.equals(df[df.source == "stsb"].reset_index(drop=True))  # seeded
+    small, st = build_retrieval_triplets(sources=("stsb",), max_rows=100, seed=1)
+    assert len(small) == 100 and st["dropped_by_max_rows"] == st["stsb"]["kept"] - 100
+
+
+def test_mix_structural_share_and_determinism():
+    ret, struct = retrieval_rows(40), structural_rows(30)
+    a = mix_structural(ret, struct, 0.0, seed=3)
+    assert len(a) == 40 and (a.kind == "retrieval").all()
+    b = mix_structural(ret, struct, 0.25, seed=3)
+    assert len(b) == 40 + 13 and (b.kind == "structural").sum() == 13
+    assert b.attrs["mix"]["structural_repeated"] == 0 and set(b.source) >= {"toy", "negation"}
+    assert b.equals(mix_structural(ret, struct, 0.25, seed=3))
+    assert not b.equals(mix_structural(ret, struct, 0.25, seed=4))
+    big = mix_structural(ret, struct, 0.5, seed=0)  # needs 40 structural rows, only 30 exist
+    assert (big.kind == "structural").sum() == 40 and big.attrs["mix"]["structural_repeated"] == 10
+    with pytest.raises(ValueError, match="share"):
+        mix_structural(ret, struct, 1.0)
+
+
+def test_load_structural_triplets_errors_and_split(tmp_path):
+    with pytest.raises(FileNotFoundError, match="notebook 01"):
+        load_structural_triplets(tmp_path)
+    df = pd.concat([structural_rows(5, "train"), structural_rows(3, "test")])
+    (tmp_path / "negatives").mkdir()
+    df.to_parquet(tmp_path / "negatives" / "triplets.parquet")
+    assert len(load_structural_triplets(tmp_path)) == 5
+    df.drop(columns="family").to_parquet(tmp_path / "negatives" / "triplets.parquet")
+    with pytest.raises(ValueError, match="family"):
+        load_structural_triplets(tmp_path)
+
+
+def test_paper_config_and_plan():
+    c = TrainConfig.paper("gte-modernbert-base", "B", 43, max_steps=None, batch_size=32)
+    assert (c.max_steps, c.learning_rate, c.weight_decay) == (500, 4e-5, 0.01)
+    assert (c.batch_size, c.max_seq_length, c.scale, c.structural_share, c.seed) == (32, 128, 10.0, 0.5, 43)
+    with pytest.raises(TypeError, match="no field"):
+        TrainConfig.paper("minilm-l6", bogus=1)
+    runs = plan_runs(["m"], [42, 43], structural_share=0.5, share_sweep=[0.0, 0.25, 0.5])
+    assert [(r.variant, r.seed) for r in runs] == [("base", 42), ("A", 42), ("B", 42), ("A", 43), ("B", 43),
+                                                   ("B-share0.25", 42)]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One tiny-bert run of 6 steps at batch 8, checkpoints at 3 and 6 (kept for the resume test)."""
+    work = tmp_path_factory.mktemp("train")
+    config = TrainConfig(backbone="tiny-bert", variant="A", seed=0, max_steps=6, batch_size=8, save_steps=3,
+                         logging_steps=1, keep_checkpoints=True, work_dir=str(work), device="cpu")
+    final = train_model(config, retrieval_rows())
+    return config, final
+
+
+def _log(config) -> list[dict]:
+    return [json.loads(x) for x in (config.run_dir / "train_log.jsonl").read_text().splitlines()]
+
+
+def test_train_writes_final_log_and_done(trained):
+    config, final = trained
+    assert final == run_dir(config.work_dir, "tiny-bert", "A", 0) / "final"
+    assert (final / "modules.json").exists()
+    done = json.loads((config.run_dir / "DONE.json").read_text())
+    assert done["global_step"] == 6 and done["config"]["batch_size"] == 8 and done["triplets_per_s"] > 0
+    steps = [r["step"] for r in _log(config) if "loss" in r]
+    assert steps == [1, 2, 3, 4, 5, 6]
+
+
+def test_finished_run_is_skipped(trained):
+    config, final = trained
+    before = (config.run_dir / "DONE.json").read_text(), len(_log(config))
+    assert train_model(config, retrieval_rows()) == final
+    assert ((config.run_dir / "DONE.json").read_text(), len(_log(config))) == before
+    # Another recipe or other data in the same folder is refused, not silently reused.
+    with pytest.raises(ValueError, match=r"max_steps: 6 -> 9.*force=True"):
+        train_model(replace(config, max_steps=9), retrieval_rows())
+    with pytest.raises(ValueError, match="training data"):
+        train_model(config, retrieval_rows(39))
+    assert train_model(replace(config, logging_steps=5), retrieval_rows()) == final  # not part of the recipe
+
+
+def test_interrupted_run_resumes_from_last_checkpoint(trained):
+    config, final = trained
+    # Simulate a crash after step 3: the last checkpoint is checkpoint-3, nothing was finished.
+    shutil.rmtree(final)
+    (config.run_dir / "DONE.json").unlink()
+    shutil.rmtree(config.run_dir / "checkpoint-6")
+    n_before = len(_log(config))
+    train_model(config, retrieval_rows())
+    new = _log(config)[n_before:]
+    assert new[0]["event"] == "resume" and new[0]["checkpoint"].endswith("checkpoint-3")
+    assert [r["step"] for r in new if "loss" in r] == [4, 5, 6]  # steps 1-3 were not redone
+    done = json.loads((config.run_dir / "DONE.json").read_text())
+    assert done["resumed_from"].endswith("checkpoint-3") and done["global_step"] == 6
+    curves = read_train_logs(pd.DataFrame([{"backbone": "tiny-bert", "variant": "A", "seed": 0,
+                                            "structural_share": 0.0}]), config.work_dir)
+    assert curves.step.tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_data_parallel_two_cpu_processes(tmp_path):
+    """torchrun with 2 processes (gloo): one saved model, DONE.json says world_size 2 (~30 s)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(REPO / "tests" / "ddp_train_script.py"), str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = run_dir(tmp_path, "tiny-bert", "A", 42)
+    done = json.loads((out / "DONE.json").read_text())
+    assert done["world_size"] == 2 and done["global_step"] == 3
+    assert (out / "final" / "modules.json").exists()
