@@ -1,0 +1,134 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from compsense.simmap import (
+    TokenCache,
+    cross_similarity_maps,
+    encode_tokens,
+    pack,
+    pad_to,
+    similarity_map,
+    token_embeddings,
+)
+
+TEXTS = ["A dog bites a man.", "The cat is not on the mat.", "Hi", "The red cup sits left of the blue box."]
+
+
+def test_token_embeddings_are_normalized_masked_and_packed(tiny_encoder):
+    batch = token_embeddings(tiny_encoder, TEXTS)
+    lengths = batch.mask.sum(dim=1).tolist()
+    assert lengths == [len(t) for t in batch.tokens]
+    for row, n in enumerate(lengths):
+        assert batch.mask[row, :n].all() and not batch.mask[row, n:].any()  # kept tokens first
+        norms = batch.embeddings[row, :n].norm(dim=-1)
+        torch.testing.assert_close(norms, torch.ones(n), atol=1e-5, rtol=0)
+        assert batch.embeddings[row, n:].abs().sum() == 0
+    assert not any(t in toks for toks in batch.tokens for t in ("[CLS]", "[SEP]", "[PAD]"))
+
+
+def test_special_tokens_are_a_parameter(tiny_encoder):
+    without = token_embeddings(tiny_encoder, TEXTS)
+    with_special = token_embeddings(tiny_encoder, TEXTS, include_special=True)
+    assert (with_special.lengths - without.lengths).tolist() == [2] * len(TEXTS)
+    assert with_special.tokens[2][0] == "[CLS]" and with_special.tokens[2][-1] == "[SEP]"
+    # The content tokens are the same vectors either way.
+    torch.testing.assert_close(with_special.embeddings[0, 1:-1][: without.lengths[0]],
+                               without.embeddings[0, : without.lengths[0]])
+
+
+def test_token_embeddings_match_sentence_transformers_encode(tiny_encoder):
+    reference = tiny_encoder.encode(TEXTS, output_value="token_embeddings")
+    batch = token_embeddings(tiny_encoder, TEXTS, include_special=True)
+    for row, ref in enumerate(reference):
+        n = int(batch.lengths[row])
+        torch.testing.assert_close(batch.embeddings[row, :n], F.normalize(ref.float(), dim=-1), atol=1e-5, rtol=0)
+
+
+def test_batching_does_not_change_embeddings(tiny_encoder):
+    one = token_embeddings(tiny_encoder, TEXTS, batch_size=1)
+    all_ = token_embeddings(tiny_encoder, TEXTS, batch_size=8)
+    torch.testing.assert_close(one.embeddings, all_.embeddings, atol=1e-5, rtol=0)
+    assert one.tokens == all_.tokens
+
+
+def test_pack_moves_kept_positions_first_and_keeps_gradients():
+    values = torch.arange(12, dtype=torch.float32).view(2, 3, 2).requires_grad_(True)
+    keep = torch.tensor([[False, True, True], [True, False, False]])
+    packed, mask = pack(values, keep)
+    assert mask.tolist() == [[True, True], [True, False]]
+    assert packed.tolist() == [[[2, 3], [4, 5]], [[6, 7], [0, 0]]]
+    packed.sum().backward()
+    assert values.grad.tolist() == [[[0, 0], [1, 1], [1, 1]], [[1, 1], [0, 0], [0, 0]]]
+
+
+def test_similarity_map_is_the_masked_cosine(tiny_encoder):
+    q = token_embeddings(tiny_encoder, TEXTS[:2])
+    d = token_embeddings(tiny_encoder, TEXTS[2:])
+    M, q_mask, d_mask = similarity_map(q, d)
+    assert M.shape == (2, q.embeddings.shape[1], d.embeddings.shape[1])
+    expected = q.embeddings[1, 3] @ d.embeddings[1, 2]
+    torch.testing.assert_close(M[1, 3, 2], expected)
+    assert M[0][~(q_mask[0][:, None] & d_mask[0][None, :])].abs().sum() == 0
+    assert M.max() <= 1 + 1e-5 and M.min() >= -1 - 1e-5
+    with pytest.raises(ValueError, match="row i with row i"):
+        similarity_map(q, token_embeddings(tiny_encoder, TEXTS[:3]))
+
+
+def test_cross_maps_hold_every_query_document_combination(tiny_encoder):
+    q = token_embeddings(tiny_encoder, TEXTS[:2])
+    d = token_embeddings(tiny_encoder, TEXTS)
+    M, q_mask, d_mask = cross_similarity_maps(q, d)
+    assert M.shape[0] == 2 * len(TEXTS)
+    single, _, _ = similarity_map(q.select([1]), d.select([3]))
+    n_q, n_d = single.shape[1:]
+    torch.testing.assert_close(M[1 * len(TEXTS) + 3, :n_q, :n_d], single[0])
+    assert q_mask[5].tolist() == q.mask[1].tolist() and d_mask[5].tolist() == d.mask[1].tolist()
+
+
+def test_pad_to_adds_masked_positions(tiny_encoder):
+    batch = token_embeddings(tiny_encoder, TEXTS)
+    padded = pad_to(batch, 30)
+    assert padded.embeddings.shape[1] == 30 and padded.mask.sum() == batch.mask.sum()
+    with pytest.raises(ValueError, match="shorter"):
+        pad_to(batch, 2)
+
+
+def test_token_cache_writes_once_and_reads_back(tiny_encoder, tmp_path):
+    first = TokenCache(tiny_encoder, TEXTS, tmp_path, show_progress=False)
+    assert first.encoded == len(TEXTS) and first.path.exists()
+    again = TokenCache(tiny_encoder, TEXTS, tmp_path, show_progress=False)
+    assert again.encoded == 0  # read from disk, the encoder was not run
+    direct = token_embeddings(tiny_encoder, TEXTS)
+    from_cache = again.lookup([TEXTS[3], TEXTS[0]])
+    n = int(direct.lengths[3])
+    torch.testing.assert_close(from_cache.embeddings[0, :n], direct.embeddings[3, :n])
+    assert from_cache.tokens[1] == direct.tokens[0]
+    assert from_cache.embeddings.shape[1] == int(max(direct.lengths[3], direct.lengths[0]))
+    with pytest.raises(KeyError, match="not in this TokenCache"):
+        again.rows(["an unseen sentence"])
+
+
+def test_token_cache_key_tracks_encoder_texts_and_settings(tmp_path):
+    from compsense.models import build_tiny_bert
+
+    encoder = build_tiny_bert(seed=3)
+    base = TokenCache(encoder, TEXTS, tmp_path, show_progress=False)
+    assert TokenCache(encoder, TEXTS, tmp_path, include_special=True, show_progress=False).key != base.key
+    assert TokenCache(encoder, TEXTS[:3], tmp_path, show_progress=False).key != base.key
+    with torch.no_grad():
+        next(encoder.parameters()).add_(1e-3)  # a "fine-tuned" encoder must not read the old cache
+    changed = TokenCache(encoder, TEXTS, tmp_path, show_progress=False)
+    assert changed.key != base.key and changed.encoded == len(TEXTS)
+    assert len(list(tmp_path.glob("tokens-*.safetensors"))) == 4
+
+
+def test_encode_tokens_keeps_gradients(tiny_encoder):
+    tiny_encoder.zero_grad()
+    batch = encode_tokens(tiny_encoder, TEXTS[:2])
+    batch.embeddings.sum().backward()
+    grads = [p.grad for p in tiny_encoder.parameters() if p.grad is not None]
+    assert grads and any(float(g.abs().sum()) > 0 for g in grads)
+    tiny_encoder.zero_grad()
+    assert np.isfinite(batch.embeddings.detach().numpy()).all()
