@@ -1,0 +1,263 @@
+"""compsense.rerank: a hand-made corpus where pooled cosine ranks wrongly and MaxSim does not,
+the fusion weight, K bounds, the corpus caches, and agreement with the retrieval harness."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn as nn
+
+from compsense import rerank as R
+from compsense import verifiers as V
+from compsense.retrieval import HARNESS, evaluate
+
+# Unit word vectors: pooled cosine ranks "w" (the direction of x + y) first for the query "x y",
+# while the relevant document holds x and y verbatim among noise tokens z.
+WORDS = {"x": [1, 0, 0, 0], "y": [0, 1, 0, 0], "z": [0, 0, 1, 0], "w": [1 / math.sqrt(2), 1 / math.sqrt(2), 0, 0],
+         "v": [0, 0, 0, 1]}
+CORPUS = {
+    "d_rel": {"title": "", "text": "x y z z z z"},  # pooled cos 0.33, MaxSim 1.0
+    "d_w": {"title": "", "text": "w"},  # pooled cos 1.0, MaxSim 0.71
+    "d_x": {"title": "", "text": "x"},  # pooled cos 0.71, MaxSim 0.5
+    "d_y": {"title": "", "text": "y v"},  # pooled cos 0.5, MaxSim 0.5
+    "d_z": {"title": "", "text": "z z"},  # pooled cos 0, MaxSim 0
+    "d_v": {"title": "", "text": "v"},
+}
+QUERIES = {"q1": "x y", "q2": "v"}
+QRELS = {"q1": {"d_rel": 1}, "q2": {"d_v": 1}}
+
+
+class WordTokenizer:
+    """Whitespace tokens; [PAD] [CLS] [SEP] [UNK] are the special ids 0-3."""
+
+    specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"]
+
+    def __init__(self, words):
+        self.vocab = self.specials + list(words)
+        self.ids = {t: i for i, t in enumerate(self.vocab)}
+        self.all_special_ids, self.unk_token_id = [0, 1, 2, 3], 3
+
+    def __len__(self):
+        return len(self.vocab)
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.vocab[i] for i in ids]
+
+    def __call__(self, texts):
+        rows = [[1] + [self.ids.get(t, 3) for t in text.split()] + [2] for text in texts]
+        length = max(len(r) for r in rows)
+        ids = torch.tensor([r + [0] * (length - len(r)) for r in rows])
+        return {"input_ids": ids, "attention_mask": (ids != 0).long()}
+
+
+class WordEncoder(nn.Module):
+    """A SentenceTransformer-shaped encoder whose token vectors are the fixed WORDS (specials are
+    zero) and whose sentence embedding is their mean. Counts the texts it encodes."""
+
+    def __init__(self, words=WORDS):
+        super().__init__()
+        self.tokenizer = WordTokenizer(words)
+        weight = torch.zeros(len(self.tokenizer), len(next(iter(words.values()))))
+        weight[4:] = torch.tensor(list(words.values()), dtype=torch.float32)
+        self.embed = nn.Embedding.from_pretrained(weight, freeze=True)
+        self.max_seq_length = 128
+        self.texts_encoded = 0
+
+    @property
+    def device(self):
+        return self.embed.weight.device
+
+    def preprocess(self, texts):
+        return self.tokenizer(list(texts))
+
+    def forward(self, features):
+        self.texts_encoded += len(features["input_ids"])
+        return {**features, "token_embeddings": self.embed(features["input_ids"])}
+
+    def encode(self, texts, convert_to_tensor=True, normalize_embeddings=True, **kwargs):
+        features = self.preprocess(texts)
+        out = self.forward(features)
+        mask = features["attention_mask"][:, :, None].float()
+        pooled = (out["token_embeddings"] * mask).sum(1) / mask.sum(1)
+        return torch.nn.functional.normalize(pooled, dim=-1) if normalize_embeddings else pooled
+
+
+@pytest.fixture
+def encoder():
+    return WordEncoder()
+
+
+def _ids(ranking):
+    return [d for d, _ in ranking]
+
+
+def test_maxsim_reorders_what_pooled_cosine_ranks_wrongly(encoder, tmp_path):
+    reranker = R.Reranker(encoder, CORPUS, tmp_path, dtype="float32")
+    pooled = reranker.rerank(None, QUERIES, k=6, weight=1.0)
+    assert _ids(pooled["q1"])[:4] == ["d_w", "d_x", "d_y", "d_rel"]
+    maxsim = reranker.rerank(V.create("F1"), QUERIES, k=6, weight=0.0)
+    assert _ids(maxsim["q1"])[:2] == ["d_rel", "d_w"]
+    assert [s for _, s in maxsim["q1"]][:2] == pytest.approx([1.0, 1 / math.sqrt(2)], abs=1e-6)
+    # Through the harness: nDCG@10 of q1 goes from rank 4 to rank 1.
+    cands = reranker.search(QUERIES, 6)
+    before = R.score_result(R.full_rankings(pooled, cands, reranker.doc_ids), QRELS, "toy", len(reranker))
+    after = R.score_result(R.full_rankings(maxsim, cands, reranker.doc_ids), QRELS, "toy", len(reranker))
+    q1 = lambda res: res.per_query.set_index("qid").loc["q1"]  # noqa: E731
+    assert q1(before)["ndcg@10"] == pytest.approx(1 / math.log2(5)) and q1(after)["ndcg@10"] == 1.0
+
+
+def test_weight_one_reproduces_the_pooled_ranking_and_the_harness(encoder):
+    reranker = R.Reranker(encoder, CORPUS)
+    cands = reranker.search(QUERIES, 100)
+    fused = reranker.rerank(V.create("F1"), QUERIES, k=100, weight=1.0)
+    for row, q in enumerate(cands.qids):
+        assert _ids(fused[q]) == [reranker.doc_ids[i] for i in cands.indices[row].tolist()]
+    # The encoder-only numbers are retrieval.evaluate's.
+    result = R.score_result(R.full_rankings(fused, cands, reranker.doc_ids), QRELS, "toy", len(reranker), HARNESS)
+    reference = evaluate(encoder, CORPUS, QUERIES, QRELS, show_progress=False)
+    assert result.metrics == pytest.approx(reference.metrics)
+
+
+def test_fusion_is_the_weighted_sum(encoder):
+    reranker = R.Reranker(encoder, CORPUS)
+    cands = reranker.search(QUERIES, 6)
+    f1 = V.create("F1")
+    v = reranker.verifier_scores(f1, QUERIES, cands)
+    mixed = reranker.rerank(f1, QUERIES, k=6, weight=0.25)
+    expected = 0.25 * cands.scores + 0.75 * v
+    row = cands.qids.index("q1")
+    by_doc = {reranker.doc_ids[i]: float(s) for i, s in zip(cands.indices[row].tolist(), expected[row].tolist())}
+    assert dict(mixed["q1"]) == pytest.approx(by_doc)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        reranker.rerank(f1, QUERIES, k=6, weight=1.5)
+
+
+def test_k_bounds_which_candidates_can_move(encoder):
+    reranker = R.Reranker(encoder, CORPUS)
+    f1 = V.create("F1")
+    # d_rel is 4th by pooled cosine: reranking the top 3 cannot reach it, the top 4 can.
+    for k, top in ((1, "d_w"), (2, "d_w"), (3, "d_w"), (4, "d_rel")):
+        out = reranker.rerank(f1, QUERIES, k=k)
+        assert len(out["q1"]) == k and _ids(out["q1"])[0] == top
+        assert set(_ids(out["q1"])) == set(_ids(reranker.rerank(None, QUERIES, k=k, weight=1.0)["q1"]))
+    assert len(reranker.rerank(f1, QUERIES, k=100)["q1"]) == len(CORPUS)  # capped at the corpus
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="positive integer"):
+            reranker.rerank(f1, QUERIES, k=bad)
+    # A deeper first stage sliced to K is the same as searching K.
+    deep = reranker.search(QUERIES, 6)
+    assert reranker.rerank(f1, QUERIES, k=3, candidates=deep) == reranker.rerank(f1, QUERIES, k=3)
+
+
+def test_batched_scores_match_verifiers_score_pairs(encoder):
+    reranker = R.Reranker(encoder, CORPUS, candidate_batch=4, dtype="float32")
+    cands = reranker.search(QUERIES, 6)
+    for name in ("F0", "F1", "F2", "F3", "F4"):
+        verifier = V.create(name, seed=0)
+        scores = reranker.verifier_scores(verifier, QUERIES, cands)
+        pairs = [(QUERIES[q], reranker.doc_texts[i]) for q, row in zip(cands.qids, cands.indices.tolist()) for i in row]
+        expected = V.score_pairs(encoder, verifier, pairs, batch_size=3)
+        np.testing.assert_allclose(scores.reshape(-1).numpy(), expected, atol=1e-5, err_msg=name)
+
+
+def test_corpus_is_encoded_once_then_read_from_disk(encoder, tmp_path):
+    first = R.Reranker(encoder, CORPUS, tmp_path)
+    first.rerank(V.create("F1"), QUERIES, k=3)
+    assert first.corpus_encoded == 2 * len(CORPUS)  # pooled + tokens
+    before = encoder.texts_encoded
+    second = R.Reranker(encoder, CORPUS, tmp_path)
+    out = second.rerank(V.create("F1"), QUERIES, k=3)
+    assert second.corpus_encoded == 0
+    assert encoder.texts_encoded - before == 2 * len(QUERIES)  # only the queries: pooled + tokens
+    assert out == first.rerank(V.create("F1"), QUERIES, k=3)
+    assert sorted(p.name.split("-")[0] for p in tmp_path.rglob("*.safetensors")) == ["pooled", "tokens"]
+    assert second.corpus_tokens().values.dtype == torch.float16  # stored half precision by default
+
+
+def test_cache_key_changes_with_the_encoder_or_the_corpus(encoder, tmp_path):
+    R.Reranker(encoder, CORPUS, tmp_path).corpus_tokens()
+    files = set(tmp_path.rglob("*.safetensors"))
+    more = {**CORPUS, "d_new": {"title": "", "text": "x z"}}
+    assert R.Reranker(encoder, more, tmp_path).corpus_encoded == len(more)  # another corpus: encoded afresh
+    tuned = WordEncoder()
+    with torch.no_grad():
+        tuned.embed.weight[4] += 0.1  # a "fine-tuned" encoder must not read the old cache
+    changed = R.Reranker(tuned, CORPUS, tmp_path)
+    changed.corpus_tokens()
+    assert changed.corpus_encoded == 2 * len(CORPUS)
+    assert len(set(tmp_path.rglob("*.safetensors")) - files) == 3  # pooled (new corpus), pooled + tokens (tuned)
+    key = R.cache_key(encoder, R.Reranker(encoder, CORPUS).doc_texts, False)
+    assert key != R.cache_key(tuned, R.Reranker(encoder, CORPUS).doc_texts, False)
+
+
+def test_corpus_cache_batches_match_token_cache(encoder):
+    from compsense.simmap import TokenCache
+
+    texts = [R.doc_text(d) for d in CORPUS.values()]
+    plain, fast = TokenCache(encoder, texts, show_progress=False), R.CorpusTokenCache(encoder, texts, dtype=torch.float32)
+    for rows in ([0], [3, 1, 1, 5], list(range(len(texts)))):
+        a, b = plain.batch(rows), fast.batch(rows)
+        torch.testing.assert_close(a.embeddings, b.embeddings, atol=0, rtol=0)
+        assert a.mask.tolist() == b.mask.tolist() and a.tokens == b.tokens
+
+
+def test_float16_cache_barely_moves_scores(encoder, tmp_path):
+    cands = R.Reranker(encoder, CORPUS).search(QUERIES, 6)
+    half = R.Reranker(encoder, CORPUS, tmp_path / "a", dtype="float16").verifier_scores(V.create("F1"), QUERIES, cands)
+    full = R.Reranker(encoder, CORPUS, tmp_path / "b", dtype="float32").verifier_scores(V.create("F1"), QUERIES, cands)
+    torch.testing.assert_close(half, full, atol=2e-3, rtol=0)
+
+
+def test_rerank_function_with_a_real_sentence_transformer(tiny_encoder, tmp_path):
+    corpus = {f"d{i}": {"title": "", "text": t} for i, t in enumerate(
+        ["A dog bites a man.", "A man bites a dog.", "The cat is not on the mat.", "The cat is on the mat."])}
+    queries = {"q": "Did the dog bite the man?"}
+    for name in V.NAMES:
+        out = R.rerank(tiny_encoder, V.create(name, seed=0), corpus, queries, k=3, cache_dir=tmp_path)
+        assert len(out["q"]) == 3 and all(math.isfinite(s) for _, s in out["q"])
+        scores = [s for _, s in out["q"]]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_find_methods_falls_back_to_training_free_verifiers(encoder, tmp_path):
+    methods, notes = R.find_methods(tmp_path, V.NAMES, ["frozen", "end2end"], encoder)
+    assert [m.label for m in methods] == ["F0-frozen", "F1-frozen", "F2-frozen"]
+    assert all(m.source.startswith("training-free") and m.encoder is encoder for m in methods)
+    assert sum("04_verifiers" in n for n in notes) == 7  # F3/F4 frozen, all five end2end
+    with pytest.raises(FileNotFoundError, match="04_verifiers"):
+        R.find_methods(tmp_path, ["F3"], ["frozen"], encoder)
+    V.save(V.create("F3", seed=0), tmp_path / "verifiers" / "F3-frozen")
+    methods, _ = R.find_methods(tmp_path, ["F3"], ["frozen"], encoder)
+    assert methods[0].source == "notebook 04" and methods[0].verifier.name == "F3"
+
+
+def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
+    from compsense.data import BeirDataset
+
+    ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
+    methods, _ = R.find_methods(tmp_path, ["F0", "F1"], ["frozen"], encoder)
+    grid = R.run_grid([ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[2, 4], weights=[0.0, 1.0],
+                      cost_queries=2, show_progress=False)
+    res = grid.results
+    assert set(R.TIDY_KEY) <= set(res.columns) and (tmp_path / "results" / "rerank.parquet").exists()
+    ndcg = res[res.metric == "ndcg@10"].set_index(["variant", "k", "weight"]).value
+    assert ndcg[("F1-frozen", 4, 0.0)] > ndcg[("base", 100, 1.0)]
+    assert ndcg[("F1-frozen", 4, 1.0)] == pytest.approx(ndcg[("base", 100, 1.0)])  # w = 1: the pooled ranking
+    recall = res[res.metric == "recall@100"]
+    assert recall.value.nunique() == 1  # reranking the top-K never changes recall@100
+    assert set(res[res.verifier == "none"].harness) == {HARNESS}
+    boot = R.bootstrap_vs_baseline(grid.per_query, n=200)
+    assert len(boot) == 2 * 2 * 2 and boot.ci_low.le(boot.mean_delta).all()
+    cost = R.cost_table(grid.cost)
+    assert {"first_stage_ms", "rerank_ms@2", "rerank_ms@4", "token_cache_mb"} <= set(cost.columns)
+    assert (cost.set_index("variant").loc["F1-frozen", "token_cache_mb"]) > 0
+    separation = pd.DataFrame({"dataset": "negatives-heldout", "family": "all", "metric": "auc",
+                               "variant": ["cosine Base", "F0-frozen", "F1-frozen"], "value": [0.5, 0.55, 0.7]})
+    table = R.tradeoff_table(res, separation)
+    assert set(table.label) == {"base", "F0-frozen", "F1-frozen"}
+    assert table.set_index("label").kind.to_dict() == {"base": "pooled", "F0-frozen": "frozen", "F1-frozen": "frozen"}
+    for fig in (R.figure_rerank(res), R.figure_k_sweep(res), R.figure_tradeoff(table)):
+        assert fig.data
