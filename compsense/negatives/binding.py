@@ -1,13 +1,15 @@
 """Binding: the same words, bound differently ("the company hired the consultant" ->
 "the consultant hired the company"; "a red cup on a blue box" -> "a blue cup on a red box").
 
-Five patterns, each conservative about where a noun phrase starts and ends:
+Six patterns, each conservative about where a noun phrase starts and ends:
 - active role swap: SUBJECT VERB OBJECT with an asymmetric transitive verb (hire, beat, cause...;
   never symmetric ones like meet or marry, where the swap keeps the meaning);
 - passive role swap: "A was hired by B" -> "B was hired by A";
 - comparison swap: "A is larger than B" -> "B is larger than A";
 - range swap: "from 5 % to 7 %" -> "from 7 % to 5 %" (amounts or names only);
-- attribute swap: the adjectives of two different nouns.
+- attribute swap: the adjectives of two different nouns;
+- value swap (slots.py): two amounts, weekdays, months or years of one kind trade places
+  ("to $ 12 million from $ 10 million", "fell on Monday and rose on Tuesday").
 Bare "X and Y" coordinations are never swapped: "cats and dogs" means the same either way.
 Swaps that would break agreement ("The dogs chase the cat" -> "The cat chase the dogs") are only
 made when both phrases have the same grammatical number.
@@ -25,6 +27,7 @@ from compsense.negatives.rules import (
     CURRENCY, IRREGULAR_PLURALS, indefinite_article, is_content_word, is_finite_verb_form,
     looks_participle, looks_plural,
 )
+from compsense.negatives.slots import value_swaps
 from compsense.negatives.text import Edit, Sentence
 
 SYMMETRIC_VERBS = frozenset("meet marry play face fight join match resemble date tie".split())
@@ -395,4 +398,4 @@ def _adjective_replacement(sent: Sentence, i: int, new: str) -> tuple[tuple[int,
 
 def binding_edits(sent: Sentence) -> list[Edit]:
     return (_active_swaps(sent) + _passive_swaps(sent) + _comparison_swaps(sent) + _range_swaps(sent)
-            + _adjective_swaps(sent))
+            + _adjective_swaps(sent) + value_swaps(sent))

@@ -10,7 +10,8 @@ from compsense.negatives.lexicons import (
     BE_FORMS, DETERMINERS, MODALS, PARTICIPLE_TO_BASE, POSSESSIVES, PREPOSITIONS, STEER_VERBS, VERBS,
 )
 from compsense.negatives.rules import (
-    Swap, SwapTable, all_of, followed_by, is_content_word, is_finite_verb_form, is_quantity,
+    NUMBER_WORDS, Swap, SwapTable, all_of, followed_by, is_content_word, is_finite_verb_form,
+    is_quantity,
     looks_participle, looks_plural, lower_case_only, not_followed_by, not_preceded_by, replace_words,
     swap_pairs,
 )
@@ -246,13 +247,50 @@ MASS_NOUNS = frozenset(
 )
 
 
+ABSTRACT_ENDINGS = ("tion", "sion", "ence", "ance", "ment", "ness")
+
+
+def _abstract_noun(sent: Sentence, k: int) -> bool:
+    """'no connection', 'some resistance': abstract nouns read as mass nouns after 'no'/'some'."""
+    low = sent.low(k)
+    return (is_content_word(sent, k) and (low in MASS_NOUNS or low.endswith(ABSTRACT_ENDINGS))
+            and not is_finite_verb_form(low) and low not in VERBS and len(low) > 5
+            and sent.low(k + 1) not in ("of",) and not looks_plural(sent, k + 1))
+
+
+def _some_abstract(sent: Sentence, i: int, j: int) -> bool:
+    """'some resistance' -> 'no resistance'; not 'some 50 people' or 'some of'."""
+    return _abstract_noun(sent, j) and (_clause_head(sent, i, j) or sent.low(i - 1) in BE_FORMS)
+
+
+CLAUSE_HEAD_BEFORE = frozenset([",", ";", ":", "that", "but", "while", "and", "because"])
+
+
+def _clause_head(sent: Sentence, i: int, j: int) -> bool:
+    """The quantifier opens a clause's subject ("Several courts ruled", ", each volunteer got")."""
+    return i == sent.first_word_index or (sent.low(i - 1) in CLAUSE_HEAD_BEFORE
+                                          and sent.low(i - 2) not in ("a", "the"))
+
+
+def _several_group(sent: Sentence, i: int, j: int) -> bool:
+    """'Several courts have ruled' <-> 'Few courts have ruled', as the subject of a clause.
+
+    Elsewhere bare "few" is unidiomatic ("found few weeks later", "for few days"), and
+    "several hundred", "a few", "one of several" are no group at all.
+    """
+    return sent.low(j) not in NUMBER_WORDS and _group_follows(sent, i, j) and _clause_head(sent, i, j)
+
+
 def _no_as_determiner(sent: Sentence, i: int, j: int) -> bool:
     """'no evidence' -> 'some evidence'; not 'No,' or 'No. 1' or 'no matter'."""
     nxt = sent.low(j)
+    # "three no votes", "little or no competition", "a vote of no confidence"
+    if sent.low(i - 1) in ("or", "and", "of") or sent.word(i - 1).isdigit() or sent.low(i - 1) in NUMBER_WORDS:
+        return False
     if not sent.is_word(j) or nxt in ("more", "less", "longer", "later", "sooner", "matter", "way",
                                       "fewer", "one", "other", "further", "such", "doubt"):
         return False
-    return nxt in MASS_NOUNS or looks_plural(sent, j) or (
+    return nxt in MASS_NOUNS or looks_plural(sent, j) or _abstract_noun(sent, j) or (
         is_content_word(sent, j) and (looks_plural(sent, j + 1) or sent.low(j + 1) in MASS_NOUNS))
 
 
@@ -291,6 +329,10 @@ QUANTIFIER = SwapTable([
     Swap(("none", "of"), "all of", _no_singular_verb_ahead),
     Swap(("each", "of"), "none of", None),
     Swap(("every",), "no", _singular_noun_follows),
+    Swap(("each",), "no", all_of(_singular_noun_follows, _clause_head,
+                                 lambda sent, i, j: not sent.low(j).endswith("ing"))),
+    *swap_pairs("several>few", _several_group),
+    Swap(("some",), "no", _some_abstract),
     # "most" only right before "of" or a plural: "most wanted suspects" is a superlative.
     Swap(("most",), "few", all_of(_plural_group, not_preceded_by({"the", "at", "a", "for"}))),
     Swap(("many",), "few", all_of(_group_follows, not_preceded_by({"how", "great", "a", "not"}))),
