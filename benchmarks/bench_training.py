@@ -58,7 +58,7 @@ def offline_triplets(n: int, seed: int = 0) -> pd.DataFrame:
 
 def build_model(name: str, arch_dir: str | None, seed: int):
     """The benchmark model. `minilm-l6-random`: MiniLM-L6's architecture and tokenizer, random weights."""
-    from compsense.models import _quiet_transformers, _st_modules, load_encoder
+    from compsense.models import quiet_transformers, _st_modules, load_encoder
 
     if name != "minilm-l6-random":
         return load_encoder(name, seed=seed)
@@ -76,7 +76,7 @@ def build_model(name: str, arch_dir: str | None, seed: int):
         torch.manual_seed(seed)
         bert = AutoModel.from_config(AutoConfig.from_pretrained(arch_dir))
     tmp = tempfile.mkdtemp(prefix="bench-minilm-")
-    with _quiet_transformers():
+    with quiet_transformers():
         AutoTokenizer.from_pretrained(arch_dir).save_pretrained(tmp)
         bert.save_pretrained(tmp)
         Transformer, Pooling = _st_modules()
@@ -167,7 +167,7 @@ def main(argv=None) -> dict:
 
     import torch
 
-    from compsense.models import _quiet_transformers
+    from compsense.models import quiet_transformers
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -177,7 +177,7 @@ def main(argv=None) -> dict:
     precision = {"bf16": bf16, "fp16": gpu and not bf16}
     df = synthetic_triplets(args.rows, args.seed) if args.data == "synthetic" else offline_triplets(args.rows, args.seed)
     model_dir = tempfile.mkdtemp(prefix="bench-model-")
-    with _quiet_transformers():
+    with quiet_transformers():
         build_model(args.model, args.arch_dir, args.seed).save(model_dir)
 
     plain, ours = [], []

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from compsense import verifiers as V  # noqa: E402
+from compsense.verifier_training import contrastive_loss  # noqa: E402
 from compsense.models import load_encoder  # noqa: E402
 from compsense.simmap import TokenCache, encode_tokens  # noqa: E402
 
@@ -53,7 +54,7 @@ def epoch(verifier, batches, source, temperature=0.1, lr=1e-3) -> float:
     for batch in batches:
         a, p, n = map(list, zip(*batch))
         q, cands = source(a), source(p + n)
-        loss, _ = V.contrastive_loss(verifier, q, cands, p, p + n, temperature)
+        loss, _ = contrastive_loss(verifier, q, cands, p, p + n, temperature)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -167,7 +167,7 @@ def maxsim_matches(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def soft_alignment(verifier, M: np.ndarray) -> np.ndarray | None:
     """F2's attention of each query token over document tokens, softmax_j((M_ij - lam|i-j|)/tau),
     as the verifier computes it (its own lam, tau and position convention); None for others."""
-    from .verifiers import AlignVerifier, _positions
+    from .verifiers import AlignVerifier, token_positions
 
     if not isinstance(verifier, AlignVerifier) or 0 in M.shape:
         return None
@@ -175,8 +175,8 @@ def soft_alignment(verifier, M: np.ndarray) -> np.ndarray | None:
         m = torch.as_tensor(np.asarray(M, dtype=np.float32))[None]
         q_mask = torch.ones(1, m.shape[1], dtype=torch.bool)
         d_mask = torch.ones(1, m.shape[2], dtype=torch.bool)
-        pos_q = _positions(q_mask, verifier.normalize_positions)
-        pos_d = _positions(d_mask, verifier.normalize_positions)
+        pos_q = token_positions(q_mask, verifier.normalize_positions)
+        pos_d = token_positions(d_mask, verifier.normalize_positions)
         distance = (pos_q[:, :, None] - pos_d[:, None, :]).abs()
         weights = torch.softmax((m - verifier.lam.cpu() * distance) / verifier.tau.cpu(), dim=-1)
     return weights[0].numpy()
@@ -282,9 +282,9 @@ class Session:
         if source in self._pinned:
             return self._pinned[source]
         if source not in self._caches:
-            from .models import _quiet_transformers, load_encoder
+            from .models import quiet_transformers, load_encoder
 
-            with _quiet_transformers():  # no "Loading weights" bar inside the widget
+            with quiet_transformers():  # no "Loading weights" bar inside the widget
                 model = load_encoder(source, device=self.device, seed=self.seed)
             self._caches[source] = TextCache(model, self.cache_size, self.device)
             while len(self._caches) > self.max_encoders:

@@ -216,6 +216,10 @@ def sugarcrepe_pairs(examples: Iterable, per_subset: int | None = None, seed: in
 
     An external near-miss test nobody on this project wrote. Columns: sentence1, sentence2,
     family (the subset), example_id.
+
+    The anchor is the caption itself and its near-miss cosines are set against MRPC paraphrase
+    cosines: where near-misses sit in the pooled space. Notebook 04's `nearmiss_eval.sugarcrepe_pairs`
+    is a different protocol (another caption of the same image as the query, with positives).
     """
     df = pd.DataFrame([{"sentence1": e.caption, "sentence2": e.negative_caption, "family": e.subset,
                         "example_id": e.example_id} for e in examples])
@@ -237,6 +241,9 @@ def attach_paraphrases(near_misses: pd.DataFrame, positives: pd.DataFrame) -> pd
     id, optionally prefixed) is looked up among the pairs' ids. A sentence with several partners
     takes its first. Unmatched rows keep sentence1 as the anchor and an empty
     paraphrase.
+
+    Notebook 04's `nearmiss_eval.paraphrase_positives` pairs differently, on purpose: sentence1 is
+    always the query (a verifier is not symmetric), every paraphrase of it counts, ties count half.
     """
     partner: dict[str, str] = {}
     partner_by_id: dict[str, str] = {}

@@ -163,10 +163,10 @@ def build_tiny_bert(seed: int = 0, device: str | None = None, hidden_size: int =
         BertTokenizerFast(tokenizer_object=wordpiece._tokenizer, unk_token="[UNK]", pad_token="[PAD]",
                           cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
                           model_max_length=max_seq_length).save_pretrained(tmp)
-        with _quiet_transformers():
+        with quiet_transformers():
             bert.save_pretrained(tmp)
         Transformer, Pooling = _st_modules()
-        with _quiet_transformers():
+        with quiet_transformers():
             word = Transformer(tmp, max_seq_length=max_seq_length)
         pooling = Pooling(word.get_embedding_dimension() if hasattr(word, "get_embedding_dimension")
                           else word.get_word_embedding_dimension(), pooling_mode="mean")
@@ -208,7 +208,7 @@ def _st_modules():
     return Transformer, Pooling
 
 
-class _quiet_transformers:
+class quiet_transformers:
     """Silence transformers' per-load progress bars and load reports for a throwaway model."""
 
     def __enter__(self):

@@ -13,8 +13,8 @@ apart; this module asks whether that sensitivity survives as retrieval quality, 
   verifier scores the top max(K) once; every smaller K and every w re-use those scores, since the
   top-K of an exact search is a prefix of its top-100.
 - Caches: the corpus's pooled embeddings and token embeddings are computed once per (encoder
-  weights, corpus texts, max length) and kept under cache_dir, keyed by `simmap.cache_key`. Token
-  embeddings are stored in float16 by default: SciFact at max length 128 is ~5,183 x 126 x 384
+  weights, corpus texts, max length, storage dtype) and kept under cache_dir, keyed by
+  `simmap.cache_key`. Token embeddings (a `simmap.TokenCache`) are stored in float16 by default: SciFact at max length 128 is ~5,183 x 126 x 384
   values, ~0.5 GB in float16 against ~1 GB in float32, and each end-to-end verifier has its own
   encoder, hence its own cache (cosines move by < 1e-3). On a GPU the cache sits on the device and
   candidates are gathered there.
@@ -34,8 +34,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .retrieval import HARNESS, MAX_K, METRICS, RetrievalResult, _encode, paired_bootstrap, score_rankings, top_k
-from .simmap import TokenBatch, TokenCache, cache_key, similarity_map, token_embeddings
+from .retrieval import (HARNESS, MAX_K, METRICS, RetrievalResult, encode_texts, paired_bootstrap, score_rankings,
+                        top_k)
+from .simmap import TokenCache, cache_key, similarity_map, storage_dtype, token_embeddings
 
 log = logging.getLogger(__name__)
 
@@ -52,49 +53,6 @@ TRAINING_FREE = ("F0", "F1", "F2")
 # Caches
 
 
-class CorpusTokenCache(TokenCache):
-    """A `TokenCache` whose values live in `dtype` on disk and in memory (float16 by default).
-
-    Give it its own folder per dtype (`Reranker` does): the file name is simmap's key, which
-    does not include the dtype.
-    """
-
-    def __init__(self, *args, dtype: torch.dtype = torch.float16, **kwargs):
-        self.dtype = dtype
-        super().__init__(*args, **kwargs)
-
-    def _compute(self, *args, **kwargs) -> None:
-        super()._compute(*args, **kwargs)
-        self.values = self.values.to(self.dtype)
-
-    def _load(self, path: Path) -> None:
-        super()._load(path)
-        self.values = self.values.to(self.dtype)
-
-    @property
-    def megabytes(self) -> float:
-        """Memory held by the token embeddings (offsets and token strings aside)."""
-        return self.values.numel() * self.values.element_size() / 2**20
-
-    def to(self, device) -> "CorpusTokenCache":
-        """Keep the values on `device` (a GPU gathers candidates where they are), in place."""
-        self.values, self.lengths, self.offsets = (t.to(device) for t in (self.values, self.lengths, self.offsets))
-        return self
-
-    def batch(self, rows: Sequence[int], device=None) -> TokenBatch:
-        """`TokenCache.batch` in one gather instead of a copy per row (float32 out)."""
-        src = self.values.device
-        rows_t = torch.as_tensor(list(rows), dtype=torch.long, device=src)
-        lengths = self.lengths[rows_t]
-        length = max(int(lengths.max()) if len(rows_t) else 1, 1)
-        positions = torch.arange(length, device=src)
-        mask = positions[None, :] < lengths[:, None]
-        index = (self.offsets[rows_t][:, None] + positions[None, :]).clamp(max=max(self.values.shape[0] - 1, 0))
-        emb = self.values[index] * mask[..., None].to(self.values.dtype)
-        batch = TokenBatch(emb.float(), mask, [self.tokens[r] for r in rows_t.tolist()])
-        return batch.to(device) if device is not None else batch
-
-
 def pooled_embeddings(encoder, texts: Sequence[str], cache_dir=None, batch_size: int = 64,
                       show_progress: bool = False) -> tuple[torch.Tensor, int]:
     """L2-normalised pooled document embeddings [N, D] (float32, CPU), as `retrieval.evaluate`
@@ -109,7 +67,7 @@ def pooled_embeddings(encoder, texts: Sequence[str], cache_dir=None, batch_size:
         path = Path(cache_dir) / f"pooled-{cache_key(encoder, texts, include_special=False)}.safetensors"
         if path.exists():
             return load_file(str(path))["embeddings"], 0
-    emb = _encode(encoder, list(texts), "document", batch_size, show_progress).cpu().contiguous()
+    emb = encode_texts(encoder, list(texts), "document", batch_size, show_progress).cpu().contiguous()
     if path is not None:
         with atomic_path(path) as tmp:
             save_file({"embeddings": emb}, str(tmp))
@@ -162,7 +120,7 @@ class Reranker:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.batch_size, self.candidate_batch = batch_size, candidate_batch
         self.device = torch.device(device) if device is not None else _device(encoder)
-        self.dtype = _dtype(dtype)
+        self.dtype = storage_dtype(dtype)
         self.show_progress = show_progress
         self.timings = {"corpus_pooled_s": 0.0, "corpus_tokens_s": 0.0}  # one-off encoding (or reading) cost
         start = time.perf_counter()
@@ -170,7 +128,7 @@ class Reranker:
                                                               show_progress)
         self.timings["corpus_pooled_s"] = time.perf_counter() - start
         self._doc_emb_device = self.doc_emb.to(self.device)
-        self._tokens: dict[bool, CorpusTokenCache] = {}
+        self._tokens: dict[bool, TokenCache] = {}
 
     def __len__(self) -> int:
         return len(self.doc_ids)
@@ -189,22 +147,18 @@ class Reranker:
         if not queries:
             raise ValueError("search needs at least one query")
         qids = list(queries)
-        q_emb = _encode(self.encoder, [queries[q] for q in qids], "query", self.batch_size, False).to(self.device)
+        q_emb = encode_texts(self.encoder, [queries[q] for q in qids], "query", self.batch_size, False).to(self.device)
         scores, idx = top_k(q_emb, self._doc_emb_device, k)
         _sync(self.device)
         return Candidates(qids, scores.float(), idx)
 
-    def corpus_tokens(self, include_special: bool = False) -> CorpusTokenCache:
+    def corpus_tokens(self, include_special: bool = False) -> TokenCache:
         """The corpus's token embeddings under `token_encoder`, from disk or computed once."""
         if include_special not in self._tokens:
-            folder = None
-            if self.cache_dir is not None:
-                dtype_name = str(self.dtype).split(".")[-1]
-                folder = self.cache_dir if self.dtype == torch.float32 else self.cache_dir / dtype_name
             start = time.perf_counter()
-            cache = CorpusTokenCache(self.token_encoder, self.doc_texts, folder, include_special=include_special,
-                                     batch_size=self.batch_size, device=self.device, show_progress=self.show_progress,
-                                     dtype=self.dtype)
+            cache = TokenCache(self.token_encoder, self.doc_texts, self.cache_dir, include_special=include_special,
+                               batch_size=self.batch_size, device=self.device, show_progress=self.show_progress,
+                               dtype=self.dtype)
             self.timings["corpus_tokens_s"] += time.perf_counter() - start
             self.corpus_encoded += cache.encoded
             self._tokens[include_special] = cache.to(self.device) if self.device.type == "cuda" else cache
@@ -212,10 +166,10 @@ class Reranker:
 
     def verifier_scores(self, verifier, queries: dict[str, str], candidates: Candidates) -> torch.Tensor:
         """Verifier scores [Q, k] of every (query, candidate), in batches of `candidate_batch` pairs."""
-        from .verifiers import _device_of, score_maps
+        from .verifiers import device_of, score_maps
 
         docs = self.corpus_tokens(verifier.include_special)
-        target = _device_of(verifier, self.device)
+        target = device_of(verifier, self.device)
         q_tokens = token_embeddings(self.token_encoder, [queries[q] for q in candidates.qids],
                                     include_special=verifier.include_special, batch_size=self.batch_size,
                                     device=self.device).to(target)
@@ -328,9 +282,9 @@ def baseline_encoders(backbone: str, work_dir, seed: int, device=None, max_seq_l
                       variants: Sequence[str] = ("A", "B")) -> tuple[dict, list[str]]:
     """{"base": encoder, "A": ..., "B": ...} for the checkpoints notebook 02 left, and notes on the missing."""
     from .geometry import checkpoint_dir
-    from .models import _quiet_transformers, load_encoder
+    from .models import quiet_transformers, load_encoder
 
-    with _quiet_transformers():
+    with quiet_transformers():
         encoders = {"base": load_encoder(backbone, device=device, max_seq_length=max_seq_length, seed=seed)}
         notes = []
         for variant in variants:
@@ -354,13 +308,14 @@ def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_en
     Raises when nothing at all can rerank.
     """
     from . import verifiers as V
-    from .models import _quiet_transformers, load_encoder
+    from .verifier_training import REGIMES
+    from .models import quiet_transformers, load_encoder
     from .paths import resolve
 
     methods, notes = [], []
     for regime in regimes:
-        if regime not in V.REGIMES:
-            raise ValueError(f"regime must be one of {V.REGIMES}, got {regime!r}")
+        if regime not in REGIMES:
+            raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
         for name in V.verifier_names(names):
             label = f"{name}-{regime}"
             folder = resolve(work_dir) / "verifiers" / label
@@ -371,7 +326,7 @@ def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_en
                 verifier = V.load(folder, device=device)
                 encoder = base_encoder
                 if regime == "end2end":
-                    with _quiet_transformers():
+                    with quiet_transformers():
                         encoder = load_encoder(folder / "encoder", device=device, max_seq_length=max_seq_length)
                 methods.append(Method(label, name, regime, verifier, encoder, "notebook 04"))
             elif fallback and regime == "frozen" and name in TRAINING_FREE:
@@ -421,7 +376,7 @@ def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], wor
     """
     from tqdm.auto import tqdm
 
-    from .io import append_results, tidy, write_table
+    from .io import append_results, tidy
     from .paths import workspace
 
     ks = sorted({int(k) for k in ks})
@@ -692,16 +647,6 @@ def _check_k(k: int, n_docs: int) -> int:
 def _check_weight(weight: float) -> None:
     if not 0.0 <= float(weight) <= 1.0:
         raise ValueError(f"fusion weight must be in [0, 1] (score = w * pooled + (1 - w) * verifier), got {weight}")
-
-
-def _dtype(dtype) -> torch.dtype:
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    known = {"float16": torch.float16, "fp16": torch.float16, "half": torch.float16, "float32": torch.float32,
-             "fp32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16}
-    if str(dtype) not in known:
-        raise ValueError(f"cache dtype must be float16, float32 or bfloat16, got {dtype!r}")
-    return known[str(dtype)]
 
 
 def _device(encoder) -> torch.device:

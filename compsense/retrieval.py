@@ -130,8 +130,9 @@ def score_rankings(rankings: dict[str, list[str]], qrels: dict[str, dict[str, in
 # Encoding + evaluation
 
 
-def _encode(encoder, texts: list[str], kind: str, batch_size: int, show_progress: bool):
-    """Normalised embeddings; `encode_query`/`encode_document` when the model has them (prompts)."""
+def encode_texts(encoder, texts: list[str], kind: str, batch_size: int = 64, show_progress: bool = False):
+    """L2-normalised pooled embeddings (float32 tensor) of `texts` as the harness computes them;
+    `kind` "query" or "document" uses `encode_query`/`encode_document` when the model has them (prompts)."""
     import torch
 
     fn = getattr(encoder, f"encode_{kind}", None) or encoder.encode
@@ -160,8 +161,8 @@ def evaluate(encoder, corpus: dict[str, dict], queries: dict[str, str], qrels: d
     doc_ids = sorted(corpus)  # ties then go to the smaller id, as in sentence-transformers' evaluator
     doc_texts = [(corpus[d].get("title", "") + " " + corpus[d].get("text", "")).strip() for d in doc_ids]
     qids = list(qrels)
-    q_emb = _encode(encoder, [queries[q] for q in qids], "query", batch_size, show_progress)
-    d_emb = _encode(encoder, doc_texts, "document", batch_size, show_progress).to(q_emb.device)
+    q_emb = encode_texts(encoder, [queries[q] for q in qids], "query", batch_size, show_progress)
+    d_emb = encode_texts(encoder, doc_texts, "document", batch_size, show_progress).to(q_emb.device)
     _, idx = top_k(q_emb, d_emb, MAX_K)
     rankings = {q: [doc_ids[i] for i in row] for q, row in zip(qids, idx.tolist())}
     per_query = score_rankings(rankings, qrels)
@@ -236,7 +237,7 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
     """
     from tqdm.auto import tqdm
 
-    from .models import _quiet_transformers, load_encoder
+    from .models import quiet_transformers, load_encoder
     from .paths import workspace
 
     results_dir = workspace(work_dir, "results")
@@ -248,7 +249,7 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
         todo = [ds for ds in datasets if not _already_done(done, labels, run["model_stamp"], ds)]
         if not todo:
             continue
-        with _quiet_transformers():
+        with quiet_transformers():
             encoder = load_encoder(run["model"], device=device, max_seq_length=max_seq_length, seed=int(run["seed"]))
         for ds in todo:
             result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=show_progress)

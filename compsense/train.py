@@ -292,7 +292,7 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
 
     from transformers.trainer_utils import get_last_checkpoint
 
-    from .models import _quiet_transformers, load_encoder
+    from .models import quiet_transformers, load_encoder
     from .seed import seed_everything
 
     seed_everything(config.seed)
@@ -305,12 +305,12 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
         write_json(started, identity)
         _append_jsonl(log_path, {"event": "resume" if resume else "start", "checkpoint": resume,
                                  "time": _now(), "world_size": trainer.args.world_size})
-    with _quiet_transformers():  # per-checkpoint "Writing model shards" bars; the step bar stays
+    with quiet_transformers():  # per-checkpoint "Writing model shards" bars; the step bar stays
         trainer.train(resume_from_checkpoint=resume)
     if trainer.is_world_process_zero():
         tmp = out / ".final.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        with _quiet_transformers():
+        with quiet_transformers():
             model.save(str(tmp))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)

@@ -193,17 +193,6 @@ def test_cache_key_changes_with_the_encoder_or_the_corpus(encoder, tmp_path):
     assert key != R.cache_key(tuned, R.Reranker(encoder, CORPUS).doc_texts, False)
 
 
-def test_corpus_cache_batches_match_token_cache(encoder):
-    from compsense.simmap import TokenCache
-
-    texts = [R.doc_text(d) for d in CORPUS.values()]
-    plain, fast = TokenCache(encoder, texts, show_progress=False), R.CorpusTokenCache(encoder, texts, dtype=torch.float32)
-    for rows in ([0], [3, 1, 1, 5], list(range(len(texts)))):
-        a, b = plain.batch(rows), fast.batch(rows)
-        torch.testing.assert_close(a.embeddings, b.embeddings, atol=0, rtol=0)
-        assert a.mask.tolist() == b.mask.tolist() and a.tokens == b.tokens
-
-
 def test_float16_cache_barely_moves_scores(encoder, tmp_path):
     cands = R.Reranker(encoder, CORPUS).search(QUERIES, 6)
     half = R.Reranker(encoder, CORPUS, tmp_path / "a", dtype="float16").verifier_scores(V.create("F1"), QUERIES, cands)

@@ -10,6 +10,7 @@ from compsense.simmap import (
     pack,
     pad_to,
     similarity_map,
+    storage_dtype,
     token_embeddings,
 )
 
@@ -122,6 +123,41 @@ def test_token_cache_key_tracks_encoder_texts_and_settings(tmp_path):
     changed = TokenCache(encoder, TEXTS, tmp_path, show_progress=False)
     assert changed.key != base.key and changed.encoded == len(TEXTS)
     assert len(list(tmp_path.glob("tokens-*.safetensors"))) == 4
+
+
+def _row_by_row(cache, rows):
+    """What `TokenCache.batch` must equal: each row's slice copied into a zero-padded float32 block."""
+    lengths = cache.lengths[rows]
+    emb = torch.zeros(len(rows), max(int(lengths.max()), 1), cache.values.shape[1])
+    for k, r in enumerate(rows):
+        start, n = int(cache.offsets[r]), int(cache.lengths[r])
+        emb[k, :n] = cache.values[start:start + n].float()
+    return emb, (torch.arange(emb.shape[1])[None, :] < lengths[:, None])
+
+
+def test_token_cache_batch_is_one_gather_matching_row_copies(tiny_encoder):
+    texts = TEXTS + ["", "A much longer sentence about a dog, a man and a red cup on the mat."]
+    cache = TokenCache(tiny_encoder, texts, show_progress=False)
+    for rows in ([0], [3, 1, 1, 5], [4], list(range(len(texts)))):
+        emb, mask = _row_by_row(cache, rows)
+        batch = cache.batch(rows)
+        torch.testing.assert_close(batch.embeddings, emb, atol=0, rtol=0)
+        assert batch.mask.tolist() == mask.tolist() and batch.tokens == [cache.tokens[r] for r in rows]
+
+
+def test_token_cache_dtype_is_stored_and_part_of_the_key(tiny_encoder, tmp_path):
+    full = TokenCache(tiny_encoder, TEXTS, tmp_path, show_progress=False)
+    half = TokenCache(tiny_encoder, TEXTS, tmp_path, dtype="float16", show_progress=False)
+    assert half.key != full.key and half.encoded == len(TEXTS) and half.values.dtype == torch.float16
+    assert half.megabytes == pytest.approx(full.megabytes / 2)
+    again = TokenCache(tiny_encoder, TEXTS, tmp_path, dtype=torch.float16, show_progress=False)
+    assert again.encoded == 0 and again.values.dtype == torch.float16
+    rows = [3, 0, 2]
+    assert again.batch(rows).embeddings.dtype == torch.float32
+    torch.testing.assert_close(again.batch(rows).embeddings, full.batch(rows).embeddings, atol=1e-3, rtol=0)
+    assert storage_dtype("fp16") == torch.float16
+    with pytest.raises(ValueError, match="cache dtype"):
+        storage_dtype("int8")
 
 
 def test_encode_tokens_keeps_gradients(tiny_encoder):

@@ -1,0 +1,279 @@
+"""Training verifiers: a contrastive loss over verifier scores, with the encoder frozen or
+trained end to end, at a fixed budget of triplets, and notebook 04's training steps.
+
+Why a module of its own: the verifiers (`compsense.verifiers`) are small models anyone can score
+with; training them needs budgets, regimes, token caches, resumable runs and the inputs notebook 01
+wrote. Both regimes see exactly the same triplets, so verifiers are compared at equal budgets:
+
+    frozen   token embeddings come from a `simmap.TokenCache` filled once (and kept on disk);
+             only the verifier learns, and F0/F1 (no parameters) are not trained at all.
+    end2end  the encoder is unfrozen with its own learning rate and re-encodes every batch.
+
+`fit_verifier` trains and saves one verifier (or loads a finished run), `fit_grid` every verifier
+in every regime; `stage_inputs` reads notebook 01's triplets and held-out near-misses.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .simmap import TokenCache, cross_similarity_maps, encode_tokens, encoder_device, encoder_fingerprint
+from .verifiers import (CONFIG_FILE, Verifier, canonical_name, create, load, n_parameters, read_info, save,
+                        verifier_names)
+
+REGIMES = ("frozen", "end2end")
+
+
+def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen", budget_examples: int = 1024,
+                   batch_size: int = 32, lr: float = 1e-3, encoder_lr: float = 1e-5, temperature: float = 0.1,
+                   seed: int = 42, cache_dir=None, device=None, weight_decay: float = 0.0,
+                   warmup_ratio: float = 0.1, max_grad_norm: float = 1.0, show_progress: bool = True) -> dict:
+    """Train `verifier` on (anchor, positive, negative) triplets; returns a JSON-ready history.
+
+    Loss: for each anchor, cross-entropy over verifier scores / temperature, the candidates being
+    its positive, its hard negative and every other positive and negative in the batch (MNRL, with
+    verifier scores in place of cosines). In-batch candidates whose text equals the anchor's
+    positive are masked (a repeated sentence is not a negative).
+
+    Regimes. "frozen": the encoder is never run after one pass that fills a `TokenCache` with the
+    texts the budget will visit (kept on disk under `cache_dir`); only the verifier learns, and a
+    verifier with no parameters (F0, F1) is not trained at all: the history says so. "end2end": the
+    encoder is unfrozen with its own learning rate `encoder_lr` and token embeddings are computed
+    with gradients at every step. Both regimes see exactly `budget_examples` triplets (sampled
+    without replacement, epoch after epoch, by `seed`), so verifiers are compared at equal budgets.
+    """
+    from tqdm.auto import tqdm
+
+    from .seed import seed_everything
+
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    if budget_examples < 1 or batch_size < 1:
+        raise ValueError(f"budget_examples and batch_size must be >= 1, got {budget_examples}, {batch_size}")
+    anchors, positives, negatives = _triplet_texts(triplets)
+    seed_everything(seed)
+    device = torch.device(device) if device is not None else encoder_device(encoder)
+    verifier.to(device)
+    history = {"verifier": verifier.name, "regime": regime, "n_parameters": n_parameters(verifier),
+               "budget_examples": int(budget_examples), "batch_size": int(batch_size), "lr": lr,
+               "encoder_lr": encoder_lr if regime == "end2end" else None, "temperature": temperature,
+               "seed": seed, "n_triplets": len(anchors), "include_special": verifier.include_special,
+               "trained": False, "note": "", "steps": 0, "examples_seen": 0, "texts_encoded": 0,
+               "loss": [], "accuracy": [], "seconds": 0.0}
+    if regime == "frozen" and n_parameters(verifier) == 0:
+        history["note"] = (f"{verifier.name} has no trainable parameters and the encoder is frozen: "
+                           "nothing to train, it scores as is")
+        return history
+
+    batches = _sample_batches(len(anchors), budget_examples, batch_size, seed)
+    verifier_params = [p for p in verifier.parameters() if p.requires_grad]
+    groups = [{"params": verifier_params, "lr": lr}] if verifier_params else []
+    if regime == "frozen":
+        used = sorted({t for b in batches for i in b for t in (anchors[i], positives[i], negatives[i])})
+        cache = TokenCache(encoder, used, cache_dir, include_special=verifier.include_special,
+                           batch_size=max(batch_size, 32), device=device, show_progress=show_progress)
+        history["texts_encoded"] = cache.encoded
+        if device.type == "cuda":  # batches are then gathered where the verifier is
+            cache.to(device)
+    else:
+        encoder.to(device)
+        for p in encoder.parameters():
+            p.requires_grad_(True)
+        groups.append({"params": [p for p in encoder.parameters()], "lr": encoder_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(batches), warmup_ratio))
+
+    start = time.perf_counter()
+    verifier.train()
+    if regime == "end2end":
+        encoder.train()
+    try:
+        for batch in tqdm(batches, desc=f"train {verifier.name} ({regime})", disable=not show_progress, leave=False):
+            a, p, n = [anchors[i] for i in batch], [positives[i] for i in batch], [negatives[i] for i in batch]
+            if regime == "frozen":
+                q, cands = cache.lookup(a, device), cache.lookup(p + n, device)
+            else:
+                tokens = encode_tokens(encoder, a + p + n, verifier.include_special, device)
+                history["texts_encoded"] += len(a) * 3
+                q, cands = tokens.select(range(len(a))), tokens.select(range(len(a), 3 * len(a)))
+            loss, accuracy = contrastive_loss(verifier, q, cands, p, p + n, temperature)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if max_grad_norm:
+                torch.nn.utils.clip_grad_norm_([w for g in groups for w in g["params"]], max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            history["loss"].append(float(loss.detach()))
+            history["accuracy"].append(float(accuracy))
+            history["steps"] += 1
+            history["examples_seen"] += len(batch)
+    finally:
+        verifier.eval()
+        if regime == "end2end":
+            encoder.eval()
+    history["trained"] = True
+    history["seconds"] = round(time.perf_counter() - start, 3)
+    return history
+
+
+def contrastive_loss(verifier: Verifier, q, candidates, positive_texts: Sequence[str],
+                     candidate_texts: Sequence[str], temperature: float):
+    """(loss, in-batch top-1 accuracy): anchor i's label is candidate i (its positive)."""
+    b, c = len(q), len(candidates)
+    scores = verifier(*cross_similarity_maps(q, candidates)).view(b, c)
+    same_text = torch.tensor([[t == pos for t in candidate_texts] for pos in positive_texts], device=scores.device)
+    same_text[torch.arange(b), torch.arange(b)] = False
+    logits = (scores / temperature).masked_fill(same_text, float("-inf"))
+    labels = torch.arange(b, device=scores.device)
+    loss = F.cross_entropy(logits, labels)
+    return loss, (logits.argmax(dim=1) == labels).float().mean().item()
+
+
+def fit_verifier(name: str, regime: str, encoder, triplets, out_dir, seed: int = 42, cache_dir=None,
+                 device=None, force: bool = False, verifier_kwargs: dict | None = None, **train_kwargs):
+    """Create, train and save one verifier under `out_dir`; a finished run with the same settings
+    is loaded instead of retrained (`force` retrains). End-to-end runs train a copy of `encoder`
+    and save it to `out_dir/encoder/`. Returns (verifier, encoder it scores with, history).
+    """
+    import copy
+
+    out_dir = Path(out_dir)
+    # What the result depends on; the starting encoder's weights too, so a new backbone retrains.
+    settings = {"name": canonical_name(name), "regime": regime, "seed": seed, "n_triplets": len(triplets),
+                "encoder": encoder_fingerprint(encoder)[:16],
+                "max_seq_length": getattr(encoder, "max_seq_length", None), "verifier_kwargs": verifier_kwargs or {},
+                **{k: v for k, v in train_kwargs.items() if k != "show_progress"}}
+    if not force and (out_dir / CONFIG_FILE).exists():
+        info = read_info(out_dir)
+        if info.get("settings") == json.loads(json.dumps(settings, default=str)):
+            verifier = load(out_dir, device=device)
+            trained_encoder = encoder
+            if regime == "end2end":
+                from .models import load_encoder
+
+                trained_encoder = load_encoder(out_dir / "encoder", device=device)
+            return verifier, trained_encoder, info["history"]
+    verifier = create(name, seed=seed, **(verifier_kwargs or {}))
+    trained_encoder = copy.deepcopy(encoder) if regime == "end2end" else encoder
+    history = train_verifier(verifier, trained_encoder, triplets, regime=regime, seed=seed, cache_dir=cache_dir,
+                             device=device, **train_kwargs)
+    if regime == "end2end":
+        _save_encoder(trained_encoder, out_dir / "encoder")
+    save(verifier, out_dir, extra={"settings": settings, "history": history,
+                                   "encoder": "encoder/" if regime == "end2end" else "frozen backbone"})
+    return verifier, trained_encoder, history
+
+
+def _save_encoder(encoder, target: Path) -> None:
+    import shutil
+    import tempfile
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".encoder-", dir=target.parent))
+    try:
+        encoder.save(str(tmp))
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _triplet_texts(triplets) -> tuple[list[str], list[str], list[str]]:
+    if hasattr(triplets, "columns"):
+        missing = {"anchor", "positive", "negative"} - set(triplets.columns)
+        if missing:
+            raise ValueError(f"triplets table lacks columns {sorted(missing)}; it needs anchor, positive, negative "
+                             "(notebook 01 writes negatives/triplets.parquet)")
+        cols = [triplets[c].astype(str).tolist() for c in ("anchor", "positive", "negative")]
+    else:
+        rows = [(t.anchor, t.positive, t.negative) if hasattr(t, "anchor") else tuple(t) for t in triplets]
+        cols = [[str(r[k]) for r in rows] for k in range(3)]
+    if not cols[0]:
+        raise ValueError("no training triplets: check the split filter on negatives/triplets.parquet")
+    return cols[0], cols[1], cols[2]
+
+
+def _sample_batches(n: int, budget: int, batch_size: int, seed: int) -> list[np.ndarray]:
+    """Exactly `budget` row indices, epoch after epoch without replacement, cut into batches."""
+    rng = np.random.default_rng(seed)
+    order = np.concatenate([rng.permutation(n) for _ in range(math.ceil(budget / n))])[:budget]
+    return [order[i:i + batch_size] for i in range(0, budget, batch_size)]
+
+
+def _warmup_linear(steps: int, warmup_ratio: float):
+    warmup = int(steps * warmup_ratio)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (steps - step) / max(1, steps - warmup))
+
+    return factor
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 04's training steps, so the notebook holds calls and prose only
+
+
+def stage_inputs(work_dir, train_split: str = "train", heldout_split: str = "test", max_pairs: int | None = None,
+                 seed: int = 42):
+    """(training triplets, held-out near-miss pairs) from notebook 01's files under `work_dir`.
+
+    At most `max_pairs` held-out pairs are kept (a seeded sample, every family kept in proportion).
+    """
+    from .io import read_table
+    from .paths import resolve
+
+    folder = resolve(work_dir) / "negatives"
+    pairs_path, triplets_path = folder / "pairs.parquet", folder / "triplets.parquet"
+    for path in (pairs_path, triplets_path):
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run notebooks/01_data_and_negatives.ipynb for this "
+                                    f"profile first (it writes negatives/pairs.parquet and triplets.parquet)")
+    pairs, triplets = read_table(pairs_path), read_table(triplets_path)
+    for name, table, split in (("pairs", pairs, heldout_split), ("triplets", triplets, train_split)):
+        if "split" not in table.columns or split not in set(table["split"]):
+            found = sorted(set(table["split"])) if "split" in table.columns else "no split column"
+            raise ValueError(f"{folder / name}.parquet has no rows with split={split!r} (found: {found})")
+    train = triplets[triplets["split"] == train_split].reset_index(drop=True)
+    heldout = pairs[pairs["split"] == heldout_split].reset_index(drop=True)
+    if max_pairs is not None and len(heldout) > max_pairs:
+        heldout = heldout.sample(n=max_pairs, random_state=seed).sort_index().reset_index(drop=True)
+    return train, heldout
+
+
+def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, work_dir, seed: int = 42,
+             device=None, include_special: bool = False, **train_kwargs):
+    """Train (or resume) every verifier in every regime at the same budget; saved under
+    `{work_dir}/verifiers/<name>-<regime>/`, token caches under `{work_dir}/cache/`.
+
+    Returns ({"F3-frozen": (verifier, encoder, history), ...}, a summary table).
+    """
+    import pandas as pd
+
+    from .paths import workspace
+
+    fitted = {}
+    for regime in regimes:
+        for name in verifier_names(names):
+            label = f"{name}-{regime}"
+            fitted[label] = fit_verifier(name, regime, encoder, triplets, workspace(work_dir, "verifiers", label),
+                                         seed=seed, cache_dir=workspace(work_dir, "cache"), device=device,
+                                         verifier_kwargs={"include_special": include_special}, **train_kwargs)
+    rows = []
+    for label, (verifier, _, h) in fitted.items():
+        rows.append({"verifier": label, "parameters": n_parameters(verifier), "trained": h["trained"],
+                     "steps": h["steps"], "examples_seen": h["examples_seen"], "budget": h["budget_examples"],
+                     "final_loss": h["loss"][-1] if h["loss"] else float("nan"),
+                     "texts_encoded": h["texts_encoded"], "seconds": h["seconds"], "note": h["note"]})
+    return fitted, pd.DataFrame(rows)

@@ -1,0 +1,60 @@
+from dataclasses import dataclass
+
+import pandas as pd
+import pytest
+
+from compsense import nearmiss_eval as N
+
+
+def test_near_miss_table_on_a_toy_case():
+    positives = pd.DataFrame({"sentence1": ["s1", "s2", "s3"], "sentence2": ["p1", "p2", "p3"]})
+    near = pd.DataFrame({"sentence1": ["s1", "s1", "s2", "zz"], "sentence2": ["n1", "n2", "n3", "n4"],
+                         "family": ["negation", "swap", "negation", "swap"]})
+    fixed = {("s1", "p1"): 0.9, ("s2", "p2"): 0.5, ("s3", "p3"): 0.7,
+             ("s1", "n1"): 0.8, ("s1", "n2"): 0.95, ("s2", "n3"): 0.5, ("zz", "n4"): 0.1}
+    table = N.near_miss_table({"toy": lambda pairs: [fixed[p] for p in pairs]}, positives, near)
+    get = table.set_index(["family", "metric"])["value"]
+    n = table.set_index(["family", "metric"])["n"]
+    assert get["paraphrase", "mean_score"] == pytest.approx(0.7)
+    assert get["negation", "mean_score"] == pytest.approx(0.65)
+    # AUC = P(positive > near-miss), ties count half: of the 6 comparisons, 0.9 wins 2, 0.7 wins 1, 0.5 ties 1
+    assert get["negation", "auc"] == pytest.approx(3.5 / 6)
+    assert get["negation", "pairwise_accuracy"] == pytest.approx((1 + 0.5) / 2)
+    assert n["negation", "pairwise_accuracy"] == 2
+    assert get["swap", "pairwise_accuracy"] == pytest.approx(0.0) and n["swap", "pairwise_accuracy"] == 1
+    assert n["all", "pairwise_accuracy"] == 3 and n["all", "auc"] == 4
+    wide = N.separation_view(table)
+    assert ("auc", "negation") in wide.columns
+    N.figure_near_miss_scores(table)  # builds without error
+    with pytest.raises(ValueError, match="family"):
+        N.near_miss_table({}, positives, near.drop(columns="family"))
+
+
+def test_paraphrase_positives_orient_pairs_toward_near_miss_sources():
+    paraphrases = pd.DataFrame({"sentence1": ["a", "b", "c", "d"], "sentence2": ["a2", "s", "c2", "d2"],
+                                "label": [1, 1, 1, 0]})
+    near = pd.DataFrame({"sentence1": ["a", "s"], "sentence2": ["na", "ns"], "family": ["x", "x"]})
+    pos = N.paraphrase_positives(paraphrases, near)
+    assert set(map(tuple, pos[pos.matched][["sentence1", "sentence2"]].values)) == {("a", "a2"), ("s", "b")}
+    assert list(pos[~pos.matched].sentence1) == ["c"]  # unmatched positives stay for the AUC; label 0 dropped
+
+
+@dataclass(frozen=True)
+class _Example:
+    caption: str
+    negative_caption: str
+    subset: str
+    example_id: str
+    image: str
+
+
+def test_sugarcrepe_protocol_uses_another_caption_of_the_same_image():
+    examples = [_Example("a cat on a mat", "a mat on a cat", "swap_obj", "swap_obj/0", "1.jpg"),
+                _Example("a small cat on a red mat", "a small cat on a blue mat", "replace_att", "replace_att/0",
+                         "1.jpg"),
+                _Example("a lone dog", "a lone dog and a cat", "add_obj", "add_obj/0", "2.jpg")]
+    positives, near = N.sugarcrepe_pairs(examples)
+    assert list(near.example_id) == ["swap_obj/0", "replace_att/0"]  # 2.jpg has no other caption
+    assert positives.sentence1.tolist() == ["a small cat on a red mat", "a cat on a mat"]
+    assert (positives.sentence1 == near.sentence1).all() and (positives.sentence2 != positives.sentence1).all()
+    assert near.family.tolist() == ["swap_obj", "replace_att"]
