@@ -222,3 +222,60 @@ class quiet_transformers:
     def __exit__(self, *exc):
         self._logging.set_verbosity(self._level)
         self._logging.enable_progress_bar()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Weights carried to a GPU machine with no network (`python -m compsense bundle`): model.safetensors
+# in per-row int8 (with fp32 scales) or fp16, marked by compsense_quant.json. Loading dequantizes to an
+# fp32 copy of the folder, which load_encoder then loads like any saved SentenceTransformer.
+
+QUANT_MARKER = "compsense_quant.json"
+
+
+def dequantize_state_dict(tensors: dict) -> dict:
+    """fp32 tensors from `compsense.bundle.quantize_state_dict`'s output (int8 rows times their scales)."""
+    import torch
+
+    out = {}
+    for name, t in tensors.items():
+        if name.endswith(".__scale__"):
+            continue
+        scale = tensors.get(name + ".__scale__")
+        if scale is not None:
+            out[name] = (t.float() * scale.float().unsqueeze(1)).contiguous()
+        elif t.is_floating_point():
+            out[name] = t.float().contiguous()
+        else:
+            out[name] = t
+    return out
+
+
+def load_bundled_weights(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> Path:
+    """A loadable fp32 SentenceTransformer folder for a bundled (int8/fp16) one.
+
+    A folder without the marker is returned as it is. The fp32 copy goes to `out_dir` (default: a
+    folder under the temp dir keyed by the weights' size and mtime) and is reused when present.
+    Use: `load_encoder(load_bundled_weights(".bundle/minilm-l6"))`.
+    """
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    src = Path(bundle_dir).expanduser().resolve()
+    if not (src / QUANT_MARKER).exists():
+        return src
+    weights = src / "model.safetensors"
+    stat = weights.stat()
+    dest = Path(out_dir) if out_dir else Path(tempfile.gettempdir()) / "compsense-bundled" / (
+        f"{src.name}-{stat.st_size}-{int(stat.st_mtime)}")
+    if (dest / "model.safetensors").exists() and (dest / "modules.json").exists():
+        return dest
+    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("model.safetensors", QUANT_MARKER))
+    save_file(dequantize_state_dict(load_file(str(weights))), str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    return dest

