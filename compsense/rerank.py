@@ -36,7 +36,7 @@ import torch
 
 from .retrieval import (HARNESS, MAX_K, METRICS, RetrievalResult, encode_texts, paired_bootstrap, score_rankings,
                         top_k)
-from .simmap import TokenCache, cache_key, similarity_map, storage_dtype, token_embeddings
+from .simmap import TokenCache, cache_key, encoder_device, similarity_map, storage_dtype, token_embeddings
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class Reranker:
         self.doc_texts = [doc_text(corpus[d]) for d in self.doc_ids]
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.batch_size, self.candidate_batch = batch_size, candidate_batch
-        self.device = torch.device(device) if device is not None else _device(encoder)
+        self.device = torch.device(device) if device is not None else encoder_device(encoder)
         self.dtype = storage_dtype(dtype)
         self.show_progress = show_progress
         self.timings = {"corpus_pooled_s": 0.0, "corpus_tokens_s": 0.0}  # one-off encoding (or reading) cost
@@ -647,16 +647,6 @@ def _check_k(k: int, n_docs: int) -> int:
 def _check_weight(weight: float) -> None:
     if not 0.0 <= float(weight) <= 1.0:
         raise ValueError(f"fusion weight must be in [0, 1] (score = w * pooled + (1 - w) * verifier), got {weight}")
-
-
-def _device(encoder) -> torch.device:
-    try:
-        return torch.device(encoder.device)
-    except (AttributeError, TypeError):
-        params = getattr(encoder, "parameters", None)
-        for p in (params() if params else []):
-            return p.device
-    return torch.device("cpu")
 
 
 def _sync(device) -> None:

@@ -354,8 +354,11 @@ def _special_ids(tokenizer, device) -> torch.Tensor:
 
 
 def encoder_device(encoder) -> torch.device:
-    """The device an encoder runs on."""
+    """The device an encoder runs on: its `device`, else its first parameter's, else the CPU."""
     try:
-        return encoder.device
-    except AttributeError:
-        return next(encoder.parameters()).device
+        return torch.device(encoder.device)
+    except (AttributeError, TypeError):
+        params = getattr(encoder, "parameters", None)
+        for p in (params() if params else []):
+            return p.device
+    return torch.device("cpu")
