@@ -10,6 +10,7 @@ Run (from the repo root):
     export HF_HUB_OFFLINE=1
     python benchmarks/bench_verifier_cache.py --model minilm-l6 --verifiers F2,F3,F4 --triplets 256 --threads 1
     python benchmarks/bench_verifier_cache.py --model tiny-bert --verifiers F2,F3,F4 --triplets 256 --threads 1
+    python benchmarks/bench_verifier_cache.py ... --in-batch-negatives -1   # all-pairs MNRL, B x 2B maps a step
 """
 from __future__ import annotations
 
@@ -46,15 +47,17 @@ def synthetic_triplets(n: int) -> list[tuple[str, str, str]]:
     return rows
 
 
-def epoch(verifier, batches, source, temperature=0.1, lr=1e-3) -> float:
+def epoch(verifier, batches, source, in_batch_negatives, temperature=0.1, lr=1e-3) -> float:
     """Seconds for one epoch; `source(texts)` gives a TokenBatch."""
+    generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.AdamW([p for p in verifier.parameters() if p.requires_grad], lr=lr)
     verifier.train()
     start = time.perf_counter()
     for batch in batches:
         a, p, n = map(list, zip(*batch))
         q, cands = source(a), source(p + n)
-        loss, _ = contrastive_loss(verifier, q, cands, p, p + n, temperature)
+        loss, _ = contrastive_loss(verifier, q, cands, p, p + n, temperature,
+                                   in_batch_negatives=in_batch_negatives, generator=generator)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -68,6 +71,8 @@ def main() -> None:
     parser.add_argument("--triplets", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--in-batch-negatives", type=int, default=4,
+                        help="in-batch negatives per anchor, as training's default; -1: all (B x 2B maps)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 on a busy CPU)")
     parser.add_argument("--device", default=None)
@@ -76,6 +81,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
+    negatives = None if args.in_batch_negatives < 0 else args.in_batch_negatives
     names = [V.canonical_name(n) for n in args.verifiers.split(",")]
     free = [n for n in names if V.n_parameters(V.create(n)) == 0]
     if free:
@@ -110,7 +116,7 @@ def main() -> None:
             for _ in range(args.repeats):
                 for label, source in (("cached", cached), ("re-encoded", re_encoded)):
                     verifier = V.create(name, seed=0).to(device)
-                    times[label].append(epoch(verifier, batches, source))
+                    times[label].append(epoch(verifier, batches, source, negatives))
             row = {"verifier": name, "parameters": V.n_parameters(V.create(name)),
                    "cached_s": statistics.median(times["cached"]),
                    "re_encoded_s": statistics.median(times["re-encoded"]), "runs": times}
@@ -120,7 +126,7 @@ def main() -> None:
                   f"re-encoded {row['re_encoded_s']:.2f} s -> {row['ratio']:.1f}x", flush=True)
 
     print(f"\ncache build (once, {len(texts)} texts): {build:.2f} s; model {args.model}, batch {args.batch_size}, "
-          f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+          f"in-batch negatives {'all' if negatives is None else negatives}, device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
     print("| verifier | parameters | re-encoding every step | cached | ratio |")
     print("| --- | --- | --- | --- | --- |")
     for r in results:

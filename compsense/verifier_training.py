@@ -25,7 +25,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .simmap import TokenCache, cross_similarity_maps, encode_tokens, encoder_device, encoder_fingerprint
+from .simmap import (TokenCache, cross_similarity_maps, encode_tokens, encoder_device, encoder_fingerprint,
+                     similarity_map)
 from .verifiers import (CONFIG_FILE, Verifier, canonical_name, create, load, n_parameters, read_info, save,
                         verifier_names)
 
@@ -35,13 +36,21 @@ REGIMES = ("frozen", "end2end")
 def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen", budget_examples: int = 1024,
                    batch_size: int = 32, lr: float = 1e-3, encoder_lr: float = 1e-5, temperature: float = 0.1,
                    seed: int = 42, cache_dir=None, device=None, weight_decay: float = 0.0,
-                   warmup_ratio: float = 0.1, max_grad_norm: float = 1.0, show_progress: bool = True) -> dict:
+                   warmup_ratio: float = 0.1, max_grad_norm: float = 1.0, in_batch_negatives: int | None = 4,
+                   show_progress: bool = True) -> dict:
     """Train `verifier` on (anchor, positive, negative) triplets; returns a JSON-ready history.
 
     Loss: for each anchor, cross-entropy over verifier scores / temperature, the candidates being
-    its positive, its hard negative and every other positive and negative in the batch (MNRL, with
-    verifier scores in place of cosines). In-batch candidates whose text equals the anchor's
-    positive are masked (a repeated sentence is not a negative).
+    its positive, its hard negative and `in_batch_negatives` other positives and negatives of the
+    batch, drawn at random (MNRL with verifier scores in place of cosines; None: every in-batch
+    candidate, the full B x 2B maps). In-batch candidates whose text equals the anchor's positive
+    are never negatives (a repeated sentence is not a negative).
+
+    Why sampled in-batch negatives by default: a verifier scores each (query, candidate) map on
+    its own, like a cross-encoder, so all-pairs MNRL costs B x 2B maps a step (2,048 at batch 32)
+    and the CNN/Transformer's own compute then dwarfs the encoder's; sentence-transformers'
+    CrossEncoder MultipleNegativesRankingLoss samples `num_negatives=4` per anchor for the same
+    reason. The hard negative, the signal that matters here, is always kept.
 
     Regimes. "frozen": the encoder is never run after one pass that fills a `TokenCache` with the
     texts the budget will visit (kept on disk under `cache_dir`); only the verifier learns, and a
@@ -65,6 +74,7 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     history = {"verifier": verifier.name, "regime": regime, "n_parameters": n_parameters(verifier),
                "budget_examples": int(budget_examples), "batch_size": int(batch_size), "lr": lr,
                "encoder_lr": encoder_lr if regime == "end2end" else None, "temperature": temperature,
+               "in_batch_negatives": in_batch_negatives,
                "seed": seed, "n_triplets": len(anchors), "include_special": verifier.include_special,
                "trained": False, "note": "", "steps": 0, "examples_seen": 0, "texts_encoded": 0,
                "loss": [], "accuracy": [], "seconds": 0.0}
@@ -91,6 +101,7 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(batches), warmup_ratio))
 
+    sampler = torch.Generator().manual_seed(int(seed))  # which in-batch negatives each step draws
     start = time.perf_counter()
     verifier.train()
     if regime == "end2end":
@@ -104,7 +115,8 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
                 tokens = encode_tokens(encoder, a + p + n, verifier.include_special, device)
                 history["texts_encoded"] += len(a) * 3
                 q, cands = tokens.select(range(len(a))), tokens.select(range(len(a), 3 * len(a)))
-            loss, accuracy = contrastive_loss(verifier, q, cands, p, p + n, temperature)
+            loss, accuracy = contrastive_loss(verifier, q, cands, p, p + n, temperature,
+                                              in_batch_negatives=in_batch_negatives, generator=sampler)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if max_grad_norm:
@@ -125,14 +137,43 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
 
 
 def contrastive_loss(verifier: Verifier, q, candidates, positive_texts: Sequence[str],
-                     candidate_texts: Sequence[str], temperature: float):
-    """(loss, in-batch top-1 accuracy): anchor i's label is candidate i (its positive)."""
+                     candidate_texts: Sequence[str], temperature: float, in_batch_negatives: int | None = None,
+                     generator: torch.Generator | None = None):
+    """(loss, top-1 accuracy) of B anchors `q` against 2B `candidates` (B positives, then B hard negatives).
+
+    Anchor i's positive is candidate i and its hard negative candidate B + i. `in_batch_negatives`
+    None scores every candidate for every anchor (B x 2B maps); k scores the positive, the hard
+    negative and k other candidates drawn at random by `generator` (B x (2 + k) maps). Candidates
+    whose text equals anchor i's positive never count as its negatives.
+    """
     b, c = len(q), len(candidates)
-    scores = verifier(*cross_similarity_maps(q, candidates)).view(b, c)
-    same_text = torch.tensor([[t == pos for t in candidate_texts] for pos in positive_texts], device=scores.device)
+    if c != 2 * b or len(positive_texts) != b or len(candidate_texts) != c:
+        raise ValueError(f"contrastive_loss needs B anchors, B positives and 2B candidates (positives then "
+                         f"negatives); got {b} anchors, {len(positive_texts)} positives and {c} candidates")
+    same_text = torch.tensor([[t == pos for t in candidate_texts] for pos in positive_texts])
     same_text[torch.arange(b), torch.arange(b)] = False
-    logits = (scores / temperature).masked_fill(same_text, float("-inf"))
-    labels = torch.arange(b, device=scores.device)
+    if in_batch_negatives is None or in_batch_negatives >= c - 2:
+        scores = verifier(*cross_similarity_maps(q, candidates)).view(b, c)
+        logits = (scores / temperature).masked_fill(same_text.to(scores.device), float("-inf"))
+        labels = torch.arange(b, device=scores.device)
+    else:
+        if in_batch_negatives < 0:
+            raise ValueError(f"in_batch_negatives must be >= 0 or None (all), got {in_batch_negatives}")
+        own = torch.stack([torch.arange(b), torch.arange(b) + b], dim=1)  # [B, 2]: positive, hard negative
+        # Random keys; the anchor's own two and same-text candidates sort last and are masked if drawn.
+        excluded = same_text.clone()
+        excluded[torch.arange(b), torch.arange(b)] = True
+        excluded[torch.arange(b), torch.arange(b) + b] = True
+        keys = torch.rand(b, c, generator=generator).masked_fill(excluded, 2.0)
+        drawn = keys.topk(in_batch_negatives, dim=1, largest=False).indices  # [B, k]
+        chosen = torch.cat([own, drawn], dim=1)  # [B, 2 + k]
+        masked = torch.cat([same_text.gather(1, own), excluded.gather(1, drawn)], dim=1)
+        width = chosen.shape[1]
+        rows = torch.arange(b).repeat_interleave(width)
+        scores = verifier(*similarity_map(q.select(rows.tolist()), candidates.select(chosen.flatten().tolist())))
+        scores = scores.view(b, width)
+        logits = (scores / temperature).masked_fill(masked.to(scores.device), float("-inf"))
+        labels = torch.zeros(b, dtype=torch.long, device=scores.device)
     loss = F.cross_entropy(logits, labels)
     return loss, (logits.argmax(dim=1) == labels).float().mean().item()
 

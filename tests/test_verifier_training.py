@@ -94,3 +94,50 @@ def test_fit_verifier_resumes_instead_of_retraining(tiny_encoder, tmp_path):
     first, _, history = T.fit_verifier("F2", "frozen", tiny_encoder, _triplets(), tmp_path / "F2-frozen", **kwargs)
     again, _, history2 = T.fit_verifier("F2", "frozen", tiny_encoder, _triplets(), tmp_path / "F2-frozen", **kwargs)
     assert history2 == history and torch.equal(first.raw, again.raw)
+
+
+def _loss_inputs(tiny_encoder, texts_p, texts_n, anchors):
+    from compsense.simmap import encode_tokens
+
+    tiny_encoder.eval()  # no dropout: the same embeddings score_pairs computes
+    with torch.no_grad():
+        q = encode_tokens(tiny_encoder, anchors)
+        cands = encode_tokens(tiny_encoder, texts_p + texts_n)
+    return q, cands
+
+
+def test_sampled_in_batch_negatives_match_all_pairs_when_k_covers_the_batch(tiny_encoder):
+    t = _triplets(6)
+    a, p, n = t.anchor.tolist(), t.positive.tolist(), t.negative.tolist()
+    q, cands = _loss_inputs(tiny_encoder, p, n, a)
+    verifier = V.create("F3", seed=0).eval()
+    full, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=None)
+    covered, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=10)
+    assert torch.allclose(full, covered)
+    # k = 0: positive against its own hard negative only, i.e. a two-way softmax per anchor
+    pair, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=0)
+    scores = V.score_pairs(tiny_encoder, verifier, list(zip(a, p)) + list(zip(a, n)))
+    logits = torch.tensor(scores).view(2, -1).T / 0.1
+    expected = torch.nn.functional.cross_entropy(logits, torch.zeros(len(a), dtype=torch.long))
+    assert torch.allclose(pair, expected, atol=1e-5)
+
+
+def test_sampled_in_batch_negatives_are_seeded_and_never_the_positive_text(tiny_encoder):
+    # Every positive is the same text, so only the five hard negatives can be negatives of an anchor.
+    a = [f"The dog is near box {i}." for i in range(5)]
+    p, n = ["A dog near a box."] * 5, [f"The dog is not near box {i}." for i in range(5)]
+    q, cands = _loss_inputs(tiny_encoder, p, n, a)
+    verifier = V.create("F4", seed=0).eval()
+    # k = 6 > the 4 other hard negatives: the draw must take those and mask the rest, which is exactly
+    # the all-pairs loss (where the duplicated positives are masked too).
+    drawn, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=6,
+                                  generator=torch.Generator().manual_seed(7))
+    full, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=None)
+    assert torch.allclose(drawn, full, atol=1e-6)
+    losses = [T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=2,
+                                 generator=torch.Generator().manual_seed(7))[0] for _ in range(2)]
+    assert torch.equal(losses[0], losses[1]) and torch.isfinite(losses[0])
+    with pytest.raises(ValueError, match="2B candidates"):
+        T.contrastive_loss(verifier, q, cands.select(range(7)), p, (p + n)[:7], 0.1)
+    with pytest.raises(ValueError, match=">= 0"):
+        T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=-2)
