@@ -72,3 +72,78 @@ def test_failure_stops_dependents_and_names_the_cell(project):
     assert stages["02"]["rerun"] == "python -m compsense reproduce --profile smoke --only 02"
     assert stages["03"]["status"] == "not run" and "02" in stages["03"]["reason"]
     assert stages["05"]["status"] == "not run"  # 05 needs 02 too
+
+
+RESUMABLE = """
+import os, time
+from pathlib import Path
+Path('../kernel.pid').write_text(str(os.getpid()))
+done = Path('../steps'); done.mkdir(exist_ok=True)
+for step in range(6):
+    if (done / f'{step}.done').exists():
+        continue  # finished before an interruption: not redone
+    with open('../ran.log', 'a') as log:
+        log.write(f'{step}\\n')
+    time.sleep(0.4)
+    tmp = done / f'.{step}.tmp'
+    tmp.write_text('ok')
+    os.replace(tmp, done / f'{step}.done')  # atomic: a kill never leaves a half-finished step
+"""
+
+DRIVER = """
+import sys
+from pathlib import Path
+root = Path(sys.argv[1])
+from compsense import paths, profiles, runner
+for module in (paths, profiles, runner):
+    module.repo_root = lambda: root
+sys.exit(runner.reproduce("smoke", out=sys.argv[2]))
+"""
+
+
+def test_killed_mid_stage_then_rerun_resumes(project):
+    """SIGKILL the whole run (runner and kernel) in the middle of stage 02; the re-run skips 01, re-runs
+    02, and 02's own checkpoints mean finished steps are not redone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _notebook(project / "notebooks" / "02_second.ipynb", RESUMABLE)
+    (project / "driver.py").write_text(DRIVER)
+    from pathlib import Path
+
+    code = Path(runner.__file__).resolve().parents[1]  # the real checkout (repo_root is the miniature here)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, str(project / "driver.py"), str(project), "runs/smoke/killed"],
+                            cwd=project, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not (project / "steps" / "2.done").exists():
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.time() < deadline, "stage 02 never reached step 2"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kernel = int((project / "kernel.pid").read_text())
+    try:
+        os.kill(kernel, signal.SIGKILL)  # the kernel may sit in its own session; the crash takes it too
+    except ProcessLookupError:
+        pass
+    time.sleep(0.2)
+    before = sorted(p.name for p in (project / "steps").glob("*.done"))
+    assert 3 <= len(before) < 6  # killed mid-stage, with some steps done
+    state = json.loads((project / "runs/smoke/stages.json").read_text())  # never half-written
+    assert set(state) == {"01"}  # 02 did not finish, so it is not recorded as a success
+    assert not (project / "runs/smoke/killed/summary.json").exists()
+
+    assert runner.reproduce("smoke", out="runs/smoke/resumed") == 0
+    stages = _summary(project, "resumed")["stages"]
+    assert stages["01"]["status"] == "skipped" and stages["02"]["status"] == "ok"
+    assert sorted(p.name for p in (project / "steps").glob("*.done")) == [f"{i}.done" for i in range(6)]
+    ran = [int(x) for x in (project / "ran.log").read_text().split()]
+    assert sorted(set(ran)) == list(range(6))
+    assert len(ran) - len(set(ran)) <= 1  # at most the step in flight at the kill ran twice
+    assert runner.reproduce("smoke", out="runs/smoke/again") == 0
+    assert {v["status"] for v in _summary(project, "again")["stages"].values()} == {"skipped"}
