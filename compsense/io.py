@@ -25,9 +25,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; results should read like any other file
+    mode = 0o666 & ~_umask()  # mkstemp makes 0600; results should read like any other file
+    os.chmod(tmp_path, mode)
     try:
         yield tmp_path
+        os.chmod(tmp_path, mode)  # again: some writers (safetensors) re-create the file as 0600
         os.replace(tmp_path, path)
     except BaseException:
         tmp_path.unlink(missing_ok=True)

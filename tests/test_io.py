@@ -48,3 +48,9 @@ def test_written_files_get_normal_permissions(tmp_path):
     path = io.write_text(tmp_path / "x.txt", "hello")
     expected = 0o666 & ~io._umask()
     assert stat.S_IMODE(os.stat(path).st_mode) == expected
+    # a writer that replaces the temporary file with its own 0600 one (as safetensors does) is fixed too
+    with io.atomic_path(tmp_path / "w.bin") as tmp:
+        tmp.unlink()
+        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+    assert stat.S_IMODE(os.stat(tmp_path / "w.bin").st_mode) == expected
