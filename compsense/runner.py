@@ -7,6 +7,7 @@ everything done so far, and the summary names the failing cell and the command t
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import time
@@ -34,17 +35,100 @@ def stage_key(notebook: Path) -> str:
 
 
 def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
-    """Hash of what a stage's result depends on: the notebook, its parameters, the package code."""
+    """Hash of what a stage's result depends on: the notebook, its parameters, the compsense code it
+    imports (directly or through other modules; `code_dependencies`), the package's resources and
+    its upstream stages' fingerprints. A change to a module the notebook never reaches (the
+    explorer's widgets for notebook 02, say) does not re-run it."""
     h = hashlib.sha256()
     h.update(notebook.read_bytes())
     h.update(json.dumps(params, sort_keys=True, default=str).encode())
-    for src in sorted((repo_root() / "compsense").rglob("*")):
-        if src.is_file() and src.suffix in {".py", ".txt", ".json", ".yaml"}:
-            h.update(src.relative_to(repo_root()).as_posix().encode())
-            h.update(src.read_bytes())
+    package = repo_root() / "compsense"
+    resources = [p for p in (package / "resources").rglob("*") if p.is_file()] if (package / "resources").is_dir() else []
+    for src in sorted(set(code_dependencies(notebook)) | set(resources)):
+        h.update(src.relative_to(repo_root()).as_posix().encode())
+        h.update(src.read_bytes())
     for up in upstream:
         h.update(up.encode())
     return h.hexdigest()
+
+
+def code_dependencies(notebook: Path) -> list[Path]:
+    """The compsense source files a notebook's code cells import, followed through every import
+    (absolute or relative, at top level or inside functions) of the modules they reach.
+
+    Why not hash the whole package: then any edit re-runs every stage. Why static (ast) and not
+    the modules a run actually loaded: a skip decision must be made before the run.
+    """
+    package = repo_root() / "compsense"
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+               for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    todo = [(_python_only(src), "") for src in sources]  # (code, dotted module it belongs to)
+    seen: dict[str, Path] = {}
+    init = package / "__init__.py"
+    if init.exists():
+        seen["compsense"] = init  # every import of compsense runs it
+    while todo:
+        code, module = todo.pop()
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        for name in _imported_modules(tree, module):
+            for candidate in _module_and_parents(name):
+                if candidate in seen:
+                    continue
+                path = _module_file(package, candidate)
+                if path is not None:
+                    seen[candidate] = path
+                    todo.append((path.read_text(encoding="utf-8"), candidate))
+    return sorted(seen.values())
+
+
+def _python_only(cell: str) -> str:
+    """A cell's source without IPython magics and shell escapes (`%time`, `!ls`), which ast rejects."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in cell.splitlines())
+
+
+def _imported_modules(tree, module: str) -> set[str]:
+    """Dotted compsense modules named by the imports in `tree` (`from compsense import x` names the
+    submodule compsense.x when there is one; the caller checks)."""
+    names = set()
+    package_of = module if module and (module == "compsense" or _is_package(module)) else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "compsense")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_of.split(".")
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "compsense":
+                continue
+            names.add(target)
+            names.update(f"{target}.{a.name}" for a in node.names)
+    return names
+
+
+def _is_package(module: str) -> bool:
+    return (repo_root() / Path(*module.split(".")) / "__init__.py").exists()
+
+
+def _module_and_parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _module_file(package: Path, dotted: str) -> Path | None:
+    rel = Path(*dotted.split(".")[1:]) if "." in dotted else Path()
+    root = package / rel
+    if (root / "__init__.py").exists():
+        return root / "__init__.py"
+    if root.with_suffix(".py").exists() and dotted != "compsense":
+        return root.with_suffix(".py")
+    return None
 
 
 def reproduce(profile: str, only: list[str] | None = None, force: bool = False, out: str | None = None) -> int:

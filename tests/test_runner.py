@@ -147,3 +147,28 @@ def test_killed_mid_stage_then_rerun_resumes(project):
     assert len(ran) - len(set(ran)) <= 1  # at most the step in flight at the kill ran twice
     assert runner.reproduce("smoke", out="runs/smoke/again") == 0
     assert {v["status"] for v in _summary(project, "again")["stages"].values()} == {"skipped"}
+
+
+def test_fingerprint_follows_the_code_a_notebook_imports(project):
+    pkg = project / "compsense"
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub").mkdir()
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import helper\n\ndef f():\n    from .sub import deep\n    return helper\n")
+    (pkg / "b.py").write_text("helper = 1\n")
+    (pkg / "sub" / "deep.py").write_text("from ..io_like import x\n")
+    (pkg / "io_like.py").write_text("x = 2\n")
+    (pkg / "unrelated.py").write_text("y = 3\n")
+    nb = project / "notebooks" / "01_first.ipynb"
+    _notebook(nb, "%time\nfrom compsense import a\nimport compsense.b")
+    deps = {p.relative_to(pkg).as_posix() for p in runner.code_dependencies(nb)}
+    assert deps == {"__init__.py", "a.py", "b.py", "sub/__init__.py", "sub/deep.py", "io_like.py"}
+
+    before = runner.fingerprint(nb, {"value": 1}, [])
+    (pkg / "unrelated.py").write_text("y = 4\n")
+    assert runner.fingerprint(nb, {"value": 1}, []) == before  # code the notebook never reaches
+    (pkg / "io_like.py").write_text("x = 5\n")  # reached through a -> sub.deep (inside a function)
+    changed = runner.fingerprint(nb, {"value": 1}, [])
+    assert changed != before
+    assert runner.fingerprint(nb, {"value": 2}, []) != changed
+    assert runner.fingerprint(nb, {"value": 1}, ["upstream-changed"]) != changed
