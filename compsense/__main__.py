@@ -1,5 +1,6 @@
 """Command line: `python -m compsense doctor` and `python -m compsense reproduce --profile smoke`,
-`python -m compsense bundle` (what a GPU machine with no network needs)."""
+`python -m compsense bundle` (what a GPU machine with no network needs), `python -m compsense estimate
+--profile paper --from runs/local` (a profile's time from a run's measured throughput)."""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,18 @@ def main(argv: list[str] | None = None) -> int:
                      help="minilm-l6 weights: per-row int8 (~23 MB) or fp16 (~45 MB)")
     bun.add_argument("--data", default="", help="local datasets to copy, e.g. scifact,mrpc,stsb,sugarcrepe")
     bun.add_argument("--python-version", default="3.12", help="the GPU machine's Python (wheel tags)")
+    est = sub.add_parser("estimate", help="a profile's time from the throughput a run measured")
+    est.add_argument("--profile", default="paper", help="the profile to estimate (params/<profile>.yaml)")
+    est.add_argument("--from", dest="work_dir", required=True, help="the work_dir of a run, e.g. runs/local")
+    est.add_argument("--summary", default=None, help="one run's summary.json (default: every run in --from)")
+    est.add_argument("--bench", default=None, help="a benchmarks/bench_training.py --out JSON (02 train rate)")
+    est.add_argument("--rate", action="append", default=[], metavar="STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S",
+                     help="a rate measured elsewhere, e.g. 02/train/minilm-l6=2322; needs --rate-device/--rate-source")
+    est.add_argument("--rate-device", default=None, help="the device the --rate values were measured on")
+    est.add_argument("--rate-source", default=None, help="where the --rate values were measured (cite it)")
     args = parser.parse_args(argv)
+    if args.command == "estimate":
+        return _estimate(args)
     if args.command == "bundle":
         from .bundle import main as bundle
 
@@ -34,6 +46,32 @@ def main(argv: list[str] | None = None) -> int:
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     return reproduce(args.profile, only=only, force=args.force, out=args.out)
+
+
+def _estimate(args) -> int:
+    from . import estimate as E
+    from .report import _md_table
+
+    rates = {}
+    for spec in args.rate:
+        key, _, value = spec.partition("=")
+        parts = key.split("/")
+        if len(parts) not in (2, 3) or not value:
+            raise SystemExit(f"--rate {spec!r}: expected STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S, "
+                             "e.g. 02/train/minilm-l6=2322")
+        rates[(parts[0], parts[1], parts[2] if len(parts) == 3 else None)] = {
+            "rate": float(value), "device": args.rate_device, "source": args.rate_source}
+    est = E.estimate(args.profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates)
+    print(f"# Time estimate: profile {args.profile}, rates measured in {args.work_dir}\n")
+    print(E.headline(est) + "\n")
+    print(_md_table(E.display_frame(est)))
+    print("\nUnits (compsense.estimate.UNITS):")
+    for (stage, component), unit in E.UNITS.items():
+        print(f"  {stage} {component}: {unit}")
+    if E.measured_profile(args.work_dir) == args.profile:
+        print("\nSame profile as the measured run: estimated vs recorded seconds per stage\n")
+        print(_md_table(E.stage_comparison(est, args.work_dir)))
+    return 0
 
 
 if __name__ == "__main__":

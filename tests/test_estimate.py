@@ -1,0 +1,303 @@
+"""compsense.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a
+run writes (DONE.json, train_log.jsonl, verifier.json, executed notebooks), the estimate, the CLI
+and the report section. Unit counts are derived by hand from params/{smoke,local,paper}.yaml."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from compsense import estimate as E
+
+
+def _write(path, obj):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
+    return path
+
+
+def _done(folder, seconds, steps=100, batch=32, torch="2.13.0+cpu"):
+    """DONE.json, run_config.json and train_log.jsonl as compsense.train.train_model writes them."""
+    cfg = {"backbone": "minilm-l6", "batch_size": batch, "max_seq_length": 128, "max_steps": steps, "device": None}
+    _write(folder / "DONE.json", {"config": cfg, "train_rows": 4781, "resumed_from": None, "global_step": steps,
+                                  "world_size": 1, "duration_s": seconds, "triplets_per_s": steps * batch / seconds,
+                                  "final_loss": 0.1, "finished_at": "2026-11-30T02:46:18+00:00",
+                                  "versions": {"torch": torch}})
+    _write(folder / "run_config.json", {"data_sha1": "x", "recipe": {"batch_size": batch, "max_seq_length": 128}})
+    _write(folder / "train_log.jsonl", "\n".join(json.dumps(r) for r in [
+        {"event": "start", "checkpoint": None, "time": "2026-11-30T02:30:00+00:00", "world_size": 1},
+        {"step": 1, "epoch": 0.01, "time": "2026-11-30T02:30:10+00:00", "loss": 0.3, "learning_rate": 0.0},
+        {"step": steps, "epoch": 0.6, "time": "2026-11-30T02:31:00+00:00", "loss": 0.1, "learning_rate": 1e-6}]) + "\n")
+
+
+def _verifier(work, name, regime, seconds, examples, in_batch=4, trained=True):
+    history = {"verifier": name, "regime": regime, "seconds": seconds, "examples_seen": examples,
+               "budget_examples": examples, "batch_size": 32, "include_special": False, "trained": trained,
+               "in_batch_negatives": in_batch, "steps": examples // 32, "loss": [], "accuracy": []}
+    _write(work / "verifiers" / f"{name}-{regime}" / "verifier.json",
+           {"name": name, "history": history, "settings": {"max_seq_length": 128, "regime": regime}})
+
+
+def _notebook(path, params, cells):
+    """An executed notebook as papermill leaves it: parameters and durations in the metadata."""
+    nb = {"cells": [{"cell_type": "code", "source": [src], "metadata": {"papermill": {"duration": s}}}
+                    for src, s in cells],
+          "metadata": {"papermill": {"parameters": params, "duration": sum(s for _, s in cells), "exception": None}}}
+    return _write(path, nb)
+
+
+@pytest.fixture
+def run(tmp_path):
+    """A local-profile run: A and B trained (3,200 triplets each, 100 s + 60 s), three verifiers,
+    result tables with dataset sizes, and one run folder with executed notebooks 02, 03 and 05."""
+    work = tmp_path / "runs" / "local"
+    _done(work / "models" / "minilm-l6" / "A-seed42", 100.0)
+    _done(work / "models" / "minilm-l6" / "B-seed42", 60.0)
+    _verifier(work, "F0", "frozen", 0.0, 0, trained=False)
+    _verifier(work, "F3", "frozen", 8.0, 2048)
+    _verifier(work, "F2", "end2end", 20.0, 2048)
+    (work / "results").mkdir(parents=True)
+    pd.DataFrame([{"run": f"minilm-l6/{v}-seed42", "backbone": "minilm-l6", "variant": v, "seed": 42,
+                   "dataset": "scifact", "metric": m, "value": 0.5, "structural_share": None, "model_stamp": "x",
+                   "harness": "h", "n_queries": 300, "n_docs": 5183}
+                  for v in ("base", "A", "B") for m in ("ndcg@10", "acc@1")]).to_parquet(
+        work / "results" / "retrieval.parquet")
+    pd.DataFrame({"run": ["minilm-l6/base-seed42"], "seed": [42], "dataset": ["scifact@q150"], "metric": ["ndcg@10"],
+                  "value": [0.7], "n_queries": [150], "n_docs": [1156]}).to_parquet(
+        work / "results" / "rerank.parquet")
+    pd.DataFrame({"device": ["cpu"], "rerank_ms": [1.0]}).to_parquet(work / "results" / "rerank_cost.parquet")
+    local = E.stage_params("local")
+    stamp = work / "20261130-010000"
+    _notebook(stamp / "02_training_ab.ipynb", local["02"],
+              [("models = run_grid(runs, retrieval_df)", 400.0), ("results = evaluate_runs(models)", 100.0)])
+    _notebook(stamp / "03_pooled_geometry.ipynb", local["03"], [("scores = score_pairs()", 30.0)])
+    _notebook(stamp / "05_reranking.ipynb", local["05"], [("grid = R.run_grid(datasets)", 300.0)])
+    stages = {"02": {"status": "ok", "seconds": 500.0, "output": str(stamp / "02_training_ab.ipynb")},
+              "03": {"status": "ok", "seconds": 30.0, "output": str(stamp / "03_pooled_geometry.ipynb")}}
+    _write(stamp / "summary.json", {"profile": "local", "run_dir": str(stamp), "stages": stages})
+    _write(work / "stages.json", {k: {"seconds": v["seconds"], "fingerprint": "x"} for k, v in stages.items()})
+    return work
+
+
+def _row(df, stage, component, backbone=None):
+    hit = df[(df.stage == stage) & (df.component == component)]
+    if backbone is not None:
+        hit = hit[hit.backbone == backbone]
+    assert len(hit) == 1, (stage, component, backbone, hit)
+    return hit.iloc[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Work units
+
+
+def test_units_smoke_local_paper_from_the_yaml():
+    smoke, local, paper = (E.work_units(p) for p in ("smoke", "local", "paper"))
+    # smoke: tiny-bert; A, B and the sweep's B-share0.25 (0.0 is A, 0.5 is B) x 20 steps x batch 16
+    assert _row(smoke, "02", "train", "tiny-bert").units == 3 * 20 * 16
+    # local: A and B (the sweep [0.0, 0.5] adds none) x 100 steps x batch 32
+    assert _row(local, "02", "train", "minilm-l6").units == 2 * 100 * 32
+    assert _row(local, "03", "score", "minilm-l6").units == 1 + 1 * 2  # base + 1 seed x (A, B)
+    assert _row(local, "04", "train F3-frozen", "minilm-l6").units == 2048
+    # paper: per backbone A, B x 3 seeds + B-share0.1, B-share0.25 for the first seed = 8 runs, batch 128,
+    # steps from the registry's recipe
+    expected = {"minilm-l6": 8 * 3375 * 128, "minilm-l12": 8 * 2250 * 128, "gte-small": 8 * 2250 * 128,
+                "gte-modernbert-base": 8 * 500 * 128}
+    for backbone, units in expected.items():
+        assert _row(paper, "02", "train", backbone).units == units
+        assert _row(paper, "03", "score", backbone).units == 1 + 3 * 2
+    assert _row(paper, "02", "train", "minilm-l6").units == 3_456_000
+    # 04: frozen F0/F1 train nothing; everything else sees the 160,000-triplet budget
+    assert _row(paper, "04", "train F0-frozen").units == 0 and _row(paper, "04", "train F1-frozen").units == 0
+    assert _row(paper, "04", "train F1-end2end").units == 160_000
+    trains = paper[paper.component.str.startswith("train ")]
+    assert trains.units.sum() == 8 * 160_000
+    assert _row(paper, "04", "score").units == 3 + 5 * 2
+
+
+def test_dataset_sized_units_come_from_the_runs_tables(run):
+    local = E.work_units("local", run)
+    # 02 evaluate: base, A, B x (300 queries + 5,183 docs) of SciFact test, as retrieval.parquet recorded
+    assert _row(local, "02", "evaluate", "minilm-l6").units == 3 * (300 + 5183)
+    # 05: 5 verifiers x 2 regimes x 150 queries (scifact@q150 in rerank.parquet) x top-100
+    assert _row(local, "05", "rerank").units == 10 * 150 * 100
+    # without a run, or for datasets no run evaluated (NanoBEIR): unknown, never guessed
+    assert math.isnan(_row(E.work_units("local"), "02", "evaluate", "minilm-l6").units)
+    paper = E.work_units("paper", run)
+    assert math.isnan(_row(paper, "05", "rerank").units)
+    assert "NanoArguAna" in _row(paper, "05", "rerank").note
+
+
+# ---------------------------------------------------------------------------------------------
+# Measured rates
+
+
+def test_rates_are_units_over_seconds(run):
+    m = E.measured_rates(run)
+    train = _row(m, "02", "train", "minilm-l6")
+    assert (train.units, train.seconds, train.rate) == (6400, 160.0, 40.0)
+    assert train.device.startswith("cpu (torch 2.13.0+cpu")
+    # the rest of stage 02: the notebook's 500 s minus the 400 s run_grid cell, for 3 x 5,483 texts
+    ev = _row(m, "02", "evaluate")
+    assert ev.seconds == pytest.approx(100.0) and ev.units == 3 * 5483
+    assert ev.rate == pytest.approx(3 * 5483 / 100.0)
+    assert "02_training_ab.ipynb" in ev.source and ev.device.startswith("cpu (the run's device")
+    f3 = _row(m, "04", "train F3-frozen")
+    assert f3.rate == 2048 / 8.0 and f3.source.endswith("verifier.json")
+    assert m[m.component == "train F0-frozen"].empty  # nothing trained, nothing measured
+    assert _row(m, "05", "rerank").rate == pytest.approx(150_000 / 300.0)
+
+
+def test_unfinished_run_is_measured_from_its_train_log(run):
+    folder = run / "models" / "tiny-bert" / "A-seed42"
+    _done(folder, 10.0, steps=21, batch=16)
+    (folder / "DONE.json").unlink()  # interrupted: only the log and run_config.json
+    row = _row(E.measured_rates(run), "02", "train", "tiny-bert")
+    # logged steps 1 -> 21 between 02:30:10 and 02:31:00: 20 steps x 16 triplets in 50 s
+    assert (row.units, row.seconds) == (320, 50.0) and "train_log.jsonl" in row.source
+
+
+def test_the_slowest_execution_of_a_stage_counts(run):
+    """A re-run that finds caches is faster; the slowest execution is the one that did the work."""
+    _notebook(run / "20261130-020000" / "03_pooled_geometry.ipynb", E.stage_params("local")["03"],
+              [("scores = score_pairs()", 3.0)])
+    assert _row(E.measured_rates(run), "03", "score").seconds == 30.0
+
+
+def test_summary_json_limits_timings_to_that_run(run):
+    later = run / "20261130-020000"
+    _notebook(later / "03_pooled_geometry.ipynb", E.stage_params("local")["03"], [("scores = score_pairs()", 60.0)])
+    # stage 02 skipped in the later run: its last output, written on another checkout, maps to this one
+    elsewhere = "/elsewhere/runs/local"
+    stages = {"02": {"status": "skipped", "last_output": f"{elsewhere}/20261130-010000/02_training_ab.ipynb"},
+              "03": {"status": "ok", "seconds": 60.0, "output": f"{elsewhere}/20261130-020000/03_pooled_geometry.ipynb"}}
+    summary = _write(later / "summary.json", {"profile": "local", "stages": stages})
+    m = E.measured_rates(run, summary_json=summary)
+    assert _row(m, "03", "score").seconds == 60.0
+    assert _row(m, "02", "evaluate").seconds == pytest.approx(100.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimate
+
+
+def test_estimate_of_the_same_profile_reproduces_the_measurements(run):
+    est = E.estimate("local", run)
+    assert _row(est, "02", "train", "minilm-l6").seconds == pytest.approx(160.0)
+    assert _row(est, "02", "evaluate", "minilm-l6").seconds == pytest.approx(100.0)
+    assert _row(est, "03", "score", "minilm-l6").seconds == pytest.approx(30.0)
+    assert _row(est, "04", "train F0-frozen").seconds == 0.0
+    assert _row(est, "04", "train F3-frozen").seconds == pytest.approx(8.0)
+    total = est.iloc[-1]
+    assert total.stage == "total"
+    assert total.seconds == pytest.approx(est.iloc[:-1].seconds.sum())
+    cmp = E.stage_comparison(est, run).set_index("stage")
+    assert cmp.loc["03", "estimated_s"] == pytest.approx(30.0) and cmp.loc["03", "stages.json_s"] == 30.0
+
+
+def test_estimate_scales_linearly_with_units_and_rate(run):
+    paper = E.estimate("paper", run)
+    # 3,456,000 triplets at the 40 triplets/s measured for minilm-l6 (batch 32 measured, 128 asked: noted)
+    row = _row(paper, "02", "train", "minilm-l6")
+    assert row.seconds == pytest.approx(3_456_000 / 40.0)
+    assert "batch_size=32, target 128" in row.assumption
+    fast = E.estimate("paper", run, rates={("02", "train", "minilm-l6"): {
+        "rate": 80.0, "device": "NVIDIA H200", "source": "a cited measurement"}})
+    assert _row(fast, "02", "train", "minilm-l6").seconds == pytest.approx(row.seconds / 2)
+    assert _row(fast, "02", "train", "minilm-l6").device == "NVIDIA H200"
+
+
+def test_not_measured_where_no_run_measured_it(run, monkeypatch):
+    from compsense import models
+
+    monkeypatch.setitem(models.BACKBONES, "minilm-l12",
+                        dataclasses.replace(models.BACKBONES["minilm-l12"], n_parameters=None))
+    est = E.estimate("local", run)
+    f3 = _row(est, "04", "train F3-end2end")  # no verifier.json for it
+    assert math.isnan(f3.seconds) and f3.source.startswith(E.NOT_MEASURED)
+    assert _row(est, "01", "negatives").source.startswith(E.NOT_MEASURED)  # no executed notebook 01
+    assert "not measured" in est.iloc[-1].source
+    paper = E.estimate("paper", run)
+    # other backbones: no run, and no parameter count in the registry to scale by
+    assert _row(paper, "02", "train", "minilm-l12").source.startswith(E.NOT_MEASURED)
+    # the measured rate holds only at the measured settings: paper uses all in-batch negatives, other caps
+    assert "in_batch_negatives 4 -> None" in _row(paper, "04", "train F3-frozen").source
+    assert "max_pairs_per_family" in _row(paper, "03", "score", "minilm-l6").source
+    assert math.isnan(_row(paper, "03", "score", "minilm-l6").seconds)
+
+
+def test_other_backbones_scale_by_parameter_count(run, monkeypatch):
+    from compsense import models
+
+    for name, n in (("minilm-l6", 20), ("minilm-l12", 40)):
+        monkeypatch.setitem(models.BACKBONES, name,
+                            dataclasses.replace(models.BACKBONES[name], n_parameters=n))
+    row = _row(E.estimate("paper", run), "02", "train", "minilm-l12")
+    assert row.rate == pytest.approx(40.0 * 20 / 40)
+    assert row.seconds == pytest.approx(8 * 2250 * 128 / 20.0)
+    assert "parameter count" in row.assumption
+
+
+def test_bench_json_and_cited_rates(run, tmp_path):
+    bench = _write(tmp_path / "bench_gpu.json", {"model": "minilm-l6-random", "device": "NVIDIA H200",
+                                                 "compsense_triplets_per_s": 2322.0, "batch_size": 128,
+                                                 "precision": "bf16", "data": "synthetic"})
+    row = _row(E.estimate("paper", run, bench=bench), "02", "train", "minilm-l6")
+    assert row.seconds == pytest.approx(3_456_000 / 2322.0) and row.device == "NVIDIA H200"
+    assert "bench_gpu.json" in row.source
+    with pytest.raises(ValueError, match="cite"):
+        E.estimate("paper", run, rates={("02", "train", None): {"rate": 1.0}})
+    with pytest.raises(ValueError, match="bench_training.py --out"):
+        E.estimate("paper", run, bench=_write(tmp_path / "bad.json", {"model": "x"}))
+
+
+def test_headline_names_the_device():
+    cpu = pd.DataFrame([{"seconds": 60.0, "device": "cpu (x)", "source": ""},
+                        {"seconds": 60.0, "device": "cpu (x)", "source": ""},
+                        {"seconds": 120.0, "device": "cpu (x)", "source": "every row measured"}])
+    assert "CPU estimate, not a GPU (H200) one" in E.headline(cpu)
+    assert "120 s (2.0 min)" in E.headline(cpu)
+    mixed = pd.DataFrame([{"seconds": 1.0, "device": "cpu", "source": ""}, {"seconds": 1.0, "device": "NVIDIA H200",
+                                                                           "source": ""},
+                          {"seconds": 2.0, "device": None, "source": "every row measured"}])
+    assert "mix devices" in E.headline(mixed)
+
+
+def test_missing_work_dir_names_the_fix(tmp_path):
+    with pytest.raises(FileNotFoundError, match="work_dir"):
+        E.measured_rates(tmp_path / "nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI and report
+
+
+def test_cli_prints_the_table_and_the_device(run, capsys):
+    from compsense.__main__ import main
+
+    assert main(["estimate", "--profile", "local", "--from", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "| 02 | train | minilm-l6 | 6,400 | 40 | 160.0 |" in out
+    assert "CPU estimate" in out and "stages.json_s" in out  # same profile: the comparison is printed
+    assert main(["estimate", "--profile", "paper", "--from", str(run), "--rate", "02/train/minilm-l6=2322",
+                 "--rate-device", "NVIDIA H200", "--rate-source", "benchmarks/README.md"]) == 0
+    out = capsys.readouterr().out
+    assert "1,488.4" in out and "stages.json_s" not in out and "mix devices" in out
+    assert "scaled from minilm-l6 by parameter count" in out  # the cited GPU rate scales to the other backbones
+
+
+def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypatch):
+    from compsense import doctor, report
+
+    monkeypatch.setattr(doctor, "report", lambda: {"device": "cpu", "python": "3", "versions": {}})
+    written = report.build_report(run, tmp_path / "figs", tmp_path / "out", {"profile": "local", "stages": {}})
+    md = written["md"].read_text()
+    assert f"## {report.ESTIMATE_TITLE}" in md and "Estimated total" in md
+    assert "| 02 | train | minilm-l6 | 3,456,000 |" in md
+    (run / "verifiers" / "F3-frozen" / "verifier.json").write_text("{broken")
+    md = report.build_report(run, tmp_path / "figs", tmp_path / "out2", None)["md"].read_text()
+    assert "No estimate: JSONDecodeError" in md
