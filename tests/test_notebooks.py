@@ -55,3 +55,20 @@ def test_notebook_without_parameters_cell_is_reported(tmp_path):
     path.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     with pytest.raises(ValueError, match="tagged `parameters`"):
         profiles.declared_parameters(path)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_reads_every_parameter_line(notebook, caplog):
+    """`papermill --help-notebook` and its parameter inspection warn on lines they cannot parse (an
+    `=` in a trailing comment is enough); every declared parameter should come out with its type."""
+    import logging
+
+    import nbformat
+    from papermill.translators import PythonTranslator
+
+    nb = nbformat.read(notebook, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        found = {p.name for p in PythonTranslator.inspect(cell)}
+    assert not [r.getMessage() for r in caplog.records if "Unable to parse" in r.getMessage()]
+    assert found == set(profiles.declared_parameters(notebook))
