@@ -315,14 +315,20 @@ def _estimate_row(u: dict, measured: pd.DataFrame, overrides: dict) -> dict:
     exact = same[same.backbone.isna() | same.backbone.apply(lambda b: str(u["backbone"]) in str(b).split(","))]
     if not exact.empty:
         m = exact.iloc[0]
-        strict = SAME.get((u["stage"], u["component"].split()[0]), [])
         diff = {k: (m.settings.get(k), v) for k, v in u["settings"].items() if m.settings.get(k) != v}
-        if any(k in strict for k in diff):
-            text = ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in diff.items() if k in strict)
+        text = _strict_diff(u, m.settings)
+        if text:
             return done(source=f"{NOT_MEASURED} at these settings ({text}); measured: {m.source}")
         noted = ", ".join(f"measured at {k}={a}, target {b}" for k, (a, b) in diff.items())
         return done(m.rate, m.source, m.device, noted)
     return _scaled(u, same, done, overrides)
+
+
+def _strict_diff(u: dict, measured_settings: dict) -> str:
+    """The settings (SAME) under which a measurement does not transfer to `u`, as 'k a -> b' text."""
+    strict = SAME.get((u["stage"], u["component"].split()[0]), [])
+    return ", ".join(f"{k} {measured_settings.get(k)!r} -> {v!r}" for k, v in u["settings"].items()
+                     if k in strict and measured_settings.get(k) != v)
 
 
 def _scaled(u: dict, same: pd.DataFrame, done, overrides: dict) -> dict:
@@ -333,8 +339,13 @@ def _scaled(u: dict, same: pd.DataFrame, done, overrides: dict) -> dict:
     count = {name: getattr(b, "n_parameters", None) for name, b in BACKBONES.items()}
     cited = [(b, o["rate"], o["source"], o["device"]) for (stage, component, b), o in overrides.items()
              if stage == u["stage"] and component == u["component"] and b]
-    for backbone, rate, source, device in cited + [(m.backbone, m.rate, m.source, m.device)
-                                                   for m in same.itertuples()]:
+    # A measurement at other data settings does not transfer to another backbone either.
+    comparable = [m for m in same.itertuples() if not _strict_diff(u, m.settings)]
+    if not cited and same.shape[0] and not comparable:
+        m = same.iloc[0]
+        return done(source=f"{NOT_MEASURED} for {u['backbone']}: measured for {m.backbone} at other settings "
+                           f"({_strict_diff(u, m.settings)}); measured: {m.source}")
+    for backbone, rate, source, device in cited + [(m.backbone, m.rate, m.source, m.device) for m in comparable]:
         if count.get(backbone) and count.get(u["backbone"]):
             return done(rate * count[backbone] / count[u["backbone"]], source, device,
                         f"scaled from {backbone} by parameter count ({count[backbone]:,} / "

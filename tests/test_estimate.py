@@ -286,7 +286,7 @@ def test_cli_prints_the_table_and_the_device(run, capsys):
     assert main(["estimate", "--profile", "paper", "--from", str(run), "--rate", "02/train/minilm-l6=2322",
                  "--rate-device", "NVIDIA H200", "--rate-source", "benchmarks/README.md"]) == 0
     out = capsys.readouterr().out
-    assert "1,488.4" in out and "stages.json_s" not in out and "mix devices" in out
+    assert "1,488.4" in out and "stages.json_s" not in out and "measured on a GPU" in out
     assert "scaled from minilm-l6 by parameter count" in out  # the cited GPU rate scales to the other backbones
 
 
@@ -301,3 +301,13 @@ def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypa
     (run / "verifiers" / "F3-frozen" / "verifier.json").write_text("{broken")
     md = report.build_report(run, tmp_path / "figs", tmp_path / "out2", None)["md"].read_text()
     assert "No estimate: JSONDecodeError" in md
+
+
+def test_scaling_to_another_backbone_keeps_the_settings_check(run):
+    paper = E.estimate("paper", run)
+    measured_here = _row(paper, "03", "score", "minilm-l6")
+    assert measured_here.source.startswith(E.NOT_MEASURED)  # other caps than the local run's
+    for backbone in ("minilm-l12", "gte-small", "gte-modernbert-base"):
+        row = _row(paper, "03", "score", backbone)
+        assert math.isnan(row.seconds) and row.source.startswith(E.NOT_MEASURED)
+        assert "other settings" in row.source and "max_pairs_per_family" in row.source
