@@ -36,7 +36,8 @@ import torch
 
 from .retrieval import (HARNESS, MAX_K, METRICS, RetrievalResult, encode_texts, paired_bootstrap, score_rankings,
                         top_k)
-from .simmap import TokenCache, cache_key, encoder_device, similarity_map, storage_dtype, token_embeddings
+from .simmap import (TokenCache, cache_key, encoder_device, encoder_fingerprint, similarity_map, storage_dtype,
+                     token_embeddings)
 
 log = logging.getLogger(__name__)
 
@@ -325,6 +326,8 @@ def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_en
             if complete:
                 verifier = V.load(folder, device=device)
                 encoder = base_encoder
+                if regime == "frozen":
+                    notes += _encoder_mismatch(label, folder, base_encoder)
                 if regime == "end2end":
                     with quiet_transformers():
                         encoder = load_encoder(folder / "encoder", device=device, max_seq_length=max_seq_length)
@@ -344,6 +347,19 @@ def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_en
                                 "notebooks/04_verifiers.ipynb for this profile first, or include 'frozen' in "
                                 "regimes for the training-free F0-F2")
     return methods, notes
+
+
+def _encoder_mismatch(label: str, folder, encoder) -> list[str]:
+    """A note when a frozen verifier was trained on token embeddings of another encoder than the one
+    it will now read (notebook 04 run with another backbone): it still scores, on maps it never saw."""
+    from . import verifiers as V
+
+    trained_on = (V.read_info(folder).get("settings") or {}).get("encoder")
+    here = encoder_fingerprint(encoder)[:16]
+    if trained_on and trained_on != here:
+        return [f"{label}: trained on another encoder's token embeddings (fingerprint {trained_on}, this "
+                f"backbone's {here}); re-run notebooks/04_verifiers.ipynb with this backbone for comparable scores"]
+    return []
 
 
 # ---------------------------------------------------------------------------------------------

@@ -250,3 +250,15 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
     assert table.set_index("label").kind.to_dict() == {"base": "pooled", "F0-frozen": "frozen", "F1-frozen": "frozen"}
     for fig in (R.figure_rerank(res), R.figure_k_sweep(res), R.figure_tradeoff(table)):
         assert fig.data
+
+
+def test_find_methods_notes_a_frozen_verifier_trained_on_another_encoder(encoder, tiny_encoder, tmp_path):
+    from compsense.simmap import encoder_fingerprint
+
+    folder = tmp_path / "verifiers" / "F3-frozen"
+    V.save(V.create("F3", seed=0), folder, extra={"settings": {"encoder": encoder_fingerprint(encoder)[:16]}})
+    _, notes = R.find_methods(tmp_path, ["F3"], ["frozen"], encoder)
+    assert not any("another encoder" in n for n in notes)
+    methods, notes = R.find_methods(tmp_path, ["F3"], ["frozen"], tiny_encoder)
+    assert methods[0].label == "F3-frozen"  # still offered, with a note that names the fix
+    assert any("another encoder" in n and "04_verifiers" in n for n in notes)
