@@ -77,8 +77,14 @@ def main() -> None:
                          "ms_per_query": R.time_rerank(reranker, verifier, queries, k, args.repeats)})
     table = pd.DataFrame(rows).pivot_table(index="method", columns="k", values="ms_per_query", sort=False)
     table = table[sorted(table.columns)]
+    first = table.loc["first stage", max(args.ks)]
+    ratio = (table.drop(index="first stage") / first).round(1)
     table.columns = [f"ms/query @K={k}" for k in table.columns]
     print(table.round(2).to_string())
+    ratio.columns = [f"x first stage @K={k}" for k in ratio.columns]
+    print(f"\nreranking cost as a multiple of the first stage (exact pooled top-{max(args.ks)}, "
+          f"{first:.2f} ms/query), measured in this run:")
+    print(ratio.to_string())
 
 
 if __name__ == "__main__":
