@@ -189,6 +189,7 @@ def fit_verifier(name: str, regime: str, encoder, triplets, out_dir, seed: int =
     out_dir = Path(out_dir)
     # What the result depends on; the starting encoder's weights too, so a new backbone retrains.
     settings = {"name": canonical_name(name), "regime": regime, "seed": seed, "n_triplets": len(triplets),
+                "triplets": triplets_digest(triplets),
                 "encoder": encoder_fingerprint(encoder)[:16],
                 "max_seq_length": getattr(encoder, "max_seq_length", None), "verifier_kwargs": verifier_kwargs or {},
                 **{k: v for k, v in train_kwargs.items() if k != "show_progress"}}
@@ -227,6 +228,73 @@ def _save_encoder(encoder, target: Path) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def triplets_digest(triplets) -> str:
+    """A short hash of the (anchor, positive, negative) texts: a finished verifier is reused only for
+    the same training rows, not merely as many."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for column in _triplet_texts(triplets):
+        h.update("\x1f".join(column).encode("utf-8"))
+        h.update(b"\x1e")
+    return h.hexdigest()[:16]
+
+
+POSITIVES = ("identity", "paraphrase", "mixed")
+
+
+def with_paraphrase_positives(triplets, paraphrases, mode: str = "identity"):
+    """The training triplets with, where the anchor has a labelled paraphrase, that paraphrase as the
+    positive. Returns (table, counts).
+
+    Why: notebook 01's triplets are the paper's identity triplets (positive = anchor), so a verifier
+    can win every training step by recognising a self-match, which says nothing about the question
+    the near-miss test asks: does a paraphrase outscore a near-miss? `mode`:
+        identity    the triplets as they are (the paper)
+        paraphrase  only anchors with a paraphrase, the positive replaced (the others are dropped, counted)
+        mixed       the positive replaced where a paraphrase exists, identity elsewhere
+    `paraphrases`: a table with sentence1, sentence2 (and `label`: only 1 counts), e.g.
+    `geometry.positive_pairs(data.load_mrpc("train"))`; an anchor on either side matches, and among
+    several paraphrases the first in sorted order is taken (deterministic). A `positive_kind` column
+    says which rows changed.
+    """
+    import pandas as pd
+
+    if mode not in POSITIVES:
+        raise ValueError(f"positives mode must be one of {POSITIVES}, got {mode!r}")
+    anchors, positives, negatives = _triplet_texts(triplets)
+    table = (triplets.copy() if hasattr(triplets, "columns") else
+             pd.DataFrame({"anchor": anchors, "positive": positives, "negative": negatives})).reset_index(drop=True)
+    table["positive_kind"] = "identity"
+    counts = {"mode": mode, "triplets": len(table), "with_paraphrase": 0, "dropped": 0}
+    if mode == "identity":
+        return table, counts
+    para = paraphrases if hasattr(paraphrases, "columns") else pd.DataFrame(
+        [(p.sentence1, p.sentence2, p.label) for p in paraphrases], columns=["sentence1", "sentence2", "label"])
+    missing = {"sentence1", "sentence2"} - set(para.columns)
+    if missing:
+        raise ValueError(f"paraphrases lack columns {sorted(missing)}; pass geometry.positive_pairs(load_mrpc('train'))")
+    if "label" in para.columns:
+        para = para[para["label"].astype(float) == 1]
+    partner: dict[str, str] = {}
+    for a, b in sorted(zip(para["sentence1"].astype(str), para["sentence2"].astype(str))):
+        if a != b:
+            partner.setdefault(a, b)
+            partner.setdefault(b, a)
+    has = table["anchor"].map(partner)
+    found = has.notna()
+    table.loc[found, "positive"] = has[found]
+    table.loc[found, "positive_kind"] = "paraphrase"
+    counts["with_paraphrase"] = int(found.sum())
+    if mode == "paraphrase":
+        counts["dropped"] = int((~found).sum())
+        table = table[found].reset_index(drop=True)
+    if table.empty:
+        raise ValueError(f"no training triplet's anchor has a paraphrase among {len(para)} labelled pairs: "
+                         "check that the paraphrases come from the split notebook 01 drew anchors from (MRPC train)")
+    return table, counts
 
 
 def _triplet_texts(triplets) -> tuple[list[str], list[str], list[str]]:
@@ -291,6 +359,17 @@ def stage_inputs(work_dir, train_split: str = "train", heldout_split: str = "tes
     if max_pairs is not None and len(heldout) > max_pairs:
         heldout = heldout.sample(n=max_pairs, random_state=seed).sort_index().reset_index(drop=True)
     return train, heldout
+
+
+def training_positives(triplets, mode: str = "identity", data_dir=None):
+    """Notebook 04's training rows for `mode` (see `with_paraphrase_positives`), the paraphrases
+    being MRPC train's label-1 pairs (notebook 01 draws its anchors from MRPC train). (table, counts)."""
+    if mode == "identity":
+        return with_paraphrase_positives(triplets, None, mode)
+    from .data import load_mrpc
+    from .geometry import positive_pairs
+
+    return with_paraphrase_positives(triplets, positive_pairs(load_mrpc("train", data_dir=data_dir)), mode)
 
 
 def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, work_dir, seed: int = 42,

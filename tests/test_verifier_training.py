@@ -141,3 +141,42 @@ def test_sampled_in_batch_negatives_are_seeded_and_never_the_positive_text(tiny_
         T.contrastive_loss(verifier, q, cands.select(range(7)), p, (p + n)[:7], 0.1)
     with pytest.raises(ValueError, match=">= 0"):
         T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=-2)
+
+
+def test_paraphrase_positives_replace_identity_where_a_paraphrase_exists():
+    t = _triplets(6)
+    t["positive"] = t["anchor"]  # the paper's identity triplets
+    para = pd.DataFrame({"sentence1": ["A stray sentence.", t.anchor[0], "A bird flew."],
+                         "sentence2": [t.anchor[1], "The dog is close to the ball.", "A bird took off."],
+                         "label": [1, 1, 1]})
+    para.loc[len(para)] = [t.anchor[2], "Not a paraphrase of it.", 0]  # label 0 never counts
+    same, counts = T.with_paraphrase_positives(t, para, "identity")
+    assert same.positive.tolist() == t.anchor.tolist() and counts["with_paraphrase"] == 0
+    mixed, counts = T.with_paraphrase_positives(t, para, "mixed")
+    assert mixed.positive[0] == "The dog is close to the ball."  # anchor as sentence1
+    assert mixed.positive[1] == "A stray sentence."  # anchor as sentence2
+    assert mixed.positive[2] == t.anchor[2] and len(mixed) == 6
+    assert mixed.positive_kind.tolist()[:3] == ["paraphrase", "paraphrase", "identity"]
+    assert counts == {"mode": "mixed", "triplets": 6, "with_paraphrase": 2, "dropped": 0}
+    only, counts = T.with_paraphrase_positives(t, para, "paraphrase")
+    assert len(only) == 2 and counts["dropped"] == 4 and set(only.negative) == set(t.negative[:2])
+    assert T.triplets_digest(only) != T.triplets_digest(t) == T.triplets_digest(t.copy())
+    with pytest.raises(ValueError, match="positives mode"):
+        T.with_paraphrase_positives(t, para, "both")
+    with pytest.raises(ValueError, match="MRPC train"):
+        T.with_paraphrase_positives(t, para.iloc[[0]].assign(sentence2="x"), "paraphrase")
+
+
+def test_training_positives_reads_mrpc_train_paraphrases():
+    from pathlib import Path
+
+    fixtures = Path(__file__).parent / "fixtures" / "data"
+    t = pd.DataFrame({"anchor": ["Sales rose 5 % in May .", "The shop opens at nine ."],
+                      "positive": ["Sales rose 5 % in May .", "The shop opens at nine ."],
+                      "negative": ["Sales fell 5 % in May .", "The shop does not open at nine ."]})
+    same, counts = T.training_positives(t, "identity")
+    assert same.positive.tolist() == t.anchor.tolist() and counts["with_paraphrase"] == 0
+    mixed, counts = T.training_positives(t, "mixed", data_dir=fixtures)
+    # the second pair is labelled 0 in the fixture: no paraphrase, so it stays an identity triplet
+    assert mixed.positive.tolist() == ["May sales were up 5 % .", "The shop opens at nine ."]
+    assert counts["with_paraphrase"] == 1
