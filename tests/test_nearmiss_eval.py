@@ -58,3 +58,24 @@ def test_sugarcrepe_protocol_uses_another_caption_of_the_same_image():
     assert positives.sentence1.tolist() == ["a small cat on a red mat", "a cat on a mat"]
     assert (positives.sentence1 == near.sentence1).all() and (positives.sentence2 != positives.sentence1).all()
     assert near.family.tolist() == ["swap_obj", "replace_att"]
+
+
+def test_self_match_table_catches_an_overlap_penalising_scorer():
+    positives = pd.DataFrame({"sentence1": ["The dog sat.", "Rain fell today."],
+                              "sentence2": ["A dog was sitting.", "It rained today."]})
+
+    def overlap(pairs):  # token overlap: copies score 1, the sane direction
+        return [len(set(a.split()) & set(b.split())) / len(set(a.split()) | set(b.split())) for a, b in pairs]
+
+    def anti_overlap(pairs):  # what a verifier learns when every near-duplicate it saw was a negative
+        return [1 - x for x in overlap(pairs)]
+
+    table = N.self_match_table({"overlap": overlap, "anti": anti_overlap}, positives)
+    get = table.set_index(["scorer", "metric"])["value"]
+    assert get["overlap", "auc"] == 1.0 and get["overlap", "pairwise_accuracy"] == 1.0
+    assert get["anti", "auc"] == 0.0 and get["anti", "pairwise_accuracy"] == 0.0
+    assert get["overlap", "mean_score"] == 1.0 and set(table.family) == {"self_match"}
+    ties = N.self_match_table({"flat": lambda pairs: [0.5] * len(pairs)}, positives)
+    assert ties.set_index("metric")["value"]["pairwise_accuracy"] == 0.5
+    with pytest.raises(ValueError, match="positive"):
+        N.self_match_table({"overlap": overlap}, positives.iloc[:0])
