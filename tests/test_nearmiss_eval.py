@@ -79,3 +79,8 @@ def test_self_match_table_catches_an_overlap_penalising_scorer():
     assert ties.set_index("metric")["value"]["pairwise_accuracy"] == 0.5
     with pytest.raises(ValueError, match="positive"):
         N.self_match_table({"overlap": overlap}, positives.iloc[:0])
+    near = pd.DataFrame({"sentence1": ["The dog sat."], "sentence2": ["The dog never sat."], "family": ["negation"]})
+    both = N.self_match_table({"overlap": overlap, "anti": anti_overlap}, positives, near)
+    get = both[both.family == "copy_vs_near_miss"].set_index(["scorer", "metric"])["value"]
+    assert get["overlap", "pairwise_accuracy"] == 1.0 and get["anti", "pairwise_accuracy"] == 0.0
+    assert set(both.family) == {"self_match", "copy_vs_near_miss"}
