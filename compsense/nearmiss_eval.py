@@ -94,12 +94,15 @@ def self_match_table(scorers: dict, positives, near_misses=None):
     checks = {"self_match": as_pairs(pos)}
     if near_misses is not None:
         checks["copy_vs_near_miss"] = as_pairs(_as_frame(near_misses, "near_misses"))
+    # One call per scorer over every check's copies and pairs, so shared texts are encoded once.
+    pairs = [pair for others in checks.values() for pair in [(q, q) for q, _ in others] + others]
     rows = []
     for scorer_name, scorer in scorers.items():
+        scores, start = np.asarray(scorer(pairs), dtype=float), 0
         for family, others in checks.items():
-            copies = [(q, q) for q, _ in others]
-            scores = np.asarray(scorer(copies + others), dtype=float)
-            same, other = scores[: len(others)], scores[len(others):]
+            n = len(others)
+            same, other = scores[start: start + n], scores[start + n: start + 2 * n]
+            start += 2 * n
             rows += [
                 dict(scorer=scorer_name, family=family, metric="mean_score", value=float(same.mean()), n=len(same)),
                 dict(scorer=scorer_name, family=family, metric="auc", value=_auc(same, other), n=len(same)),

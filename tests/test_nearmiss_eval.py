@@ -84,3 +84,17 @@ def test_self_match_table_catches_an_overlap_penalising_scorer():
     get = both[both.family == "copy_vs_near_miss"].set_index(["scorer", "metric"])["value"]
     assert get["overlap", "pairwise_accuracy"] == 1.0 and get["anti", "pairwise_accuracy"] == 0.0
     assert set(both.family) == {"self_match", "copy_vs_near_miss"}
+
+
+def test_self_match_table_calls_each_scorer_once():
+    positives = pd.DataFrame({"sentence1": ["a b", "c d"], "sentence2": ["b a", "d c"]})
+    near = pd.DataFrame({"sentence1": ["a b"], "sentence2": ["a not b"], "family": ["negation"]})
+    calls = []
+
+    def scorer(pairs):
+        calls.append(len(pairs))
+        return [1.0 if x == y else 0.0 for x, y in pairs]
+
+    table = N.self_match_table({"exact": scorer}, positives, near)
+    assert calls == [2 * 2 + 2 * 1]
+    assert set(table[table.metric == "pairwise_accuracy"].value) == {1.0}
