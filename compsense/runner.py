@@ -43,7 +43,7 @@ def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
     h.update(notebook.read_bytes())
     h.update(json.dumps(params, sort_keys=True, default=str).encode())
     package = repo_root() / "compsense"
-    resources = [p for p in (package / "resources").rglob("*") if p.is_file()] if (package / "resources").is_dir() else []
+    resources = [p for p in (package / "resources").rglob("*") if p.is_file()]  # none when the folder is missing
     for src in sorted(set(code_dependencies(notebook)) | set(resources)):
         h.update(src.relative_to(repo_root()).as_posix().encode())
         h.update(src.read_bytes())
@@ -63,26 +63,30 @@ def code_dependencies(notebook: Path) -> list[Path]:
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
                for c in nb.get("cells", []) if c.get("cell_type") == "code"]
-    todo = [(_python_only(src), "") for src in sources]  # (code, dotted module it belongs to)
+    todo = [(_python_only(src), "") for src in sources]  # (code, the package its relative imports start from)
     seen: dict[str, Path] = {}
-    init = package / "__init__.py"
-    if init.exists():
-        seen["compsense"] = init  # every import of compsense runs it
+    _visit(package, "compsense", seen, todo)  # every import of compsense runs its __init__
     while todo:
-        code, module = todo.pop()
+        code, package_of = todo.pop()
         try:
             tree = ast.parse(code)
         except SyntaxError:
             continue
-        for name in _imported_modules(tree, module):
+        for name in _imported_modules(tree, package_of):
             for candidate in _module_and_parents(name):
-                if candidate in seen:
-                    continue
-                path = _module_file(package, candidate)
-                if path is not None:
-                    seen[candidate] = path
-                    todo.append((path.read_text(encoding="utf-8"), candidate))
+                _visit(package, candidate, seen, todo)
     return sorted(seen.values())
+
+
+def _visit(package: Path, dotted: str, seen: dict, todo: list) -> None:
+    """Record `dotted`'s source file, once, and queue its code with the package it belongs to."""
+    if dotted in seen:
+        return
+    path = _module_file(package, dotted)
+    if path is not None:
+        seen[dotted] = path
+        package_of = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+        todo.append((path.read_text(encoding="utf-8"), package_of))
 
 
 def _python_only(cell: str) -> str:
@@ -90,11 +94,11 @@ def _python_only(cell: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in cell.splitlines())
 
 
-def _imported_modules(tree, module: str) -> set[str]:
-    """Dotted compsense modules named by the imports in `tree` (`from compsense import x` names the
-    submodule compsense.x when there is one; the caller checks)."""
+def _imported_modules(tree, package_of: str) -> set[str]:
+    """Dotted compsense modules named by the imports in `tree`, relative ones resolved from the
+    package `package_of` (`from compsense import x` names the submodule compsense.x when there is
+    one; the caller checks)."""
     names = set()
-    package_of = module if module and (module == "compsense" or _is_package(module)) else module.rpartition(".")[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names if a.name.split(".")[0] == "compsense")
@@ -110,10 +114,6 @@ def _imported_modules(tree, module: str) -> set[str]:
             names.add(target)
             names.update(f"{target}.{a.name}" for a in node.names)
     return names
-
-
-def _is_package(module: str) -> bool:
-    return (repo_root() / Path(*module.split(".")) / "__init__.py").exists()
 
 
 def _module_and_parents(name: str) -> list[str]:
