@@ -256,7 +256,8 @@ def with_paraphrase_positives(triplets, paraphrases, mode: str = "identity"):
         paraphrase  only anchors with a paraphrase, the positive replaced (the others are dropped, counted)
         mixed       the positive replaced where a paraphrase exists, identity elsewhere
     `paraphrases`: a table with sentence1, sentence2 (and `label`: only 1 counts), e.g.
-    `geometry.positive_pairs(data.load_mrpc("train"))`; an anchor on either side matches, and among
+    `geometry.positive_pairs(data.load_mrpc("train"))`, or SentencePairs, which go through
+    `geometry.positive_pairs`; an anchor on either side matches, and among
     several paraphrases the first in sorted order is taken (deterministic). A `positive_kind` column
     says which rows changed.
     """
@@ -271,8 +272,11 @@ def with_paraphrase_positives(triplets, paraphrases, mode: str = "identity"):
     counts = {"mode": mode, "triplets": len(table), "with_paraphrase": 0, "dropped": 0}
     if mode == "identity":
         return table, counts
-    para = paraphrases if hasattr(paraphrases, "columns") else pd.DataFrame(
-        [(p.sentence1, p.sentence2, p.label) for p in paraphrases], columns=["sentence1", "sentence2", "label"])
+    if not hasattr(paraphrases, "columns"):
+        from .geometry import positive_pairs  # SentencePairs: the project's paraphrase selection
+
+        paraphrases = positive_pairs(paraphrases)
+    para = paraphrases
     missing = {"sentence1", "sentence2"} - set(para.columns)
     if missing:
         raise ValueError(f"paraphrases lack columns {sorted(missing)}; pass geometry.positive_pairs(load_mrpc('train'))")

@@ -180,3 +180,13 @@ def test_training_positives_reads_mrpc_train_paraphrases():
     # the second pair is labelled 0 in the fixture: no paraphrase, so it stays an identity triplet
     assert mixed.positive.tolist() == ["May sales were up 5 % .", "The shop opens at nine ."]
     assert counts["with_paraphrase"] == 1
+
+
+def test_paraphrase_positives_from_sentence_pairs():
+    from compsense.data import SentencePair
+
+    t = _triplets(2)
+    pairs = [SentencePair(t.anchor[0], "A dog close to a ball.", 1, id1="1", id2="2", source="mrpc"),
+             SentencePair(t.anchor[1], "Something else entirely.", 0, id1="3", id2="4", source="mrpc")]
+    mixed, counts = T.with_paraphrase_positives(t, pairs, "mixed")
+    assert mixed.positive.tolist() == ["A dog close to a ball.", t.positive[1]] and counts["with_paraphrase"] == 1
