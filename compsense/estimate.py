@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from .paths import repo_root, resolve
-from .profiles import load_profile
+from .profiles import notebook_parameters
 
 UNITS = {
     ("00", "notebook"): "notebook runs at the same settings",
@@ -58,9 +58,11 @@ NOT_MEASURED = "not measured"
 
 
 def stage_params(profile: str) -> dict[str, dict]:
-    """Each stage's parameters (`common` merged with its section), keyed by notebook prefix."""
-    data = load_profile(profile)
-    return {k[:2]: {**(data.get("common") or {}), **(v or {})} for k, v in data.items() if k[:2].isdigit()}
+    """Each stage's parameters, exactly as the runner injects them (the same set papermill records
+    in an executed notebook, which the measured settings come from), keyed by notebook prefix."""
+    from .runner import notebooks, stage_key
+
+    return {stage_key(nb): notebook_parameters(profile, nb) for nb in notebooks() if nb.stem[:2].isdigit()}
 
 
 def work_units(profile: str, work_dir=None) -> pd.DataFrame:
