@@ -15,6 +15,12 @@ from typing import Iterator
 import pandas as pd
 
 TIDY_COLUMNS = ["run", "backbone", "variant", "seed", "dataset", "metric", "value"]
+RERUN = "delete it (or restore a copy) and re-run the notebook that writes it"
+
+
+class CorruptFile(ValueError):
+    """A file the project wrote cannot be read back (cut short, or edited by hand); the message names
+    the file and how to recover."""
 
 
 @contextmanager
@@ -67,17 +73,30 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     return path
 
 
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
+def read_table(path: str | os.PathLike, recover: str = RERUN) -> pd.DataFrame:
+    """A table written by `write_table`; one that cannot be parsed raises CorruptFile naming it and `recover`."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; run the notebook that writes it first")
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    if path.suffix == ".csv":
-        return pd.read_csv(path)
-    if path.suffix == ".jsonl":
-        return pd.read_json(path, orient="records", lines=True)
-    raise ValueError(f"{path}: unknown table format {path.suffix!r}; use .parquet, .csv or .jsonl")
+    readers = {".parquet": pd.read_parquet, ".csv": pd.read_csv,
+               ".jsonl": lambda p: pd.read_json(p, orient="records", lines=True)}
+    if path.suffix not in readers:
+        raise ValueError(f"{path}: unknown table format {path.suffix!r}; use .parquet, .csv or .jsonl")
+    import pyarrow
+
+    try:
+        return readers[path.suffix](path)
+    except (pyarrow.ArrowException, OSError, ValueError, UnicodeDecodeError) as err:
+        raise CorruptFile(f"{path}: not a readable {path.suffix} table ({err}). Fix: {recover}") from None
+
+
+def read_json(path: str | os.PathLike, recover: str = RERUN):
+    """A JSON file written by `write_json`; one that cannot be parsed raises CorruptFile naming it and `recover`."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise CorruptFile(f"{path}: not readable JSON ({err}). Fix: {recover}") from None
 
 
 def tidy(rows: list[dict], **constants) -> pd.DataFrame:

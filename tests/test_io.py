@@ -54,3 +54,22 @@ def test_written_files_get_normal_permissions(tmp_path):
         fd = os.open(tmp, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
     assert stat.S_IMODE(os.stat(tmp_path / "w.bin").st_mode) == expected
+
+
+def test_truncated_table_names_the_file_and_the_fix(tmp_path):
+    path = io.write_table(pd.DataFrame({"a": list(range(100))}), tmp_path / "results.parquet")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a copy cut short
+    with pytest.raises(io.CorruptFile, match=r"results\.parquet.*Fix: .*re-run"):
+        io.read_table(path)
+    with pytest.raises(io.CorruptFile, match=r"results\.parquet"):
+        io.append_results(io.tidy([{"metric": "m", "value": 1.0}]), path)
+
+
+def test_read_json_names_the_file_and_the_fix(tmp_path):
+    path = io.write_json(tmp_path / "stages.json", {"01": {"fingerprint": "abc"}})
+    assert io.read_json(path) == {"01": {"fingerprint": "abc"}}
+    path.write_text(path.read_text()[:10])
+    with pytest.raises(io.CorruptFile, match=r"stages\.json: not readable JSON.*Fix: delete it"):
+        io.read_json(path, recover="delete it; every stage then re-runs once")
+    with pytest.raises(FileNotFoundError):
+        io.read_json(tmp_path / "absent.json")
