@@ -3,7 +3,7 @@ headless Chromium (Playwright driving Debian's /usr/bin/chromium; no browser dow
 run, a new sentence typed, and the heatmap's tick labels and the score tables checked to change.
 
 Skipped when Chromium or Playwright is missing, unless COMPSENSE_REQUIRE_BROWSER=1 (CI), where
-that is a failure. Screenshots go to test-output/explorer-*.png.
+that is a failure (conftest.py). Screenshots go to test-output/explorer-*.png.
 """
 from __future__ import annotations
 
@@ -24,27 +24,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "06_explorer.ipynb"
 SCREENSHOTS = REPO / "test-output"
-CHROMIUM = os.environ.get("COMPSENSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 NEW_SENTENCE = "A man is sitting on the bench."
 WAIT_MS = 60_000  # the first cell imports sentence-transformers (~10 s) on a busy 2-core machine
 RAISED = "[...document.querySelectorAll('.jp-OutputArea-output')].some(e => e.textContent.includes('Traceback'))"
-
-
-def _require_browser():
-    missing = []
-    if not Path(CHROMIUM).exists():
-        missing.append(f"chromium ({CHROMIUM}; apt-get install -y chromium)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("playwright (pip install -e '.[dev]')")
-    if missing:
-        message = "browser test needs " + " and ".join(missing)
-        if os.environ.get("COMPSENSE_REQUIRE_BROWSER") == "1":
-            pytest.fail(message + " (COMPSENSE_REQUIRE_BROWSER=1)")
-        pytest.skip(message)
 
 
 def _free_port() -> int:
@@ -54,10 +36,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab(tmp_path_factory, require_browser):
     """A JupyterLab server on a free localhost port with token auth, serving a copy of the notebook
     (JupyterLab autosaves; the committed notebook must stay without outputs). Killed at the end."""
-    _require_browser()
     root = tmp_path_factory.mktemp("lab")
     serve = root / "serve"
     serve.mkdir()
@@ -110,17 +91,13 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(lab):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1700, "height": 2000})
-            context.set_default_timeout(WAIT_MS)
-            yield context.new_page()
-        finally:
-            browser.close()
+def page(lab, chromium):
+    context = chromium.new_context(viewport={"width": 1700, "height": 2000})
+    context.set_default_timeout(WAIT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def _ticks(page, axis: str) -> list[str]:
