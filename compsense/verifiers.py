@@ -3,15 +3,23 @@ compositional sensitivity a pooled cosine lacks, without retraining (and damagin
 
     F0 "mean"        mean of M over valid cells                                   0 parameters
     F1 "maxsim"      mean over query tokens of the row maximum (ColBERT MaxSim)    0 parameters
-    F2 "align"       soft monotone alignment: softmax_j((M_ij - lam|i-j|)/tau)    2 (lam, tau)
-    F3 "cnn"         a small CNN over [M, row-max, col-max], masked pooling, MLP  ~4k
-    F4 "transformer" one-layer, one-head Transformer over 8x8 patches of M        ~58k
+    F2 "align"       soft monotone alignment: softmax_j((M_ij - lam|i-j|)/tau)    0 (lam = tau = 0.1; 2 if learnable)
+    F3 "cnn"         a CNN over [M, row-max, col-max], pooling, MLP               small ~4k, paper 332,545
+    F4 "transformer" one-layer, one-head Transformer over 8x8 patches of M        small ~58k, paper 940,065 (dim 384)
+
+F3 and F4 come in two sizes (`create(name, size=...)`). "paper" is the authors' architecture
+(their `verifiers.py`, built as `train_and_eval_verifiers_experiment.py`'s
+`create_verifier_with_config` builds it): F3 two 3x3 conv blocks 3->128->256 with batch norm and
+2x2 max pooling on a fixed max_seq_length^2 canvas, global average pooling, an MLP 256->128->1; F4
+8x8 patches of a 128x128 canvas, width = the encoder's dimension, one layer, one head,
+feed-forward 32, [CLS], a learned position per patch. "small" is ours, sized for 2 CPU cores.
 
 Every verifier maps (M [B, Lq, Ld], q_mask [B, Lq], d_mask [B, Ld]) to scores [B], and padding
 never contributes: maxima see -inf at masked cells, means and sums see 0, softmaxes mask, and F2-F4
 first pack valid rows and columns to the top-left corner, so token positions, the CNN's border and
-the Transformer's patches do not depend on how much padding a batch carried. tests/test_verifiers.py
-pads the same pair to several lengths and asserts identical scores for all five.
+the Transformer's patches do not depend on how much padding a batch carried (the paper-size F3/F4
+then draw the packed map on a fixed canvas, as the authors do). tests/test_verifiers.py pads the
+same pair to several lengths and asserts identical scores for all five, at both sizes.
 
 Below the verifiers: scoring (`score_maps`, `score_pairs`) and saving (safetensors + JSON).
 Training lives in `compsense.verifier_training`, the near-miss test in `compsense.nearmiss_eval`.
@@ -46,6 +54,7 @@ class Verifier(nn.Module):
     """
 
     name = "?"
+    size = "small"
 
     def __init__(self, include_special: bool = False, **config):
         super().__init__()
@@ -87,12 +96,14 @@ class AlignVerifier(Verifier):
     Positions are token indices among the kept tokens (not normalised), as in the authors' code:
     with lam = tau = 0.1 a one-token shift costs a factor e^-1 of attention. `normalize_positions`
     uses i/(Lq-1) and j/(Ld-1) instead, for texts of very different lengths. `learnable` makes lam
-    and tau trainable (kept positive through softplus).
+    and tau trainable (kept positive through softplus); the authors fix both at 0.1
+    (`train_and_eval_verifiers_experiment.py`: `F2SoftAttnVerifier(lambda_penalty=0.1, tau=0.1)`,
+    plain floats in their `verifiers.py`), so F2 has no parameters and, frozen, is not trained.
     """
 
     name = "F2"
 
-    def __init__(self, lam: float = 0.1, tau: float = 0.1, learnable: bool = True,
+    def __init__(self, lam: float = 0.1, tau: float = 0.1, learnable: bool = False,
                  normalize_positions: bool = False, include_special: bool = False):
         super().__init__(include_special, lam=lam, tau=tau, learnable=learnable,
                          normalize_positions=normalize_positions)
@@ -217,9 +228,103 @@ class PatchTransformerVerifier(Verifier):
         return torch.tanh(self.head(tokens[:, 0]).squeeze(-1))
 
 
+class PaperCNNVerifier(Verifier):
+    """F3 at the authors' size (`verifiers.py`, F3Verifier with hidden_channels=128, num_conv_layers=2
+    as `train_and_eval_verifiers_experiment.py` builds it): [M, row-max, col-max] on a fixed
+    `canvas` x `canvas` image (pad or trim; the authors' max_seq_length, 128), two blocks of 3x3
+    conv -> batch norm -> ReLU -> 2x2 max pool (3->128->256 channels), global average pooling,
+    MLP 256->128->1 with dropout 0.1, tanh. 332,545 parameters.
+
+    The fixed canvas is what keeps a pair's score independent of its batch's padding (batch norm
+    runs on its stored statistics in eval mode): the empty canvas around a short pair is part of
+    what this CNN sees, as in the authors' design. One deviation: every channel is zero outside
+    the valid cells, as in the authors' F4; their F3 broadcasts row and column maxima into the
+    batch's padding, which would make a score depend on the other texts of its batch.
+    """
+
+    name = "F3"
+    size = "paper"
+
+    def __init__(self, canvas: int = 128, channels: int = 128, layers: int = 2, kernel_size: int = 3,
+                 hidden: int = 128, dropout: float = 0.1, include_special: bool = False):
+        super().__init__(include_special, canvas=canvas, channels=channels, layers=layers,
+                         kernel_size=kernel_size, hidden=hidden, dropout=dropout)
+        if canvas < 2 ** layers:
+            raise ValueError(f"canvas {canvas} is too small for {layers} 2x2 poolings; use at least {2 ** layers}")
+        self.canvas = canvas
+        blocks, c_in = [], 3
+        for k in range(layers):
+            c_out = channels * 2 ** k
+            blocks += [nn.Conv2d(c_in, c_out, kernel_size, padding=kernel_size // 2), nn.BatchNorm2d(c_out),
+                       nn.ReLU(), nn.MaxPool2d(2)]
+            c_in = c_out
+        self.conv = nn.Sequential(*blocks)
+        self.head = nn.Sequential(nn.Linear(c_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, 1))
+
+    def forward(self, M, q_mask, d_mask):
+        M, q_mask, d_mask = pack_map(M, q_mask, d_mask)
+        cells = _cells(q_mask, d_mask)
+        x = _on_canvas(_map_channels(M, cells, q_mask, d_mask), self.canvas)
+        x = self.conv(x).mean(dim=(2, 3))
+        return torch.tanh(self.head(x).squeeze(-1))
+
+
+class PaperPatchTransformerVerifier(Verifier):
+    """F4 at the authors' size (`verifiers.py`, F4Verifier with embedding_dim = the encoder's dimension,
+    num_layers=1, num_heads=1, ff_dim=32, max_q_len = max_c_len = max_seq_length, as
+    `train_and_eval_verifiers_experiment.py` builds it): [M, row-max, col-max] on a fixed
+    `canvas` x `canvas` image, 8x8 patches embedded linearly, [CLS] plus a learned position per
+    patch, layer norm and dropout, one pre-norm Transformer layer, an MLP head on [CLS], tanh.
+    940,065 parameters at dim 384 and canvas 128 (MiniLM, gte-small).
+
+    Patches holding no valid cell are masked as attention keys (as theirs), so padding never
+    reaches [CLS]; maps larger than the canvas are trimmed (as theirs).
+    """
+
+    name = "F4"
+    size = "paper"
+
+    def __init__(self, dim: int = 384, canvas: int = 128, ff_dim: int = 32, heads: int = 1, layers: int = 1,
+                 patch_size: int = 8, dropout: float = 0.1, include_special: bool = False):
+        super().__init__(include_special, dim=dim, canvas=canvas, ff_dim=ff_dim, heads=heads, layers=layers,
+                         patch_size=patch_size, dropout=dropout)
+        if canvas % patch_size:
+            raise ValueError(f"canvas {canvas} must be a multiple of patch_size {patch_size} (the authors' "
+                             "max_seq_length 128 with 8x8 patches); set max_seq_length accordingly")
+        self.canvas, self.patch_size = canvas, patch_size
+        n_patches = (canvas // patch_size) ** 2
+        self.patch_embed = nn.Conv2d(3, dim, kernel_size=patch_size, stride=patch_size)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, 1 + n_patches, dim) * 0.02)
+        self.norm = nn.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+        # A plain list of layers, not nn.TransformerEncoder: its nested-tensor fast path drops masked keys.
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(dim, heads, dim_feedforward=ff_dim, dropout=dropout, activation="gelu",
+                                       batch_first=True, norm_first=True) for _ in range(layers))
+        self.head = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(dim, 1))
+
+    def forward(self, M, q_mask, d_mask):
+        M, q_mask, d_mask = pack_map(M, q_mask, d_mask)
+        cells = _cells(q_mask, d_mask)
+        x = _on_canvas(_map_channels(M, cells, q_mask, d_mask), self.canvas)
+        valid = _on_canvas(cells[:, None].float(), self.canvas)
+        tokens = self.patch_embed(x).flatten(2).transpose(1, 2)  # [B, patches, dim]
+        tokens = torch.cat([self.cls.expand(len(tokens), -1, -1), tokens], dim=1) + self.pos
+        tokens = self.dropout(self.norm(tokens))
+        patch_valid = F.max_pool2d(valid, self.patch_size).flatten(1) > 0
+        ignore = torch.cat([torch.zeros_like(patch_valid[:, :1]), ~patch_valid], dim=1)
+        for block in self.blocks:
+            tokens = block(tokens, src_key_padding_mask=ignore)
+        return torch.tanh(self.head(tokens[:, 0]).squeeze(-1))
+
+
 REGISTRY: dict[str, type[Verifier]] = {
     "F0": MeanVerifier, "F1": MaxSimVerifier, "F2": AlignVerifier, "F3": CNNVerifier, "F4": PatchTransformerVerifier,
 }
+# The authors' sizes; F0-F2 have one size only.
+PAPER_SIZE: dict[str, type[Verifier]] = {"F3": PaperCNNVerifier, "F4": PaperPatchTransformerVerifier}
+SIZES = ("small", "paper")
 
 
 def canonical_name(name: str) -> str:
@@ -232,17 +337,40 @@ def canonical_name(name: str) -> str:
     return key
 
 
-def create(name: str, seed: int | None = None, **kwargs) -> Verifier:
+def create(name: str, seed: int | None = None, size: str = "small", **kwargs) -> Verifier:
     """A new verifier by name ("F0".."F4" or "mean", "maxsim", "align", "cnn", "transformer").
 
-    `seed` makes the random initialisation reproducible without touching the global RNG.
+    `size`: "small" (ours) or "paper" (the authors' F3/F4; see `sized_kwargs` for what they need
+    from the encoder). `seed` makes the random initialisation reproducible without touching the
+    global RNG.
     """
-    cls = REGISTRY[canonical_name(name)]
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
+    key = canonical_name(name)
+    cls = PAPER_SIZE.get(key, REGISTRY[key]) if size == "paper" else REGISTRY[key]
     if seed is None:
         return cls(**kwargs)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return cls(**kwargs)
+
+
+def sized_kwargs(name: str, size: str, encoder_dim: int | None = None, max_seq_length: int | None = None) -> dict:
+    """Constructor arguments that a size takes from the encoder: the authors' F3 canvas is the
+    max sequence length, their F4's width the encoder's dimension and its canvas the max length
+    (`train_and_eval_verifiers_experiment.py`, create_verifier_with_config). {} for the small size."""
+    key = canonical_name(name)
+    if size != "paper" or key not in PAPER_SIZE:
+        return {}
+    if max_seq_length is None or (key == "F4" and encoder_dim is None):
+        raise ValueError(f"the paper-size {key} needs the encoder's max_seq_length"
+                         f"{' and dimension' if key == 'F4' else ''}; pass them to sized_kwargs")
+    return {"canvas": int(max_seq_length), **({"dim": int(encoder_dim)} if key == "F4" else {})}
+
+
+def size_of(verifier: Verifier) -> str:
+    """"paper" for the authors' F3/F4, "small" otherwise (F0-F2 have one size)."""
+    return verifier.size
 
 
 def n_parameters(verifier: nn.Module, trainable_only: bool = True) -> int:
@@ -258,7 +386,7 @@ def save(verifier: Verifier, directory: str | os.PathLike, extra: dict | None = 
     state = {k: v.detach().cpu().contiguous() for k, v in verifier.state_dict().items()}
     with atomic_path(directory / WEIGHTS_FILE) as tmp:
         save_file(state, str(tmp))
-    write_json(directory / CONFIG_FILE, {"name": verifier.name, "config": verifier.config,
+    write_json(directory / CONFIG_FILE, {"name": verifier.name, "size": size_of(verifier), "config": verifier.config,
                                          "n_parameters": n_parameters(verifier), **(extra or {})})
     return directory
 
@@ -272,7 +400,7 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
     if not config_path.exists():
         raise FileNotFoundError(f"{config_path} does not exist: not a saved verifier (see verifiers.save)")
     meta = json.loads(config_path.read_text(encoding="utf-8"))
-    verifier = create(meta["name"], **meta["config"])
+    verifier = create(meta["name"], size=meta.get("size", "small"), **meta["config"])
     verifier.load_state_dict(load_file(str(directory / WEIGHTS_FILE)))
     if device is not None:
         verifier.to(device)
@@ -386,6 +514,12 @@ def _map_channels(M, cells, q_mask, d_mask) -> torch.Tensor:
     row = _row_max(M, d_mask)[:, :, None].expand_as(M)
     col = _col_max(M, q_mask)[:, None, :].expand_as(M)
     return torch.stack([M, row, col], dim=1) * cells[:, None].to(M.dtype)
+
+
+def _on_canvas(x, canvas: int) -> torch.Tensor:
+    """[B, C, H, W] zero-padded or trimmed to [B, C, canvas, canvas] (the authors' fixed input size)."""
+    x = F.pad(x, (0, max(0, canvas - x.shape[3]), 0, max(0, canvas - x.shape[2])))
+    return x[:, :, :canvas, :canvas]
 
 
 def token_positions(mask, normalize: bool) -> torch.Tensor:

@@ -40,11 +40,20 @@ def _perturbed(verifier, seed=1):
     return verifier
 
 
-@pytest.mark.parametrize("name", V.NAMES)
+# Every verifier at every size; the paper-size F3/F4 on a small canvas so the test stays fast.
+SIZED = [(n, "small") for n in V.NAMES] + [("F3", "paper"), ("F4", "paper")]
+SMALL_CANVAS = {"F3": {"canvas": 32, "channels": 8, "hidden": 16}, "F4": {"canvas": 32, "dim": 16}}
+
+
+def _make(name, size, **kwargs):
+    return V.create(name, size=size, **(SMALL_CANVAS[name] if size == "paper" else {}), **kwargs)
+
+
+@pytest.mark.parametrize("name,size", SIZED)
 @pytest.mark.parametrize("trained", [False, True])
-def test_padding_never_contributes(name, trained, pair_batches):
+def test_padding_never_contributes(name, size, trained, pair_batches):
     q, d = pair_batches
-    verifier = V.create(name, seed=0)
+    verifier = _make(name, size, seed=0)
     if trained:
         _perturbed(verifier)
     reference = V.score_maps(verifier, *similarity_map(q, d))
@@ -96,9 +105,27 @@ def test_names_aliases_and_parameter_counts():
     with pytest.raises(ValueError, match="unknown verifier"):
         V.create("F9")
     counts = {n: V.n_parameters(V.create(n)) for n in V.NAMES}
-    assert counts["F0"] == counts["F1"] == 0 and counts["F2"] == 2
+    assert counts["F0"] == counts["F1"] == counts["F2"] == 0  # F2: lam = tau = 0.1 fixed, as the authors'
     assert 0 < counts["F3"] < 100_000 and 0 < counts["F4"] < 200_000
-    assert V.n_parameters(V.create("F2", learnable=False)) == 0
+    assert V.n_parameters(V.create("F2", learnable=True)) == 2
+
+
+def test_paper_sizes_have_the_authors_parameter_counts():
+    # The authors' F3 (3->128->256 conv + BN, MLP 256->128->1) and F4 (dim 384, canvas 128, 8x8
+    # patches, 1 layer, 1 head, ff 32): counts worked out from their verifiers.py layer by layer.
+    f3 = V.create("F3", size="paper", **V.sized_kwargs("F3", "paper", 384, 128))
+    f4 = V.create("F4", size="paper", **V.sized_kwargs("F4", "paper", 384, 128))
+    assert V.n_parameters(f3) == 3 * 128 * 9 + 128 + 2 * 128 + 128 * 256 * 9 + 256 + 2 * 256 + 256 * 128 + 128 + 129
+    assert V.n_parameters(f4) == (3 * 64 * 384 + 384) + 384 + 257 * 384 + 2 * 384 + (
+        384 * 3 * 384 + 3 * 384 + 384 * 384 + 384 + 384 * 32 + 32 + 32 * 384 + 384 + 4 * 384) + (384 * 384 + 384 + 385)
+    assert (V.n_parameters(f3), V.n_parameters(f4)) == (332_545, 940_065)
+    assert V.sized_kwargs("F2", "paper", 384, 128) == {} and V.sized_kwargs("F4", "small", 384, 128) == {}
+    with pytest.raises(ValueError, match="dimension"):
+        V.sized_kwargs("F4", "paper", None, 128)
+    with pytest.raises(ValueError, match="size must be"):
+        V.create("F3", size="large")
+    with pytest.raises(ValueError, match="multiple of patch_size"):
+        V.create("F4", size="paper", canvas=20)
     one, two = V.create("F4", seed=5), V.create("F4", seed=5)
     assert all(torch.equal(a, b) for a, b in zip(one.parameters(), two.parameters()))
 
@@ -110,14 +137,15 @@ def test_f4_says_when_a_map_is_too_large():
         verifier(M, torch.ones(1, 20, dtype=torch.bool), torch.ones(1, 8, dtype=torch.bool))
 
 
-@pytest.mark.parametrize("name", V.NAMES)
-def test_save_load_round_trip(name, pair_batches, tmp_path):
+@pytest.mark.parametrize("name,size", SIZED)
+def test_save_load_round_trip(name, size, pair_batches, tmp_path):
     q, d = pair_batches
-    verifier = _perturbed(V.create(name, seed=0, include_special=True))
+    verifier = _perturbed(_make(name, size, seed=0, include_special=True))
     before = V.score_maps(verifier, *similarity_map(q, d))
     V.save(verifier, tmp_path / name, extra={"history": {"steps": 3}})
     loaded = V.load(tmp_path / name)
     assert type(loaded) is type(verifier) and loaded.config == verifier.config and loaded.include_special
+    assert V.size_of(loaded) == size and V.read_info(tmp_path / name)["size"] == size
     torch.testing.assert_close(V.score_maps(loaded, *similarity_map(q, d)), before)
     assert sorted(p.name for p in (tmp_path / name).iterdir()) == [V.CONFIG_FILE, V.WEIGHTS_FILE]
     assert V.read_info(tmp_path / name)["history"] == {"steps": 3}
