@@ -83,7 +83,8 @@ def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
     if stage == "02":
         from .train import TrainConfig, plan_runs
 
-        runs = plan_runs(p["backbones"], p["seeds"], p["variants"], p["structural_share"], p.get("share_sweep") or ())
+        runs = plan_runs(p["backbones"], p["seeds"], p["variants"], p["structural_share"], p.get("share_sweep") or (),
+                         sweep_all_seeds=p.get("sweep_all_seeds") or ())
         texts, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "texts")
         out = []
         for b in p["backbones"]:

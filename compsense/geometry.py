@@ -528,3 +528,50 @@ def separation_table(encoders: Mapping[str, object], pairs_df: pd.DataFrame, pos
     if work_dir is not None:
         write_geometry(table, scores, work_dir)
     return table
+
+
+# ---------------------------------------------------------------------------------------------
+# The training grid's near-miss axis (notebook 02's dose-response figure)
+
+NEARMISS_TABLE = "nearmiss_pooled.parquet"
+
+
+def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphrases: pd.DataFrame, work_dir,
+                        device: str | None = None, batch_size: int = 64, max_seq_length: int | None = 128,
+                        force: bool = False) -> pd.DataFrame:
+    """Separation AUC of pooled cosine (paraphrase pairs vs held-out near-miss pairs) for every model
+    of `runs` (rows of `train.run_grid`), overall (family "all") and per family: the near-miss axis
+    of the dose-response figure. Appended to {work_dir}/results/nearmiss_pooled.parquet; a model
+    already scored on the same pairs (same model stamp and pair counts) is not encoded again."""
+    from tqdm.auto import tqdm
+
+    from .models import load_encoder, quiet_transformers
+
+    if near_misses.empty or paraphrases.empty:
+        raise ValueError("pooled_nearmiss_auc needs near-miss pairs (notebook 01) and paraphrase pairs")
+    path = workspace(work_dir, "results") / NEARMISS_TABLE
+    done = read_table(path) if path.exists() and not force else None
+    nm_pairs = list(zip(near_misses.sentence1, near_misses.sentence2))
+    pos_pairs = list(zip(paraphrases.sentence1, paraphrases.sentence2))
+    sizes = dict(n_near_miss=len(nm_pairs), n_paraphrase=len(pos_pairs))
+    for run in tqdm(runs.to_dict("records"), desc="near-miss AUC", unit="model"):
+        key = model_key(run["variant"], run["seed"])
+        name = f"{run['backbone']}/{key}"
+        if done is not None and ((done.run == name) & (done.model_stamp == run["model_stamp"])
+                                 & (done.n_near_miss == len(nm_pairs)) & (done.n_paraphrase == len(pos_pairs))).any():
+            continue
+        with quiet_transformers():
+            encoder = load_encoder(run["model"], device=device, max_seq_length=max_seq_length, seed=int(run["seed"]))
+        cos = pair_cosines(encoder, nm_pairs + pos_pairs, batch_size=batch_size)
+        nm_cos, pos_cos = cos[:len(nm_pairs)], cos[len(nm_pairs):]
+        rows = [_row({}, "heldout-near-miss", "all", "separation_auc", separation_auc(pos_cos, nm_cos))]
+        for family, idx in near_misses.groupby("family").indices.items():
+            rows.append(_row({}, "heldout-near-miss", family, "separation_auc", separation_auc(pos_cos, nm_cos[idx])))
+        share = run.get("structural_share")
+        table = tidy(rows, run=name, backbone=run["backbone"], variant=run["variant"], seed=run["seed"],
+                     structural_share=float("nan") if share is None else float(share),
+                     model_stamp=run["model_stamp"], **sizes)
+        append_results(table, path, key=TABLE_KEY)
+    table = read_table(path)
+    names = {f"{r['backbone']}/{model_key(r['variant'], r['seed'])}" for r in runs.to_dict("records")}
+    return table[table.run.isin(names)].reset_index(drop=True)

@@ -16,7 +16,7 @@ import yaml
 
 from .paths import repo_root
 
-PROFILES = ("smoke", "local", "paper")
+PROFILES = ("smoke", "local", "study", "paper")
 # A profile name becomes params/<name>.yaml and runs/<name>/: no separators, no '..'.
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 

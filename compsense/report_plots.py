@@ -1,4 +1,4 @@
-"""Figures of the A/B experiment (notebook 02): learning curves, per-dataset deltas, share sweep.
+"""Figures of the A/B experiment (notebook 02): learning curves, per-dataset deltas, share sweep, dose-response.
 
 Each function takes a table the pipeline already wrote (train logs, tidy retrieval results) and
 returns a plotly Figure; nothing is recomputed here. `compsense.plots.save_figure` writes them.
@@ -41,4 +41,37 @@ def share_sweep(sweep: pd.DataFrame, metric: str = "ndcg@10"):
                   labels={"structural_share": "share of structural identity triplets", "drop": f"Δ {metric} vs A"})
     fig.add_hline(y=0, line_color="gray")
     fig.update_layout(title="Retrieval cost of structural training, by share of structural rows (0 = Model A)")
+    return fig
+
+
+def dose_response(points: pd.DataFrame, metric: str = "ndcg@10"):
+    """Zero-shot drop against held-out near-miss AUC gain, both relative to Model A of the same seed
+    (`retrieval.dose_response`): one marker per variant (mean over its seeds, bars = std where it has
+    more than one seed), labelled with the variant; the B share sweep joined by a line."""
+    import plotly.graph_objects as go
+
+    agg = points.groupby(["backbone", "variant"], as_index=False).agg(
+        structural_share=("structural_share", "first"), drop=("drop", "mean"), drop_std=("drop", "std"),
+        auc_gain=("auc_gain", "mean"), auc_gain_std=("auc_gain", "std"), n_seeds=("seed", "nunique"))
+    fig = go.Figure()
+    for backbone, grp in agg.groupby("backbone", sort=False):
+        sweep = grp[grp.variant.str.match(r"^(A|B|B-share.*)$")].sort_values("structural_share")
+        other = grp[~grp.index.isin(sweep.index)]
+        for part, mode, name in ((sweep, "lines+markers+text", f"{backbone}: B by share"),
+                                 (other, "markers+text", f"{backbone}: controls")):
+            if part.empty:
+                continue
+            label = [f"{v} ({s:g})" if v.startswith(("A", "B")) and v != "B-all" else v
+                     for v, s in zip(part.variant, part.structural_share.fillna(0))]
+            fig.add_trace(go.Scatter(
+                x=part.auc_gain, y=part["drop"], mode=mode, name=name, text=label, textposition="top center",
+                error_x=dict(type="data", array=part.auc_gain_std.fillna(0)),
+                error_y=dict(type="data", array=part.drop_std.fillna(0)),
+                customdata=part.n_seeds, hovertemplate="%{text}<br>AUC gain %{x:.3f}<br>Δ %{y:.4f}"
+                                                       "<br>seeds %{customdata}<extra></extra>"))
+    fig.add_hline(y=0, line_color="gray")
+    fig.add_vline(x=0, line_color="gray")
+    fig.update_layout(title=f"Dose-response: zero-shot {metric} change vs held-out near-miss AUC gain (both vs Model A)",
+                      xaxis_title="held-out near-miss separation AUC, minus Model A's",
+                      yaxis_title=f"zero-shot Δ {metric} vs Model A")
     return fig

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .io import append_results, read_table, tidy
+from .stats import hierarchical_bootstrap, holm, paired_deltas
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,11 @@ def evaluate(encoder, corpus: dict[str, dict], queries: dict[str, str], qrels: d
     if not qrels or not corpus:
         raise ValueError(f"evaluate({name!r}): nothing to evaluate ({len(qrels)} judged queries, "
                          f"{len(corpus)} documents)")
+    absent = sorted({d for rel in qrels.values() for d in rel if d not in corpus})
+    if absent:
+        raise ValueError(f"evaluate({name!r}): {len(absent)} relevant document(s) named by the qrels are not in "
+                         f"the corpus (first {absent[0]!r}); they would count as misses. Load qrels and corpus "
+                         "of the same dataset (compsense.data.load_beir drops and counts such qrels)")
     doc_ids = sorted(corpus)  # ties then go to the smaller id, as in sentence-transformers' evaluator
     doc_texts = [(corpus[d].get("title", "") + " " + corpus[d].get("text", "")).strip() for d in doc_ids]
     qids = list(qrels)
@@ -233,12 +239,16 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
 
     A (model, dataset) pair already in the table with the same harness, model stamp and dataset
     size is skipped unless `force`: re-running the notebook costs nothing.
+    Every row carries `regime` ("zero-shot" or "in-domain", `compsense.regime.overlap` of the
+    run's training texts, `train_keys`, with this dataset; base models trained on nothing here are
+    zero-shot), the overlap counts, and the training rows the run saw (retrieval_rows, structural_rows).
     Returns the tidy and per-query rows of these runs and datasets.
     """
     from tqdm.auto import tqdm
 
     from .models import quiet_transformers, load_encoder
     from .paths import workspace
+    from .regime import overlap, read_training_keys
 
     results_dir = workspace(work_dir, "results")
     tidy_path, pq_path = results_dir / "retrieval.parquet", results_dir / "retrieval_per_query.parquet"
@@ -249,13 +259,20 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
         todo = [ds for ds in datasets if not _already_done(done, labels, run["model_stamp"], ds)]
         if not todo:
             continue
+        keys_path = run.get("train_keys")
+        if run["variant"] != "base" and not (isinstance(keys_path, str) and keys_path):
+            raise ValueError(f"{labels['run']}: no `train_keys` (the hashes of its training texts), so its regime "
+                             "cannot be computed; pass the rows returned by train.run_grid")
+        train_keys = read_training_keys(keys_path) if run["variant"] != "base" else set()
         with quiet_transformers():
             encoder = load_encoder(run["model"], device=device, max_seq_length=max_seq_length, seed=int(run["seed"]))
         for ds in todo:
             result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=show_progress)
             share = run["structural_share"]
             extra = dict(structural_share=float("nan") if share is None else float(share),
-                         model_stamp=run["model_stamp"])
+                         model_stamp=run["model_stamp"], **overlap(train_keys, ds),
+                         families=run.get("families") or "", retrieval_rows=int(run.get("retrieval_rows") or 0),
+                         structural_rows=int(run.get("structural_rows") or 0))
             append_results(result.to_tidy(**labels, **extra), tidy_path)
             pq = result.per_query_table(**labels, **extra)
             append_results(pq, pq_path, key=["run", "dataset", "qid"])
@@ -272,10 +289,10 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
 
 
 def _already_done(done: pd.DataFrame | None, labels: dict, stamp: str, dataset) -> bool:
-    if done is None or "model_stamp" not in done.columns:
+    if done is None or not {"model_stamp", "regime"} <= set(done.columns):
         return False
     hit = done[(done.run == labels["run"]) & (done.dataset == dataset.name) & (done.harness == HARNESS)
-               & (done.model_stamp == stamp) & (done.n_queries == len(dataset.qrels))
+               & (done.model_stamp == stamp) & done.regime.notna() & (done.n_queries == len(dataset.qrels))
                & (done.n_docs == len(dataset.corpus))]
     return set(METRICS) <= set(hit.metric)
 
@@ -317,18 +334,88 @@ def paired_bootstrap(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metri
     }
 
 
+def zero_shot(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the datasets that are zero-shot for every model in a results or per-query table
+    (`compsense.regime`): only these go beside the paper's Table 1. A set that is in-domain for any
+    model is left out for all, so every variant's mean covers the same sets (the untrained base is
+    zero-shot everywhere). A table written before regimes were computed is an error."""
+    if "regime" not in results.columns:
+        raise ValueError("this results table has no `regime` column (written before zero-shot was checked); "
+                         "re-run notebook 02's evaluation (force=True) to compute it")
+    in_domain = set(results.dataset[results.regime != "zero-shot"])
+    return results[~results.dataset.isin(in_domain)]
+
+
 def bootstrap_ab(per_query: pd.DataFrame, metric: str = "ndcg@10", a: str = "A", b: str = "B",
-                 n: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """`paired_bootstrap` of B - A per backbone, per-query values first averaged over seeds."""
+                 n: int = 10000, seed: int = 0) -> pd.DataFrame:
+    """B - A per backbone on the zero-shot sets, with a hierarchical bootstrap over seeds and
+    queries together (`compsense.stats.hierarchical_bootstrap`): the interval covers training noise
+    (which seed) as well as query noise."""
+    return ab_tests(per_query, [(a, b)], metric=metric, n=n, seed=seed, correct=False)
+
+
+def ab_tests(per_query: pd.DataFrame, comparisons, metric: str = "ndcg@10", n: int = 10000, seed: int = 0,
+             correct: bool = True) -> pd.DataFrame:
+    """One hierarchical-bootstrap test per backbone and (reference, variant) pair on the zero-shot
+    sets; with `correct`, Holm-adjusted p-values over all the table's tests (`p_holm`)."""
+    pq = zero_shot(per_query)
     rows = []
-    for backbone, grp in per_query.groupby("backbone", sort=False):
-        va, vb = grp[grp.variant == a], grp[grp.variant == b]
-        if va.empty or vb.empty:
-            continue
-        stats = paired_bootstrap(va, vb, metric=metric, n=n, seed=seed)
-        rows.append({"backbone": backbone, "metric": metric, **stats,
-                     "n_seeds": int(min(va.seed.nunique(), vb.seed.nunique()))})
-    return pd.DataFrame(rows)
+    for backbone, grp in pq.groupby("backbone", sort=False):
+        for a, b in comparisons:
+            if not {a, b} <= set(grp.variant):
+                continue
+            stats = hierarchical_bootstrap(paired_deltas(grp, metric, a, b), n=n, seed=seed)
+            rows.append({"backbone": backbone, "metric": metric, "reference": a, "variant": b, **stats})
+    out = pd.DataFrame(rows)
+    if correct and not out.empty:
+        out["p_holm"] = holm(out.p_value)
+    return out
+
+
+def variant_table(results: pd.DataFrame, per_query: pd.DataFrame, metric: str = "ndcg@10", reference: str = "A",
+                  n: int = 10000, seed: int = 0) -> pd.DataFrame:
+    """Every trained variant against `reference` on the zero-shot sets: mean ± std over seeds, the
+    training rows it saw, and B − reference with a hierarchical-bootstrap interval and a
+    Holm-adjusted p over every comparison in the table. Includes B vs C-identity when both exist:
+    the part of B's cost that the near-misses, not the dilution, account for."""
+    zs = zero_shot(results)
+    zs = zs[(zs.metric == metric) & (zs.variant != "base")]
+    per_seed = zs.groupby(["backbone", "variant", "seed"], as_index=False).agg(
+        value=("value", "mean"), structural_share=("structural_share", "first"),
+        families=("families", "first"), retrieval_rows=("retrieval_rows", "first"),
+        structural_rows=("structural_rows", "first"))
+    summary = per_seed.groupby(["backbone", "variant"], as_index=False).agg(
+        structural_share=("structural_share", "first"), families=("families", "first"),
+        retrieval_rows=("retrieval_rows", "first"), structural_rows=("structural_rows", "first"),
+        mean=("value", "mean"), std=("value", "std"), n_seeds=("seed", "nunique"))
+    variants = [v for v in summary.variant.unique() if v != reference]
+    comparisons = [(reference, v) for v in variants]
+    if {"B", "C-identity"} <= set(variants):
+        comparisons.append(("C-identity", "B"))
+    tests = ab_tests(per_query, comparisons, metric=metric, n=n, seed=seed)
+    out = summary.merge(tests[tests.reference == reference].drop(columns=["reference", "metric", "n_seeds"]),
+                        on=["backbone", "variant"], how="left") if not tests.empty else summary
+    out.insert(2, "metric", metric)
+    out.attrs["tests"] = tests
+    return out.sort_values(["backbone", "structural_share", "variant"]).reset_index(drop=True)
+
+
+def dose_response(results: pd.DataFrame, nearmiss: pd.DataFrame, metric: str = "ndcg@10",
+                  reference: str = "A") -> pd.DataFrame:
+    """Per backbone x variant x seed: the zero-shot drop of `metric` against the reference of the
+    same seed, and the held-out near-miss AUC gain over it (`nearmiss`: tidy rows of
+    `geometry.pooled_nearmiss_auc`, family "all"). One point of the dose-response figure each."""
+    zs = zero_shot(results)
+    score = zs[zs.metric == metric].groupby(["backbone", "variant", "seed"]).agg(
+        value=("value", "mean"), structural_share=("structural_share", "first"))
+    auc = nearmiss[(nearmiss.family == "all")].groupby(["backbone", "variant", "seed"]).value.mean().rename("auc")
+    df = score.join(auc, how="inner").reset_index()
+    ref = df[df.variant == reference].set_index(["backbone", "seed"])[["value", "auc"]]
+    df = df.join(ref, on=["backbone", "seed"], rsuffix="_ref").dropna(subset=["value_ref"])
+    df["drop"] = df["value"] - df["value_ref"]
+    df["auc_gain"] = df["auc"] - df["auc_ref"]
+    return df.rename(columns={"value": metric})[["backbone", "variant", "seed", "structural_share", metric, "drop",
+                                                  "auc", "auc_gain"]]
 
 
 def _seed_means(results: pd.DataFrame, metrics) -> pd.DataFrame:
@@ -338,10 +425,12 @@ def _seed_means(results: pd.DataFrame, metrics) -> pd.DataFrame:
         value=("value", "mean"), n_datasets=("dataset", "nunique"))
 
 
-def table1(results: pd.DataFrame, metrics=("ndcg@10", "acc@1")) -> pd.DataFrame:
+def table1(results: pd.DataFrame, metrics=("ndcg@10", "acc@1"), per_query: pd.DataFrame | None = None,
+           n: int = 10000, seed: int = 0) -> pd.DataFrame:
     """Table 1: per backbone and metric, mean and std over seeds of base, A and B (each the mean
-    over datasets), the drop B - A (absolute and % of A), and the paper's A, B and drop beside."""
-    per_seed = _seed_means(results, metrics)
+    over datasets), the drop B - A (absolute and % of A), and the paper's A, B and drop beside.
+    Zero-shot rows only (`zero_shot`): the paper's Table 1 is zero-shot."""
+    per_seed = _seed_means(zero_shot(results), metrics)
     stats = per_seed.groupby(["backbone", "metric", "variant"]).value.agg(["mean", "std", "count"])
     wide = stats.unstack("variant")
     out = pd.DataFrame(index=wide.index)
@@ -363,6 +452,14 @@ def table1(results: pd.DataFrame, metrics=("ndcg@10", "acc@1")) -> pd.DataFrame:
     out = out.reset_index().merge(PAPER_TABLE1, on=["backbone", "metric"], how="left")
     out["paper_drop"] = out.paper_B - out.paper_A
     out["paper_drop_pct"] = 100 * out.paper_drop / out.paper_A
+    if per_query is not None:
+        # B - A interval over seeds and queries together, Holm over every backbone x metric of the table.
+        tests = pd.concat([ab_tests(per_query, [("A", "B")], metric=m, n=n, seed=seed, correct=False)
+                           for m in metrics], ignore_index=True)
+        if not tests.empty:
+            tests["p_holm"] = holm(tests.p_value)
+            out = out.merge(tests[["backbone", "metric", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
+                            on=["backbone", "metric"], how="left")
     return out
 
 
@@ -383,9 +480,14 @@ def style_table1(table: pd.DataFrame):
         "B − A (paper)": table.paper_drop, "drop % (paper)": table.paper_drop_pct,
         "seeds": table.n_seeds, "datasets": table.n_datasets,
     })
+    if "ci_low" in table:
+        shown.insert(6, "95% CI (seeds × queries)", [f"[{lo:+.3f}, {hi:+.3f}]" if pd.notna(lo) else "–"
+                                                    for lo, hi in zip(table.ci_low, table.ci_high)])
+        shown.insert(7, "p (Holm)", table.p_holm)
     num = ["B − A (ours)", "A (paper)", "B (paper)", "B − A (paper)"]
     return (shown.style.hide(axis="index")
-            .format({**{c: "{:.3f}" for c in num}, "drop % (ours)": "{:+.1f}%", "drop % (paper)": "{:+.1f}%"},
+            .format({**{c: "{:.3f}" for c in num}, "drop % (ours)": "{:+.1f}%", "drop % (paper)": "{:+.1f}%",
+                     **({"p (Holm)": "{:.4f}"} if "p (Holm)" in shown else {})},
                     na_rep="–")
             .map(_drop_colour, subset=["B − A (ours)", "B − A (paper)"]))
 

@@ -31,12 +31,14 @@ import pandas as pd
 
 from .io import read_table, write_json
 from .paths import resolve, workspace
+from .regime import document_text
 
 log = logging.getLogger(__name__)
 
 TRIPLET_COLUMNS = ["anchor", "positive", "negative"]
 STRUCTURAL_COLUMNS = ["anchor", "positive", "negative", "family", "source_id", "split"]
-OFFLINE_SOURCES = ("mrpc", "stsb", "scifact")
+BEIR_SOURCES = ("nfcorpus", "scifact")  # BEIR folders with a train split under the data dir
+OFFLINE_SOURCES = (*BEIR_SOURCES, "mrpc", "stsb")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,7 +81,7 @@ class TrainConfig:
         if backbone not in BACKBONES:
             raise KeyError(f"unknown backbone {backbone!r}; known: {sorted(BACKBONES)}")
         recipe = dict(BACKBONES[backbone].recipe)
-        share = 0.5 if variant == "B" else 0.0
+        share = PAPER_STRUCTURAL_SHARE if variant == "B" else 0.0
         known = {f.name for f in fields(cls)}
         unknown = set(overrides) - known
         if unknown:
@@ -110,35 +112,48 @@ def sweep_variant(share: float, main_share: float) -> str:
 # Training data
 
 
-def build_retrieval_triplets(sources=OFFLINE_SOURCES, data_dir=None, stsb_min_score: float = 4.0,
+def build_retrieval_triplets(sources=("nfcorpus",), data_dir=None, stsb_min_score: float = 4.0,
                              max_rows: int | None = None, seed: int = 42, nq_path=None,
-                             fallback_sources=None) -> tuple[pd.DataFrame, dict]:
+                             max_pairs_per_query: int | None = 2, exclude_datasets=()) -> tuple[pd.DataFrame, dict]:
     """Model A's (anchor, positive, negative) triplets from offline data, with counts of what was kept.
 
+    - "nfcorpus": BEIR NFCorpus TRAIN qrels (110,575 query-document pairs over 2,590 queries), the
+      offline stand-in for the paper's NQ pairs (the test split, our in-domain reference, is never read).
+    - "scifact": SciFact TRAIN claims with each cited abstract (qrels/train.tsv).
     - "mrpc": GLUE-train MRPC pairs labelled paraphrase (label 1).
     - "stsb": STS-B train pairs with gold score >= `stsb_min_score`.
-    - "scifact": SciFact TRAIN claims with each cited abstract (qrels/train.tsv; the test split,
-      our evaluation set, is never read).
     - "nq": (question, answer passage) pairs, the paper's data (`compsense.data.load_nq_pairs`);
-      when it cannot be loaded and `fallback_sources` is given, those are used instead, with a warning.
+      when it cannot be loaded this fails and names the offline profiles: never a silent switch of data.
+
+    A BEIR source gives each query at most `max_pairs_per_query` pairs, its relevant documents drawn
+    at random (seeded): NFCorpus queries have 1 to 1,363 relevant documents (median 18), and
+    uncapped, a few broad queries would make up most rows. Repeats of a query across rows stay
+    (the trainer's no-duplicates sampler keeps them out of one batch, where MNRL would read the
+    other copy's positive as a negative).
+
+    `exclude_datasets` (evaluation `BeirDataset`s that must stay zero-shot): rows whose anchor or
+    positive occurs among their queries or documents are dropped, and such texts never become a
+    negative; the counts are in the stats (`compsense.regime` then checks the result).
     The negative of each row is a random positive of another row of the same source (seeded),
     redrawn when it equals the anchor or positive or is another relevant document of the query.
     """
     from . import data
+    from .regime import dataset_keys, text_key
 
-    frames, stats = [], {"sources": list(sources)}
+    excluded: set[str] = set()
+    for ds in exclude_datasets:
+        excluded |= set().union(*dataset_keys(ds))
+    frames, stats = [], {"sources": list(sources), "max_pairs_per_query": max_pairs_per_query,
+                         "excluded_datasets": [ds.name for ds in exclude_datasets]}
     for source in sources:
         if source == "nq":
             try:
                 pairs = [(p.query, p.passage, p.query) for p in data.load_nq_pairs(path=nq_path)]
             except (data.DataError, FileNotFoundError, ImportError) as err:
-                if not fallback_sources:
-                    raise
-                log.warning("NQ pairs unavailable (%s); training on %s instead", err, list(fallback_sources))
-                df, sub = build_retrieval_triplets(fallback_sources, data_dir, stsb_min_score, None, seed)
-                frames.append(df)
-                stats.update(sub, nq_unavailable=str(err), sources=list(fallback_sources))
-                continue
+                raise data.MissingDataError(
+                    f"training source 'nq' cannot be loaded ({err}). Give a local copy of NQ "
+                    "(question, answer-passage) pairs with `nq_path`, go online (HF_HUB_OFFLINE=0), or run "
+                    "the offline design instead: `--profile local` (NFCorpus train -> SciFact zero-shot)") from err
             st = {"read": len(pairs)}
         elif source == "mrpc":
             raw = data.load_mrpc("train", data_dir=data_dir)
@@ -148,17 +163,9 @@ def build_retrieval_triplets(sources=OFFLINE_SOURCES, data_dir=None, stsb_min_sc
             raw = data.load_stsb("train", data_dir=data_dir)
             pairs = [(p.sentence1, p.sentence2, p.id1) for p in raw if p.label >= stsb_min_score]
             st = {"read": len(raw), f"score_below_{stsb_min_score:g}": len(raw) - len(pairs)}
-        elif source == "scifact":
-            ds = data.load_beir("scifact", split="train", data_dir=data_dir)
-            # Two upstream train claims repeat a test claim's text under another id; drop them so no
-            # evaluation query is ever trained on.
-            test = data.load_beir("scifact", split="test", data_dir=data_dir)
-            test_claims = {test.queries[q] for q in test.qrels}
-            pairs = [(ds.queries[q], (ds.corpus[d]["title"] + " " + ds.corpus[d]["text"]).strip(), q)
-                     for q, rel in ds.qrels.items() for d in rel]
-            st = {"read_queries": len(ds.qrels), "read": len(pairs), "split": "train"}
-            st["same_text_as_test_claim"] = sum(p[0] in test_claims for p in pairs)
-            pairs = [p for p in pairs if p[0] not in test_claims]
+        elif source in BEIR_SOURCES:
+            ds = data.load_beir(source, split="train", data_dir=data_dir)
+            pairs, st = _beir_pairs(ds, max_pairs_per_query, np.random.default_rng([seed, zlib.crc32(source.encode())]))
         else:
             raise ValueError(f"unknown training source {source!r}; choose from {[*OFFLINE_SOURCES, 'nq']}")
         df = pd.DataFrame(pairs, columns=["anchor", "positive", "group"])
@@ -167,11 +174,16 @@ def build_retrieval_triplets(sources=OFFLINE_SOURCES, data_dir=None, stsb_min_sc
         before = len(df[usable])
         df = df[usable].drop_duplicates(["anchor", "positive"])
         st["duplicates"] = before - len(df)
+        if excluded:
+            in_eval = df.anchor.map(text_key).isin(excluded) | df.positive.map(text_key).isin(excluded)
+            st["in_eval_sets"] = int(in_eval.sum())
+            df = df[~in_eval]
         # One generator per source: a source's negatives do not depend on which other sources are used.
         rng = np.random.default_rng([seed, zlib.crc32(source.encode())])
         df["negative"], st["negatives_redrawn"] = _random_negatives(df, rng)
         df["source"] = source
         st["kept"] = len(df)
+        st["distinct_anchors"] = int(df.anchor.nunique())
         stats[source] = st
         frames.append(df.drop(columns="group"))
     out = pd.concat(frames, ignore_index=True)[TRIPLET_COLUMNS + ["source"]] if frames else pd.DataFrame(
@@ -182,6 +194,21 @@ def build_retrieval_triplets(sources=OFFLINE_SOURCES, data_dir=None, stsb_min_sc
     stats["total"] = len(out)
     log.info("retrieval triplets: %s", json.dumps(stats))
     return out, stats
+
+
+def _beir_pairs(ds, max_pairs_per_query: int | None, rng: np.random.Generator) -> tuple[list, dict]:
+    """(query, document, query id) pairs of a BEIR train split, at most `max_pairs_per_query` per
+    query (drawn at random among its relevant documents), with counts."""
+    pairs, capped = [], 0
+    for q in sorted(ds.qrels):
+        docs = sorted(d for d in ds.qrels[q] if d in ds.corpus)
+        if max_pairs_per_query is not None and len(docs) > max_pairs_per_query:
+            capped += len(docs) - max_pairs_per_query
+            docs = sorted(rng.choice(docs, size=max_pairs_per_query, replace=False).tolist())
+        pairs += [(ds.queries[q], document_text(ds.corpus[d]), q) for d in docs]
+    st = {"split": "train", "read_queries": len(ds.qrels),
+          "read_pairs": sum(len(r) for r in ds.qrels.values()), "over_per_query_cap": capped, "read": len(pairs)}
+    return pairs, st
 
 
 def _random_negatives(df: pd.DataFrame, rng: np.random.Generator, tries: int = 20) -> tuple[list[str], int]:
@@ -227,23 +254,55 @@ def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFr
     return df
 
 
+# The paper's Model B mixture (authors' repo radoslavralev/limitations-text-retrieval, run_experiments.sh:
+# A trains on data/nq_triplets_100k.csv, B on data/unified_negatives_with_nq_train.csv, same steps).
+# B's file is 6,404,932 bytes larger than A's 100k NQ rows: structural identity triplets of short
+# sentences (~270-320 bytes a row, anchor written twice) -> about 20-24k rows, i.e. 20/120 to
+# 24/124 = 0.17-0.19 of B's rows. We take 0.19, as a share of B's rows (how the file was mixed).
+PAPER_STRUCTURAL_SHARE = 0.19
+# The authors' three families (evaluate_embeddings.py: cannot_negation, binding_negation, spatial).
+PAPER_STRUCTURAL_FAMILIES = ("negation", "binding", "spatial")
+STRUCTURAL_NEGATIVES = ("near-miss", "random")
+
+
 def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, share: float,
-                   seed: int = 0) -> pd.DataFrame:
-    """Model B's training rows: all retrieval rows plus structural rows making up `share` of the
-    result (share = 0 gives Model A's data). Structural rows are drawn without replacement, and
-    repeated only when there are too few (logged). Shuffled by seed; counts in `.attrs["mix"]`."""
+                   seed: int = 0, total_rows: int | None = None, negatives: str = "near-miss") -> pd.DataFrame:
+    """A model's training rows: retrieval rows plus structural rows making up `share` of the result
+    (share = 0 gives Model A's data).
+
+    `total_rows` (the triplets a run sees: steps x batch) fixes the size, so every variant sees the
+    same number of triplets and B sees round((1 - share) * total_rows) retrieval rows; the retrieval
+    rows are a seeded permutation's prefix, so B's retrieval rows are a subset of A's of the same
+    seed. Without it, all retrieval rows are kept and structural rows are added on top.
+    `negatives="random"` is the control C-identity: the same identity rows, each negative replaced
+    by a random other sentence of the structural pool (never one from the same source sentence).
+    Structural rows are drawn without replacement, and repeated only when there are too few
+    (logged). Shuffled by seed; counts in `.attrs["mix"]`.
+    """
     if not 0 <= share < 1:
         raise ValueError(f"structural share must be in [0, 1), got {share}")
+    if negatives not in STRUCTURAL_NEGATIVES:
+        raise ValueError(f"negatives must be one of {STRUCTURAL_NEGATIVES}, got {negatives!r}")
     retrieval = retrieval_df.assign(kind="retrieval")
     n_ret = len(retrieval)
-    n_struct = int(round(share * n_ret / (1 - share)))
-    counts = {"retrieval": n_ret, "structural": n_struct, "structural_repeated": 0, "share": share}
+    if total_rows is not None and round((1 - share) * total_rows) <= n_ret:
+        n_ret = int(round((1 - share) * total_rows))
+        n_struct = int(total_rows) - n_ret
+    else:
+        if total_rows is not None:
+            log.warning("only %d retrieval rows for %d rows at share %g: all are used, the run repeats them",
+                        n_ret, total_rows, share)
+        n_struct = int(round(share * n_ret / (1 - share)))
+    # Separate generators: the retrieval prefix does not depend on the share or the structural pool.
+    retrieval = retrieval.iloc[np.random.default_rng([seed, 1]).permutation(len(retrieval))[:n_ret]]
+    counts = {"retrieval": n_ret, "structural": n_struct, "structural_repeated": 0, "share": share,
+              "negatives": negatives}
     if n_struct == 0:
         out = retrieval
     else:
         if structural_df.empty:
             raise ValueError("mix_structural: no structural triplets to mix in (run notebook 01)")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng([seed, 2])
         pool = len(structural_df)
         idx = rng.permutation(pool)[:n_struct]
         if n_struct > pool:
@@ -251,6 +310,8 @@ def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, shar
             idx = np.concatenate([rng.permutation(pool), rng.integers(0, pool, n_struct - pool)])
             log.warning("only %d structural triplets for %d rows: %d repeated", pool, n_struct, n_struct - pool)
         struct = structural_df.iloc[idx]
+        if negatives == "random":
+            struct = struct.assign(negative=_random_other_sentences(struct, structural_df, rng))
         source = struct["family"] if "family" in struct else "structural"
         struct = struct.assign(kind="structural", source=source)[TRIPLET_COLUMNS + ["source", "kind"]]
         out = pd.concat([retrieval, struct], ignore_index=True)
@@ -258,6 +319,25 @@ def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, shar
     counts["total"] = len(out)
     out.attrs["mix"] = counts
     log.info("training mix: %s", counts)
+    return out
+
+
+def _random_other_sentences(rows: pd.DataFrame, pool_df: pd.DataFrame, rng: np.random.Generator,
+                            tries: int = 50) -> list[str]:
+    """For each row, a random anchor of the pool from another source sentence (the control's negative)."""
+    anchors = pool_df.anchor.to_numpy()
+    owners = (pool_df.source_id if "source_id" in pool_df else pool_df.anchor).to_numpy()
+    if len(set(owners)) < 2:
+        raise ValueError("the control needs structural rows from at least two source sentences")
+    out = []
+    for anchor, owner in zip(rows.anchor, rows.source_id if "source_id" in rows else rows.anchor):
+        for _ in range(tries):
+            j = rng.integers(len(anchors))
+            if owners[j] != owner and anchors[j] != anchor:
+                break
+        else:
+            raise RuntimeError(f"no random negative from another sentence for {anchor[:60]!r} in {tries} draws")
+        out.append(anchors[j])
     return out
 
 
@@ -487,55 +567,100 @@ class RunSpec:
     variant: str
     seed: int
     structural_share: float | None  # None for the untrained base model
+    families: tuple[str, ...] | None = None  # structural families mixed in; None: every family
+    structural_negatives: str = "near-miss"  # "random": the control C-identity
 
 
-def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: float = 0.5,
-              share_sweep=(), sweep_seeds=None) -> list[RunSpec]:
-    """The runs of the A/B grid: base (evaluated once per backbone, first seed), A and B per seed,
-    and the share-sweep points (extra B variants) for `sweep_seeds` (default: the first seed)."""
+# Named variants beyond A and B. Each differs from B in one way, so a difference to B has one cause.
+#   B-all:      every family notebook 01 makes (seven), not only the paper's three;
+#   C-identity: B's identity rows with random other sentences as negatives: the same dilution of the
+#               retrieval rows without the near-miss signal. If C costs as much as B, the cost is dilution.
+NAMED_VARIANTS = ("base", "A", "B", "B-all", "C-identity")
+
+
+def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: float = PAPER_STRUCTURAL_SHARE,
+              share_sweep=(), sweep_seeds=None, families=PAPER_STRUCTURAL_FAMILIES,
+              sweep_all_seeds=()) -> list[RunSpec]:
+    """The runs of the A/B grid: base (evaluated once per backbone, first seed), the named variants
+    per seed (`NAMED_VARIANTS`), and the share-sweep points (B with another share, "B-share<s>") for
+    `sweep_seeds` (default: the first seed); shares in `sweep_all_seeds` are trained for every seed."""
     seeds = list(seeds)
+    unknown = [v for v in variants if v not in NAMED_VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}; known: {list(NAMED_VARIANTS)} (share points: share_sweep)")
+    families = tuple(families) if families is not None else None
+    per_seed = {
+        "A": dict(structural_share=0.0, families=families),
+        "B": dict(structural_share=float(structural_share), families=families),
+        "B-all": dict(structural_share=float(structural_share), families=None),
+        "C-identity": dict(structural_share=float(structural_share), families=families,
+                           structural_negatives="random"),
+    }
     runs = []
     for backbone in backbones:
         if "base" in variants:
             runs.append(RunSpec(backbone, "base", seeds[0], None))
         for seed in seeds:
-            if "A" in variants:
-                runs.append(RunSpec(backbone, "A", seed, 0.0))
-            if "B" in variants:
-                runs.append(RunSpec(backbone, "B", seed, float(structural_share)))
-        for seed in (sweep_seeds if sweep_seeds is not None else seeds[:1]):
-            for share in share_sweep:
+            runs += [RunSpec(backbone, v, seed, **per_seed[v]) for v in variants if v != "base"]
+        for share in share_sweep:
+            share_seeds = seeds if share in sweep_all_seeds else (sweep_seeds if sweep_seeds is not None else seeds[:1])
+            for seed in share_seeds:
                 variant = sweep_variant(share, structural_share)
                 if not any(r.backbone == backbone and r.variant == variant and r.seed == seed for r in runs):
-                    runs.append(RunSpec(backbone, variant, seed, float(share)))
+                    runs.append(RunSpec(backbone, variant, seed, float(share), families))
     return runs
+
+
+def select_structural(structural_df: pd.DataFrame, families) -> pd.DataFrame:
+    """The structural rows of `families` (None: all), failing when a family has none."""
+    if families is None:
+        return structural_df
+    missing = sorted(set(families) - set(structural_df.family))
+    if missing:
+        raise ValueError(f"no structural triplets of famil(ies) {missing}; notebook 01 made "
+                         f"{sorted(structural_df.family.unique())} (check its `families` parameter)")
+    return structural_df[structural_df.family.isin(families)].reset_index(drop=True)
 
 
 def run_grid(runs: list[RunSpec], retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, work_dir,
              max_steps=None, batch_size=None, learning_rate=None, weight_decay=None, force: bool = False,
              **config_overrides) -> pd.DataFrame:
     """Train every run that is not finished yet (None knobs = the backbone's paper recipe) and
-    return one row per run: backbone, variant, seed, structural_share, model (path or, for base,
-    the backbone name), model_stamp (DONE.json's finished_at), status, triplets_per_s."""
+    return one row per run: backbone, variant, seed, structural_share, families, model (path or,
+    for base, the backbone name), model_stamp (DONE.json's finished_at), status, triplets_per_s,
+    the rows it trained on (retrieval_rows, structural_rows) and train_keys, the hashes of its
+    training texts (`compsense.regime`), rewritten for finished runs too.
+
+    Every run sees max_steps x batch_size triplets (`mix_structural(total_rows=...)`), so variants
+    differ only in what those triplets are."""
     from tqdm.auto import tqdm
+
+    from .regime import KEYS_FILE, write_training_keys
 
     rows = []
     for spec in tqdm(runs, desc="train", unit="run"):
         row = asdict(spec)
+        row["families"] = ",".join(spec.families) if spec.families else ("all" if spec.structural_share else "")
         if spec.variant == "base":
-            rows.append({**row, "model": spec.backbone, "model_stamp": "pretrained", "status": "base"})
+            rows.append({**row, "model": spec.backbone, "model_stamp": "pretrained", "status": "base",
+                         "retrieval_rows": 0, "structural_rows": 0, "train_keys": None})
             continue
         config = TrainConfig.paper(spec.backbone, spec.variant, spec.seed, structural_share=spec.structural_share,
                                    max_steps=max_steps, batch_size=batch_size, learning_rate=learning_rate,
                                    weight_decay=weight_decay, work_dir=str(work_dir), **config_overrides)
         was_done = (config.run_dir / "DONE.json").exists() and not force
-        data = mix_structural(retrieval_df, structural_df, spec.structural_share, seed=spec.seed)
+        pool = select_structural(structural_df, spec.families) if spec.structural_share else structural_df
+        data = mix_structural(retrieval_df, pool, spec.structural_share, seed=spec.seed,
+                              total_rows=config.max_steps * config.batch_size, negatives=spec.structural_negatives)
+        keys = write_training_keys(config.run_dir / KEYS_FILE, data)
         final = train_model(config, data, force=force)
         done = json.loads((config.run_dir / "DONE.json").read_text())
+        mix = data.attrs.get("mix", {})
         rows.append({**row, "model": str(final), "model_stamp": done["finished_at"],
                      "status": "skipped (done)" if was_done else "trained",
                      "triplets_per_s": done.get("triplets_per_s"), "train_rows": done.get("train_rows"),
-                     "mix": data.attrs.get("mix")})
+                     "retrieval_rows": mix.get("retrieval"), "structural_rows": mix.get("structural"),
+                     "train_keys": str(keys), "mix": mix})
     return pd.DataFrame(rows)
 
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from compsense import retrieval
-from compsense.retrieval import (HARNESS, PAPER_TABLE1, evaluate, paired_bootstrap, query_metrics, subsample,
-                                 table1, top_k)
+from compsense.retrieval import (HARNESS, PAPER_TABLE1, dose_response, evaluate, paired_bootstrap, query_metrics,
+                                 subsample, table1, top_k, variant_table)
 
 TINY_CORPUS = Path(retrieval.__file__).parent / "resources" / "tiny_corpus.txt"
 
@@ -140,8 +140,9 @@ def test_subsample_keeps_relevant_docs_and_is_deterministic():
     assert subsample(ds, None) is ds and subsample(ds, 1000) is ds
 
 
-def _results(rows):
-    return pd.DataFrame(rows, columns=["backbone", "variant", "seed", "dataset", "metric", "value"])
+def _results(rows, regime="zero-shot"):
+    df = pd.DataFrame(rows, columns=["backbone", "variant", "seed", "dataset", "metric", "value"])
+    return df.assign(regime=regime)
 
 
 def test_table1_means_drops_and_paper_columns():
@@ -169,3 +170,60 @@ def test_share_sweep_and_per_dataset_deltas():
     assert sweep["drop"].tolist() == pytest.approx([0.0, -0.05, -0.1])
     deltas = retrieval.per_dataset_deltas(df)
     assert deltas.delta.tolist() == pytest.approx([-0.1])
+
+
+def test_table1_holds_only_zero_shot_sets():
+    rows = [("minilm-l6", v, 42, ds, "ndcg@10", val) for ds, (a, b) in {"zs": (0.6, 0.5), "in": (0.9, 0.9)}.items()
+            for v, val in (("A", a), ("B", b), ("base", 0.4))]
+    df = _results(rows)
+    df.loc[(df.dataset == "in") & (df.variant != "base"), "regime"] = "in-domain"  # base is zero-shot there
+    t = table1(df).set_index(["backbone", "metric"]).loc[("minilm-l6", "ndcg@10")]
+    assert t.A_mean == pytest.approx(0.6) and t.base_mean == pytest.approx(0.4) and t.n_datasets == 1
+    with pytest.raises(ValueError, match="regime"):
+        table1(df.drop(columns="regime"))
+
+
+def _per_query(deltas: dict, seeds=(42, 43, 44), n_queries=40, seed=0):
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.8, size=n_queries)
+    rows = []
+    for s in seeds:
+        for variant, delta in deltas.items():
+            noise = rng.normal(0, 0.02, size=n_queries) if variant != "A" else 0
+            for i, v in enumerate(base + delta + noise):
+                rows.append(("m", variant, s, "zs", f"q{i}", v))
+    pq = pd.DataFrame(rows, columns=["backbone", "variant", "seed", "dataset", "qid", "ndcg@10"])
+    return pq.assign(regime="zero-shot")
+
+
+def test_variant_table_tests_each_variant_against_a_with_holm():
+    pq = _per_query({"A": 0.0, "B": -0.1, "C-identity": -0.02, "B-all": -0.1})
+    results = (pq.groupby(["backbone", "variant", "seed", "dataset", "regime"], as_index=False)["ndcg@10"].mean()
+               .rename(columns={"ndcg@10": "value"}).assign(metric="ndcg@10", families="", retrieval_rows=100,
+                                                             structural_rows=0, structural_share=0.19))
+    table = variant_table(results, pq, n=2000, seed=1).set_index("variant")
+    assert table.loc["B", "mean_delta"] == pytest.approx(-0.1, abs=0.01) and table.loc["B", "ci_high"] < 0
+    assert table.loc["B", "n_seeds"] == 3 and pd.isna(table.loc["A", "mean_delta"])
+    tests = table.attrs["tests"].set_index(["reference", "variant"])
+    assert tests.loc[("C-identity", "B"), "mean_delta"] == pytest.approx(-0.08, abs=0.01)  # B's cost beyond C's
+    assert (tests.p_holm >= tests.p_value).all() and len(tests) == 4
+
+
+def test_dose_response_pairs_each_variant_with_a_of_its_seed():
+    results = pd.DataFrame([("m", v, s, "zs", "ndcg@10", val, sh, "zero-shot")
+                            for s, off in ((42, 0.0), (43, 0.1))
+                            for v, val, sh in (("A", 0.6 + off, 0.0), ("B", 0.5 + off, 0.19))],
+                           columns=["backbone", "variant", "seed", "dataset", "metric", "value", "structural_share",
+                                    "regime"])
+    nearmiss = pd.DataFrame([("m", v, s, "all", auc) for s in (42, 43) for v, auc in (("A", 0.3), ("B", 0.7))],
+                            columns=["backbone", "variant", "seed", "family", "value"])
+    dose = dose_response(results, nearmiss).set_index(["variant", "seed"])
+    assert dose.loc[("B", 43), "drop"] == pytest.approx(-0.1) and dose.loc[("B", 42), "auc_gain"] == pytest.approx(0.4)
+    assert dose.loc[("A", 42), "drop"] == 0
+
+
+def test_evaluate_refuses_qrels_naming_absent_documents():
+    vectors = {"q": [1.0, 0.0], "doc one": [1.0, 0.0]}
+    with pytest.raises(ValueError, match="not in the corpus"):
+        evaluate(FakeEncoder(vectors), {"d1": {"title": "", "text": "doc one"}}, {"q1": "q"},
+                 {"q1": {"d1": 1, "d404": 1}}, show_progress=False)

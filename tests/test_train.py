@@ -41,20 +41,85 @@ def _has_local_data() -> bool:
 
 @pytest.mark.skipif(not _has_local_data(), reason="needs the offline data folder (mrpc, stsb, scifact)")
 def test_build_retrieval_triplets_from_offline_data():
-    from compsense import data
-
-    df, stats = build_retrieval_triplets(max_rows=None, seed=1)
+    df, stats = build_retrieval_triplets(sources=("mrpc", "stsb", "scifact"), max_rows=None, seed=1)
     assert list(df.columns) == ["anchor", "positive", "negative", "source"]
     assert (df.negative != df.positive).all() and (df.negative != df.anchor).all()
     assert stats["total"] == len(df) and stats["mrpc"]["not_paraphrase"] > 0
     assert stats["stsb"]["score_below_4"] > 0 and stats["scifact"]["split"] == "train"
-    # Never the SciFact test claims (the evaluation set).
-    test_claims = set(data.load_beir("scifact", split="test").queries.values())
-    assert not test_claims & set(df[df.source == "scifact"].anchor)
     again, _ = build_retrieval_triplets(sources=("stsb",), seed=1)
     assert again.equals(df[df.source == "stsb"].reset_index(drop=True))  # seeded
     small, st = build_retrieval_triplets(sources=("stsb",), max_rows=100, seed=1)
     assert len(small) == 100 and st["dropped_by_max_rows"] == st["stsb"]["kept"] - 100
+
+
+def write_beir(root: Path, name: str, n_queries: int = 6, docs_per_query: int = 4, shared_doc: str | None = None):
+    """A BEIR folder with train and test qrels over one corpus (NFCorpus's layout); `shared_doc`
+    is one more document whose text another fixture set also holds."""
+    folder = root / name
+    (folder / "qrels").mkdir(parents=True)
+    docs = {f"{name}-d{i}": {"_id": f"{name}-d{i}", "title": f"{name} title {i}", "text": f"{name} body text {i}"}
+            for i in range(n_queries * docs_per_query)}
+    if shared_doc:
+        docs["shared"] = {"_id": "shared", "title": "", "text": shared_doc}
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs.values()))
+    queries = [{"_id": f"{name}-q{i}", "text": f"{name} question number {i}"} for i in range(2 * n_queries)]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    head = "query-id\tcorpus-id\tscore\n"
+    train = [f"{name}-q{i}\t{name}-d{i * docs_per_query + j}\t1" for i in range(n_queries) for j in range(docs_per_query)]
+    if shared_doc:
+        train.append(f"{name}-q0\tshared\t1")
+    test = [f"{name}-q{n_queries + i}\t{name}-d{i * docs_per_query}\t1" for i in range(n_queries)]
+    (folder / "qrels" / "train.tsv").write_text(head + "\n".join(train) + "\n")
+    (folder / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
+    return folder
+
+
+def test_beir_source_caps_pairs_per_query_and_keeps_eval_sets_zero_shot(tmp_path):
+    from compsense import data
+
+    write_beir(tmp_path, "nfcorpus", shared_doc="an abstract both collections hold")
+    write_beir(tmp_path, "scifact", shared_doc="an abstract both collections hold")
+    df, stats = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, max_pairs_per_query=2, seed=3)
+    st = stats["nfcorpus"]
+    assert st["read_pairs"] == 6 * 4 + 1 and st["over_per_query_cap"] == 2 * 6 + 1 and len(df) == 12
+    assert df.groupby("anchor").size().max() == 2 and df.anchor.nunique() == 6
+    assert df.equals(build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, max_pairs_per_query=2, seed=3)[0])
+    uncapped, _ = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, max_pairs_per_query=None, seed=3)
+    assert len(uncapped) == 25 and "an abstract both collections hold" in set(uncapped.positive)
+    # The shared abstract is in SciFact's corpus: excluding SciFact drops that pair and never uses it as negative.
+    scifact = data.load_beir("scifact", split="test", data_dir=tmp_path)
+    kept, st2 = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, max_pairs_per_query=None, seed=3,
+                                         exclude_datasets=[scifact])
+    assert st2["nfcorpus"]["in_eval_sets"] == 1 and len(kept) == 24 and st2["excluded_datasets"] == ["scifact"]
+    assert "an abstract both collections hold" not in set(kept.positive) | set(kept.negative)
+
+
+def test_missing_nq_is_an_error_naming_the_offline_profile(tmp_path):
+    with pytest.raises(FileNotFoundError, match="--profile local"):
+        build_retrieval_triplets(["nq"], nq_path=tmp_path / "missing.jsonl")
+
+
+def test_training_on_a_sets_train_split_makes_its_rows_in_domain(tmp_path):
+    """regime is computed from the training texts: NFCorpus train -> NFCorpus test is in-domain (one
+    corpus), SciFact (another collection, overlap excluded) is zero-shot."""
+    from compsense import data
+    from compsense.regime import IN_DOMAIN, ZERO_SHOT, overlap, read_training_keys, write_training_keys
+
+    write_beir(tmp_path, "nfcorpus", shared_doc="an abstract both collections hold")
+    write_beir(tmp_path, "scifact", shared_doc="an abstract both collections hold")
+    nf_test = data.load_beir("nfcorpus", split="test", data_dir=tmp_path)
+    sf_test = data.load_beir("scifact", split="test", data_dir=tmp_path)
+    train, _ = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, seed=0, exclude_datasets=[sf_test])
+    keys = read_training_keys(write_training_keys(tmp_path / "keys.json", mix_structural(train, structural_rows(), 0.2)))
+    nf, sf = overlap(keys, nf_test), overlap(keys, sf_test)
+    assert nf["regime"] == IN_DOMAIN and nf["overlap_docs"] > 0 and nf["overlap_queries"] == 0
+    assert sf == {"regime": ZERO_SHOT, "overlap_queries": 0, "overlap_docs": 0}
+    # Without the exclusion the shared abstract makes SciFact in-domain: computed, not declared.
+    leaky, _ = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, seed=0, max_pairs_per_query=None)
+    from compsense.regime import training_keys
+    assert overlap(training_keys(leaky), sf_test) == {"regime": IN_DOMAIN, "overlap_queries": 0, "overlap_docs": 1}
+    # Normalisation: case and spacing do not hide a copy.
+    assert overlap(training_keys(pd.DataFrame({"anchor": ["  SCIFACT question   number 6 "]})), sf_test)["overlap_queries"] == 1
 
 
 def test_mix_structural_share_and_determinism():
@@ -70,6 +135,32 @@ def test_mix_structural_share_and_determinism():
     assert (big.kind == "structural").sum() == 40 and big.attrs["mix"]["structural_repeated"] == 10
     with pytest.raises(ValueError, match="share"):
         mix_structural(ret, struct, 1.0)
+    with pytest.raises(ValueError, match="negatives"):
+        mix_structural(ret, struct, 0.2, negatives="hard")
+
+
+def test_mix_with_total_rows_fixes_the_triplets_seen_and_nests_retrieval_rows():
+    ret, struct = retrieval_rows(40), structural_rows(30)
+    a = mix_structural(ret, struct, 0.0, seed=5, total_rows=32)
+    b = mix_structural(ret, struct, 0.19, seed=5, total_rows=32)
+    assert len(a) == len(b) == 32 and b.attrs["mix"]["retrieval"] == 26 and b.attrs["mix"]["structural"] == 6
+    # B's retrieval rows are a subset of A's of the same seed: the variants differ only by the swap.
+    assert set(b[b.kind == "retrieval"].anchor) < set(a.anchor)
+    few = mix_structural(ret, struct, 0.5, seed=5, total_rows=200)  # too few retrieval rows: all, plus 40
+    assert few.attrs["mix"]["retrieval"] == 40 and few.attrs["mix"]["structural"] == 40
+
+
+def test_control_keeps_identity_rows_with_random_other_sentences():
+    ret, struct = retrieval_rows(40), structural_rows(30)
+    b = mix_structural(ret, struct, 0.25, seed=2)
+    c = mix_structural(ret, struct, 0.25, seed=2, negatives="random")
+    sb, sc = b[b.kind == "structural"], c[c.kind == "structural"]
+    assert sorted(sb.anchor) == sorted(sc.anchor) and (sc.anchor == sc.positive).all()
+    assert set(sc.negative) <= set(struct.anchor) and (sc.negative != sc.anchor).all()
+    near_miss = dict(zip(struct.anchor, struct.negative))
+    assert all(neg != near_miss[a] for a, neg in zip(sc.anchor, sc.negative))  # no row keeps its near-miss
+    assert c.attrs["mix"]["negatives"] == "random" and c.equals(mix_structural(ret, struct, 0.25, seed=2,
+                                                                                negatives="random"))
 
 
 def test_load_structural_triplets_errors_and_split(tmp_path):
@@ -87,12 +178,20 @@ def test_load_structural_triplets_errors_and_split(tmp_path):
 def test_paper_config_and_plan():
     c = TrainConfig.paper("gte-modernbert-base", "B", 43, max_steps=None, batch_size=32)
     assert (c.max_steps, c.learning_rate, c.weight_decay) == (500, 4e-5, 0.01)
-    assert (c.batch_size, c.max_seq_length, c.scale, c.structural_share, c.seed) == (32, 128, 10.0, 0.5, 43)
+    assert (c.batch_size, c.max_seq_length, c.scale, c.structural_share, c.seed) == (32, 128, 10.0, 0.19, 43)
     with pytest.raises(TypeError, match="no field"):
         TrainConfig.paper("minilm-l6", bogus=1)
     runs = plan_runs(["m"], [42, 43], structural_share=0.5, share_sweep=[0.0, 0.25, 0.5])
     assert [(r.variant, r.seed) for r in runs] == [("base", 42), ("A", 42), ("B", 42), ("A", 43), ("B", 43),
                                                    ("B-share0.25", 42)]
+    runs = plan_runs(["m"], [42, 43], ["A", "B", "B-all", "C-identity"], share_sweep=[0.05, 0.5], sweep_all_seeds=[0.5])
+    by = {(r.variant, r.seed): r for r in runs}
+    assert set(by) == {(v, s) for v in ("A", "B", "B-all", "C-identity") for s in (42, 43)} | {
+        ("B-share0.05", 42), ("B-share0.5", 42), ("B-share0.5", 43)}
+    assert by["B", 42].families == ("negation", "binding", "spatial") and by["B", 42].structural_share == 0.19
+    assert by["B-all", 42].families is None and by["C-identity", 43].structural_negatives == "random"
+    with pytest.raises(ValueError, match="unknown variant"):
+        plan_runs(["m"], [42], ["A", "D"])
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,58 @@
+"""compsense.stats: the hierarchical bootstrap over seeds and queries, and Holm's correction."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from compsense.stats import hierarchical_bootstrap, holm, paired_deltas
+
+
+def test_constant_difference_has_a_point_interval():
+    res = hierarchical_bootstrap(np.full((3, 50), -0.1), n=500, seed=1)
+    assert res["mean_delta"] == pytest.approx(-0.1)
+    assert res["ci_low"] == pytest.approx(-0.1) and res["ci_high"] == pytest.approx(-0.1)
+    assert res["p_value"] < 0.01 and (res["n_seeds"], res["n_queries"]) == (3, 50)
+
+
+def test_seed_noise_widens_the_interval_beyond_query_noise():
+    rng = np.random.default_rng(0)
+    queries = rng.normal(-0.05, 0.1, size=300)
+    same_seeds = np.tile(queries, (3, 1))
+    seed_effects = same_seeds + np.array([[-0.06], [0.0], [0.06]])  # training noise: one seed shifts all queries
+    narrow = hierarchical_bootstrap(same_seeds, n=4000, seed=2)
+    wide = hierarchical_bootstrap(seed_effects, n=4000, seed=2)
+    assert narrow["mean_delta"] == pytest.approx(wide["mean_delta"])
+    assert (wide["ci_high"] - wide["ci_low"]) > 1.5 * (narrow["ci_high"] - narrow["ci_low"])
+    # One seed: the ordinary bootstrap over queries; same seed, same numbers.
+    one = hierarchical_bootstrap(queries[None, :], n=2000, seed=3)
+    assert one == hierarchical_bootstrap(queries[None, :], n=2000, seed=3)
+    assert one["ci_low"] < queries.mean() < one["ci_high"]
+
+
+def test_no_difference_is_not_significant_and_bad_input_raises():
+    rng = np.random.default_rng(4)
+    res = hierarchical_bootstrap(rng.normal(0, 0.1, size=(3, 400)), n=2000, seed=0)
+    assert res["p_value"] > 0.05 and res["ci_low"] < 0 < res["ci_high"]
+    with pytest.raises(ValueError, match="seeds x queries"):
+        hierarchical_bootstrap(np.zeros(5))
+    with pytest.raises(ValueError, match="NaN"):
+        hierarchical_bootstrap(np.array([[0.1, np.nan]]))
+
+
+def test_holm_against_hand_computed_values():
+    # sorted p: 0.01, 0.02, 0.03, 0.5 -> x4, x3, x2, x1 = 0.04, 0.06, 0.06 (monotone), 0.5
+    assert holm([0.03, 0.01, 0.5, 0.02]).tolist() == pytest.approx([0.06, 0.04, 0.5, 0.06])
+    assert holm([0.9, 0.8]).tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_paired_deltas_pairs_on_seed_and_query():
+    rows = [(v, s, f"q{i}", val + (0.1 if v == "B" else 0) + s / 1000)
+            for v in ("A", "B") for s in (42, 43) for i, val in enumerate([0.2, 0.4, 0.6])]
+    pq = pd.DataFrame(rows, columns=["variant", "seed", "qid", "ndcg@10"]).assign(dataset="d")
+    wide = paired_deltas(pq, "ndcg@10", "A", "B")
+    assert wide.shape == (2, 3) and np.allclose(wide.to_numpy(), 0.1)
+    with pytest.raises(ValueError, match="same queries"):
+        paired_deltas(pq[~((pq.variant == "B") & (pq.seed == 43) & (pq.qid == "q0"))], "ndcg@10", "A", "B")
+    with pytest.raises(ValueError, match="no per-query rows"):
+        paired_deltas(pq, "ndcg@10", "A", "C")
