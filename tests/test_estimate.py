@@ -52,19 +52,23 @@ def _notebook(path, params, cells):
 
 @pytest.fixture
 def run(tmp_path):
-    """A local-profile run: A and B trained (3,200 triplets each, 100 s + 60 s), three verifiers,
-    result tables with dataset sizes, and one run folder with executed notebooks 02, 03 and 05."""
+    """A local-profile run: A and B x 3 seeds trained (3,200 triplets each, 100 s + 60 s a seed), three
+    verifiers, result tables with dataset sizes (SciFact and NFCorpus test), and one run folder with
+    executed notebooks 02, 03 and 05."""
     work = tmp_path / "runs" / "local"
-    _done(work / "models" / "minilm-l6" / "A-seed42", 100.0)
-    _done(work / "models" / "minilm-l6" / "B-seed42", 60.0)
+    for seed in (42, 43, 44):
+        _done(work / "models" / "minilm-l6" / f"A-seed{seed}", 100.0)
+        _done(work / "models" / "minilm-l6" / f"B-seed{seed}", 60.0)
     _verifier(work, "F0", "frozen", 0.0, 0, trained=False)
     _verifier(work, "F3", "frozen", 8.0, 2048)
     _verifier(work, "F2", "end2end", 20.0, 2048)
     (work / "results").mkdir(parents=True)
-    pd.DataFrame([{"run": f"minilm-l6/{v}-seed42", "backbone": "minilm-l6", "variant": v, "seed": 42,
-                   "dataset": "scifact", "metric": m, "value": 0.5, "structural_share": None, "model_stamp": "x",
-                   "harness": "h", "n_queries": 300, "n_docs": 5183}
-                  for v in ("base", "A", "B") for m in ("ndcg@10", "acc@1")]).to_parquet(
+    pd.DataFrame([{"run": f"minilm-l6/{v}-seed{s}", "backbone": "minilm-l6", "variant": v, "seed": s,
+                   "dataset": ds, "metric": m, "value": 0.5, "structural_share": None, "model_stamp": "x",
+                   "harness": "h", "n_queries": nq, "n_docs": nd}
+                  for v, s in [("base", 42)] + [(v, s) for s in (42, 43, 44) for v in ("A", "B")]
+                  for ds, nq, nd in (("scifact", 300, 5183), ("nfcorpus", 323, 3633))
+                  for m in ("ndcg@10", "acc@1")]).to_parquet(
         work / "results" / "retrieval.parquet")
     pd.DataFrame({"run": ["minilm-l6/base-seed42"], "seed": [42], "dataset": ["scifact@q150"], "metric": ["ndcg@10"],
                   "value": [0.7], "n_queries": [150], "n_docs": [1156]}).to_parquet(
@@ -97,20 +101,20 @@ def _row(df, stage, component, backbone=None):
 
 def test_units_smoke_local_paper_from_the_yaml():
     smoke, local, paper = (E.work_units(p) for p in ("smoke", "local", "paper"))
-    # smoke: tiny-bert; A, B and the sweep's B-share0.25 (0.0 is A, 0.5 is B) x 20 steps x batch 16
-    assert _row(smoke, "02", "train", "tiny-bert").units == 3 * 20 * 16
-    # local: A and B (the sweep [0.0, 0.5] adds none) x 100 steps x batch 32
-    assert _row(local, "02", "train", "minilm-l6").units == 2 * 100 * 32
+    # smoke: tiny-bert; A, B, B-all, C-identity and the sweep's B-share0.5 x 20 steps x batch 16
+    assert _row(smoke, "02", "train", "tiny-bert").units == 5 * 20 * 16
+    # local: A and B x 3 seeds x 100 steps x batch 32
+    assert _row(local, "02", "train", "minilm-l6").units == 2 * 3 * 100 * 32
     assert _row(local, "03", "score", "minilm-l6").units == 1 + 1 * 2  # base + 1 seed x (A, B)
     assert _row(local, "04", "train F3-frozen", "minilm-l6").units == 2048
-    # paper: per backbone A, B x 3 seeds + B-share0.1, B-share0.25 for the first seed = 8 runs, batch 128,
-    # steps from the registry's recipe
-    expected = {"minilm-l6": 8 * 3375 * 128, "minilm-l12": 8 * 2250 * 128, "gte-small": 8 * 2250 * 128,
-                "gte-modernbert-base": 8 * 500 * 128}
+    # paper: per backbone A, B, B-all, C-identity x 3 seeds + B-share0.05/0.1/0.35 for the first seed and
+    # B-share0.5 for all three = 18 runs, batch 128, steps from the registry's recipe
+    expected = {"minilm-l6": 18 * 3375 * 128, "minilm-l12": 18 * 2250 * 128, "gte-small": 18 * 2250 * 128,
+                "gte-modernbert-base": 18 * 500 * 128}
     for backbone, units in expected.items():
         assert _row(paper, "02", "train", backbone).units == units
         assert _row(paper, "03", "score", backbone).units == 1 + 3 * 2
-    assert _row(paper, "02", "train", "minilm-l6").units == 3_456_000
+    assert _row(paper, "02", "train", "minilm-l6").units == 7_776_000
     # 04: frozen F0/F1 train nothing; everything else sees the 160,000-triplet budget
     assert _row(paper, "04", "train F0-frozen").units == 0 and _row(paper, "04", "train F1-frozen").units == 0
     assert _row(paper, "04", "train F1-end2end").units == 160_000
@@ -121,8 +125,8 @@ def test_units_smoke_local_paper_from_the_yaml():
 
 def test_dataset_sized_units_come_from_the_runs_tables(run):
     local = E.work_units("local", run)
-    # 02 evaluate: base, A, B x (300 queries + 5,183 docs) of SciFact test, as retrieval.parquet recorded
-    assert _row(local, "02", "evaluate", "minilm-l6").units == 3 * (300 + 5183)
+    # 02 evaluate: base + A, B x 3 seeds on SciFact (300 + 5,183) and NFCorpus test (323 + 3,633 texts)
+    assert _row(local, "02", "evaluate", "minilm-l6").units == 7 * (5483 + 3956)
     # 05: 5 verifiers x 2 regimes x 150 queries (scifact@q150 in rerank.parquet) x top-100
     assert _row(local, "05", "rerank").units == 10 * 150 * 100
     # without a run, or for datasets no run evaluated (NanoBEIR): unknown, never guessed
@@ -139,12 +143,12 @@ def test_dataset_sized_units_come_from_the_runs_tables(run):
 def test_rates_are_units_over_seconds(run):
     m = E.measured_rates(run)
     train = _row(m, "02", "train", "minilm-l6")
-    assert (train.units, train.seconds, train.rate) == (6400, 160.0, 40.0)
+    assert (train.units, train.seconds, train.rate) == (19200, 480.0, 40.0)
     assert train.device.startswith("cpu (torch 2.13.0+cpu")
-    # the rest of stage 02: the notebook's 500 s minus the 400 s run_grid cell, for 3 x 5,483 texts
+    # the rest of stage 02: the notebook's 500 s minus the 400 s run_grid cell, for 7 x 9,439 texts
     ev = _row(m, "02", "evaluate")
-    assert ev.seconds == pytest.approx(100.0) and ev.units == 3 * 5483
-    assert ev.rate == pytest.approx(3 * 5483 / 100.0)
+    assert ev.seconds == pytest.approx(100.0) and ev.units == 7 * 9439
+    assert ev.rate == pytest.approx(7 * 9439 / 100.0)
     assert "02_training_ab.ipynb" in ev.source and ev.device.startswith("cpu (the run's device")
     f3 = _row(m, "04", "train F3-frozen")
     assert f3.rate == 2048 / 8.0 and f3.source.endswith("verifier.json")
@@ -187,7 +191,7 @@ def test_summary_json_limits_timings_to_that_run(run):
 
 def test_estimate_of_the_same_profile_reproduces_the_measurements(run):
     est = E.estimate("local", run)
-    assert _row(est, "02", "train", "minilm-l6").seconds == pytest.approx(160.0)
+    assert _row(est, "02", "train", "minilm-l6").seconds == pytest.approx(480.0)
     assert _row(est, "02", "evaluate", "minilm-l6").seconds == pytest.approx(100.0)
     assert _row(est, "03", "score", "minilm-l6").seconds == pytest.approx(30.0)
     assert _row(est, "04", "train F0-frozen").seconds == 0.0
@@ -201,9 +205,9 @@ def test_estimate_of_the_same_profile_reproduces_the_measurements(run):
 
 def test_estimate_scales_linearly_with_units_and_rate(run):
     paper = E.estimate("paper", run)
-    # 3,456,000 triplets at the 40 triplets/s measured for minilm-l6 (batch 32 measured, 128 asked: noted)
+    # 7,776,000 triplets at the 40 triplets/s measured for minilm-l6 (batch 32 measured, 128 asked: noted)
     row = _row(paper, "02", "train", "minilm-l6")
-    assert row.seconds == pytest.approx(3_456_000 / 40.0)
+    assert row.seconds == pytest.approx(7_776_000 / 40.0)
     assert "batch_size=32, target 128" in row.assumption
     fast = E.estimate("paper", run, rates={("02", "train", "minilm-l6"): {
         "rate": 80.0, "device": "NVIDIA H200", "source": "a cited measurement"}})
@@ -238,7 +242,7 @@ def test_other_backbones_scale_by_parameter_count(run, monkeypatch):
                             dataclasses.replace(models.BACKBONES[name], n_parameters=n))
     row = _row(E.estimate("paper", run), "02", "train", "minilm-l12")
     assert row.rate == pytest.approx(40.0 * 20 / 40)
-    assert row.seconds == pytest.approx(8 * 2250 * 128 / 20.0)
+    assert row.seconds == pytest.approx(18 * 2250 * 128 / 20.0)
     assert "parameter count" in row.assumption
 
 
@@ -247,7 +251,7 @@ def test_bench_json_and_cited_rates(run, tmp_path):
                                                  "compsense_triplets_per_s": 2322.0, "batch_size": 128,
                                                  "precision": "bf16", "data": "synthetic"})
     row = _row(E.estimate("paper", run, bench=bench), "02", "train", "minilm-l6")
-    assert row.seconds == pytest.approx(3_456_000 / 2322.0) and row.device == "NVIDIA H200"
+    assert row.seconds == pytest.approx(7_776_000 / 2322.0) and row.device == "NVIDIA H200"
     assert "bench_gpu.json" in row.source
     with pytest.raises(ValueError, match="cite"):
         E.estimate("paper", run, rates={("02", "train", None): {"rate": 1.0}})
@@ -281,12 +285,12 @@ def test_cli_prints_the_table_and_the_device(run, capsys):
 
     assert main(["estimate", "--profile", "local", "--from", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "| 02 | train | minilm-l6 | 6,400 | 40 | 160.0 |" in out
+    assert "| 02 | train | minilm-l6 | 19,200 | 40 | 480.0 |" in out
     assert "CPU estimate" in out and "stages.json_s" in out  # same profile: the comparison is printed
     assert main(["estimate", "--profile", "paper", "--from", str(run), "--rate", "02/train/minilm-l6=2322",
                  "--rate-device", "NVIDIA H200", "--rate-source", "benchmarks/README.md"]) == 0
     out = capsys.readouterr().out
-    assert "1,488.4" in out and "stages.json_s" not in out and "measured on a GPU" in out
+    assert "3,348.8" in out and "stages.json_s" not in out and "measured on a GPU" in out
     assert "scaled from minilm-l6 by parameter count" in out  # the cited GPU rate scales to the other backbones
 
 
@@ -297,7 +301,7 @@ def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypa
     written = report.build_report(run, tmp_path / "figs", tmp_path / "out", {"profile": "local", "stages": {}})
     md = written["md"].read_text()
     assert f"## {report.ESTIMATE_TITLE}" in md and "Estimated total" in md
-    assert "| 02 | train | minilm-l6 | 3,456,000 |" in md
+    assert "| 02 | train | minilm-l6 | 7,776,000 |" in md
     (run / "verifiers" / "F3-frozen" / "verifier.json").write_text("{broken")
     md = report.build_report(run, tmp_path / "figs", tmp_path / "out2", None)["md"].read_text()
     assert "No estimate: JSONDecodeError" in md
