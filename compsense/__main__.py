@@ -1,4 +1,5 @@
-"""Command line: `python -m compsense doctor` and `python -m compsense reproduce --profile smoke`,
+"""Command line: `python -m compsense doctor [--profile local]`, `python -m compsense reproduce --profile smoke`,
+`python -m compsense evaluate MODEL DATASET...` (retrieval metrics, tidy parquet and MTEB-shaped JSON),
 `python -m compsense bundle` (what a GPU machine with no network needs), `python -m compsense estimate
 --profile paper --from runs/local` (a profile's time from a run's measured throughput)."""
 from __future__ import annotations
@@ -10,7 +11,23 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compsense", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("doctor", help="versions, device, offline backbones and local datasets")
+    doc = sub.add_parser("doctor", help="versions, device, offline backbones and local datasets; "
+                                        "exits 1 when something a profile needs is missing")
+    doc.add_argument("--profile", default="local", help="the profile whose needs to check (smoke, local, paper)")
+    doc.add_argument("--png", action="store_true", default=None,
+                     help="require Chromium for PNG figures (default: when kaleido is installed)")
+    ev = sub.add_parser("evaluate", help="retrieval metrics of one encoder on BEIR folders "
+                                         "(tidy parquet + MTEB-shaped JSON under --out)")
+    ev.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
+    ev.add_argument("datasets", nargs="+", metavar="DATASET",
+                    help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a name under the data folder (scifact)")
+    ev.add_argument("--split", default="test", help="qrels split (qrels/<split>.tsv)")
+    ev.add_argument("--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)")
+    ev.add_argument("--out", default="runs/evaluate", help="folder for results/ and mteb/ (default runs/evaluate)")
+    ev.add_argument("--batch-size", type=int, default=64)
+    ev.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
+    ev.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
+    ev.add_argument("--seed", type=int, default=0, help="recorded in the table; tiny-bert's random weights")
     rep = sub.add_parser("reproduce", help="run the notebooks in order with papermill")
     rep.add_argument("--profile", default="local", help="smoke, local or paper (params/<profile>.yaml)")
     rep.add_argument("--only", default=None, help="comma-separated notebook prefixes, e.g. 02,03")
@@ -41,11 +58,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         from .doctor import main as doctor
 
-        return doctor()
-    from .runner import reproduce
+        return doctor(profile=args.profile, png=args.png)
+    if args.command == "evaluate":
+        from .evaluate_cli import main as evaluate
+
+        return evaluate(args.model, args.datasets, split=args.split, data_dir=args.data_dir, out=args.out,
+                        batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device,
+                        seed=args.seed)
+    from .runner import Refused, reproduce
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
-    return reproduce(args.profile, only=only, force=args.force, out=args.out)
+    try:
+        return reproduce(args.profile, only=only, force=args.force, out=args.out)
+    except Refused as err:
+        print(f"compsense reproduce: {err}", file=sys.stderr)
+        return 2
 
 
 def _estimate(args) -> int:

@@ -1,41 +1,16 @@
 """The runner on a miniature project: two stages, skip when unchanged, stop dependents on failure."""
 import json
 
-import nbformat
 import pytest
 import yaml
+from miniproject import make_project, start_driver, summary as _summary, write_notebook as _notebook
 
-from compsense import paths, runner
-
-
-def _notebook(path, body):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
-    nb.cells = [nbformat.v4.new_code_cell("value = 1\nwork_dir = 'runs/smoke'", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell(body)]
-    nbformat.write(nb, path)
+from compsense import runner
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "params").mkdir()
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "compsense").mkdir()
-    _notebook(tmp_path / "notebooks" / "01_first.ipynb",
-              "from pathlib import Path\nPath('../marker.txt').write_text(str(value))")
-    _notebook(tmp_path / "notebooks" / "02_second.ipynb", "assert value > 0, 'value must be positive'")
-    (tmp_path / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": 2, "work_dir": "runs/smoke"}}))
-    monkeypatch.setattr(paths, "repo_root", lambda: tmp_path)
-    monkeypatch.setattr(runner, "repo_root", lambda: tmp_path)
-    from compsense import profiles
-
-    monkeypatch.setattr(profiles, "repo_root", lambda: tmp_path)
-    return tmp_path
-
-
-def _summary(project, name):
-    return json.loads((project / "runs" / "smoke" / name / "summary.json").read_text())
+    return make_project(tmp_path, monkeypatch)
 
 
 def test_runs_skips_and_reruns_on_change(project, capsys):
@@ -90,35 +65,16 @@ for step in range(6):
     os.replace(tmp, done / f'{step}.done')  # atomic: a kill never leaves a half-finished step
 """
 
-DRIVER = """
-import sys
-from pathlib import Path
-root = Path(sys.argv[1])
-from compsense import paths, profiles, runner
-for module in (paths, profiles, runner):
-    module.repo_root = lambda: root
-sys.exit(runner.reproduce("smoke", out=sys.argv[2]))
-"""
-
-
 def test_killed_mid_stage_then_rerun_resumes(project):
     """SIGKILL the whole run (runner and kernel) in the middle of stage 02; the re-run skips 01, re-runs
     02, and 02's own checkpoints mean finished steps are not redone."""
     import os
     import signal
     import subprocess
-    import sys
     import time
 
     _notebook(project / "notebooks" / "02_second.ipynb", RESUMABLE)
-    (project / "driver.py").write_text(DRIVER)
-    from pathlib import Path
-
-    code = Path(runner.__file__).resolve().parents[1]  # the real checkout (repo_root is the miniature here)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, str(project / "driver.py"), str(project), "runs/smoke/killed"],
-                            cwd=project, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_driver(project, "runs/smoke/killed", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not (project / "steps" / "2.done").exists():
         assert proc.poll() is None, "the run ended before it could be killed"
@@ -172,3 +128,112 @@ def test_fingerprint_follows_the_code_a_notebook_imports(project):
     assert changed != before
     assert runner.fingerprint(nb, {"value": 2}, []) != changed
     assert runner.fingerprint(nb, {"value": 1}, ["upstream-changed"]) != changed
+
+
+WRITES_OUTPUT = ("from pathlib import Path\nout = Path('..') / work_dir / 'negatives'\nout.mkdir(parents=True, exist_ok=True)\n"
+                 "(out / 'pairs.txt').write_text('p' * value)\n"
+                 "(Path('..') / work_dir / 'cache').mkdir(exist_ok=True)\n(Path('..') / work_dir / 'cache' / 'c.bin').write_text('c')")
+
+
+def _reasons(project, name):
+    return {k: v.get("reason") for k, v in _summary(project, name)["stages"].items()}
+
+
+def test_a_deleted_or_cut_output_reruns_its_stage_and_says_why(project, capsys):
+    _notebook(project / "notebooks" / "01_first.ipynb", WRITES_OUTPUT)
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    state = json.loads((project / "runs/smoke/stages.json").read_text())
+    assert state["01"]["outputs"] == {"negatives/pairs.txt": 2}  # cache/ and run folders are not outputs
+    (project / "runs/smoke/cache/c.bin").unlink()
+    assert runner.reproduce("smoke", out="runs/smoke/b") == 0
+    assert set(_reasons(project, "b").values()) == {"unchanged since its last success"}
+
+    (project / "runs/smoke/negatives/pairs.txt").unlink()
+    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
+    assert "output" in _reasons(project, "c")["01"] and "pairs.txt is missing" in _reasons(project, "c")["01"]
+    assert _summary(project, "c")["stages"]["02"]["status"] == "skipped"  # 01's results are the same ones
+    assert "pairs.txt is missing" in capsys.readouterr().out
+
+    (project / "runs/smoke/negatives/pairs.txt").write_text("p")  # cut short
+    assert runner.reproduce("smoke", out="runs/smoke/d") == 0
+    assert "changed size (2 -> 1 bytes)" in _reasons(project, "d")["01"]
+
+
+def test_changed_data_dir_or_libraries_rerun_and_say_why(project, monkeypatch):
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    data = project / "data" / "mrpc" / "msr_paraphrase_train.txt"
+    data.write_text(data.read_text()[:4])  # a truncated copy
+    assert runner.reproduce("smoke", out="runs/smoke/b") == 0
+    reasons = _reasons(project, "b")
+    assert reasons["01"] == f"data changed: {data}"
+    assert reasons["02"] == "upstream stage(s) 01 produced new results"
+
+    other = project / "data2"
+    (other / "mrpc").mkdir(parents=True)
+    (other / "mrpc" / "msr_paraphrase_train.txt").write_text(data.read_text())
+    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(other))
+    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
+    assert _reasons(project, "c")["01"].startswith("data dir changed")
+
+    real = runner.library_versions
+    monkeypatch.setattr(runner, "library_versions", lambda: {**real(), "torch": "0.0.1"})
+    assert runner.reproduce("smoke", out="runs/smoke/d") == 0
+    assert "library versions changed: torch" in _reasons(project, "d")["01"]
+
+
+def test_a_parameter_naming_a_file_or_dataset_is_an_input(project):
+    nq = project / "nq.jsonl"
+    nq.write_text('{"query": "q", "answer": "a"}\n')
+    inputs = runner.stage_inputs("02", {"nq_path": "nq.jsonl", "eval_datasets": ["mrpc", "nanoscifact"],
+                                        "work_dir": "runs/smoke"}, {})
+    assert set(inputs["files"]) == {str(nq), str(project / "data/mrpc/msr_paraphrase_train.txt")}
+    assert inputs["data_dir"] == str((project / "data").resolve())
+
+
+def test_only_that_matches_no_stage_is_refused(project):
+    with pytest.raises(runner.Refused, match=r"--only 99: no stage matches \['99'\]; the stages are 01, 02"):
+        runner.reproduce("smoke", only=["99"])
+    from compsense.__main__ import main
+
+    assert main(["reproduce", "--profile", "smoke", "--only", "99"]) == 2
+    assert not (project / "runs").exists() or not any((project / "runs").rglob("summary.json"))
+
+
+def test_profile_name_with_a_path_is_refused_before_writing(project, tmp_path):
+    with pytest.raises(runner.Refused, match="no '/', no '..'"):
+        runner.reproduce("../escape")
+    assert not (project / "runs").exists() and not (project.parent / "escape").exists()
+
+
+def test_a_held_lock_refuses_a_second_run(project):
+    with runner.run_lock(project / "runs" / "smoke", "profile smoke"):
+        with pytest.raises(runner.Refused, match=r"another `compsense reproduce` is running on profile smoke \(pid "):
+            runner.reproduce("smoke", out="runs/smoke/second")
+    assert not (project / "runs/smoke/second").exists()
+    assert runner.reproduce("smoke", out="runs/smoke/after") == 0  # released on exit
+
+
+def test_run_folders_are_unique_within_a_second(tmp_path):
+    folders = {runner.new_run_dir(tmp_path) for _ in range(3)}
+    assert len(folders) == 3 and all(p.is_dir() for p in folders)
+
+
+def test_stages_json_is_merged_not_overwritten(tmp_path):
+    path = tmp_path / "stages.json"
+    rec = {"fingerprint": "f", "work_dir": "w", "outputs": {"a.txt": 1}}
+    runner.record_stage(path, "01", rec)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "03": {"fingerprint": "g"}}))  # another writer
+    state = runner.record_stage(path, "02", {**rec, "outputs": {"a.txt": 3}})
+    assert set(state) == {"01", "02", "03"} == set(json.loads(path.read_text()))
+    assert state["01"]["outputs"] == {}  # a.txt now belongs to 02, which rewrote it last
+
+
+def test_a_damaged_stages_json_is_refused_naming_it(project):
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    path = project / "runs/smoke/stages.json"
+    path.write_text(path.read_text()[:25])
+    with pytest.raises(runner.Refused, match=r"stages\.json: not readable JSON .*Fix: delete it"):
+        runner.reproduce("smoke", out="runs/smoke/b")
+    path.write_text("[1, 2]")
+    with pytest.raises(runner.Refused, match=r"stages\.json: not a stage record"):
+        runner.reproduce("smoke", out="runs/smoke/b")
