@@ -349,26 +349,33 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
                 callbacks: list | None = None) -> Path:
     """Train one run and return its `final/` model folder.
 
-    A run with DONE.json is skipped (force=True retrains from scratch); a run interrupted after a
-    checkpoint resumes from its last `checkpoint-*`. Works under `torchrun` (data-parallel): every
-    process trains, the main one writes final/, the log and DONE.json.
+    A run whose DONE.json matches its final/ files (sizes recorded at the end of training) is
+    skipped; a truncated marker or model is retrained, from the last checkpoint when there is one.
+    A run interrupted after a checkpoint resumes from its last `checkpoint-*`. force=True retrains
+    from scratch in a sibling folder and swaps it in only after success, so a failed or killed
+    retrain keeps the previous model. Works under `torchrun` (data-parallel): every process trains,
+    the main one writes final/, the log and DONE.json.
     """
     out = Path(output_dir) if output_dir is not None else config.run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    final, done, started = out / "final", out / "DONE.json", out / "run_config.json"
     missing = [c for c in TRIPLET_COLUMNS if c not in train_df.columns]
     if missing or train_df.empty:
         raise ValueError(f"train_df needs rows and columns {TRIPLET_COLUMNS}; missing {missing}, {len(train_df)} rows")
+    if force and out.is_dir() and any(out.iterdir()):
+        return _retrain_beside(config, train_df, out, callbacks)
+    out.mkdir(parents=True, exist_ok=True)
+    final, done, started = out / "final", out / "DONE.json", out / "run_config.json"
     identity = {"recipe": _recipe(config), "data_sha1": _data_sha1(train_df)}
-    if force:
-        _clear_run(out)
-    elif started.exists():
+    if started.exists():
         # Skipping or resuming a run made with another recipe or other data would report a model
         # that is not the one asked for; say so instead.
-        _check_same_run(json.loads(started.read_text()), identity, out)
-        if done.exists() and final.is_dir():
+        _check_same_run(_read_json(started), identity, out)
+        problem = _finished_problem(done, final)
+        if problem is None:
             log.info("%s is finished (DONE.json); skipping. Pass force=True to retrain.", out)
             return final
+        if done.exists() or final.exists():
+            log.warning("%s: %s; training it again (from its last checkpoint when there is one)", out, problem)
+            done.unlink(missing_ok=True)
 
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -398,6 +405,7 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         write_json(done, {
             "config": asdict(config), "train_rows": len(train_df), "resumed_from": resume,
+            "final_files": _file_sizes(final),
             "global_step": trainer.state.global_step, "world_size": trainer.args.world_size,
             "duration_s": timer.seconds, "triplets_per_s": n_triplets / timer.seconds if timer.seconds else None,
             "final_loss": losses[-1] if losses else None, "finished_at": _now(), "versions": _versions(),
@@ -534,9 +542,54 @@ def _check_same_run(previous: dict, current: dict, out: Path) -> None:
                          "it, or use another work_dir to keep both")
 
 
-def _clear_run(out: Path) -> None:
-    for child in out.iterdir():
-        shutil.rmtree(child) if child.is_dir() else child.unlink()
+def _retrain_beside(config: TrainConfig, train_df: pd.DataFrame, out: Path, callbacks) -> Path:
+    """force=True on a folder that holds a run: train from scratch in `.<name>.retrain` beside it,
+    then swap the folders (the old one is kept as `.<name>.previous` until the new one is in place).
+    A retrain killed part-way resumes in the sibling folder on the next forced call."""
+    sibling, previous = out.parent / f".{out.name}.retrain", out.parent / f".{out.name}.previous"
+    started = sibling / "run_config.json"
+    if started.exists():
+        try:
+            _check_same_run(_read_json(started), {"recipe": _recipe(config), "data_sha1": _data_sha1(train_df)}, sibling)
+        except ValueError:
+            shutil.rmtree(sibling)  # a stale retrain of another setup: only ever our own scratch folder
+    train_model(config, train_df, output_dir=sibling, force=False, callbacks=callbacks)
+    if os.environ.get("RANK", "0") == "0":
+        shutil.rmtree(previous, ignore_errors=True)
+        os.replace(out, previous)
+        os.replace(sibling, out)
+        shutil.rmtree(previous, ignore_errors=True)
+    return out / "final"
+
+
+def _finished_problem(done: Path, final: Path) -> str | None:
+    """None when DONE.json parses and final/ holds the files (and sizes) it recorded; else what is wrong."""
+    if not done.exists():
+        return "no DONE.json"
+    try:
+        marker = json.loads(done.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return "DONE.json is truncated or corrupt"
+    if not final.is_dir():
+        return "final/ is missing"
+    recorded = marker.get("final_files")
+    if recorded is None:  # a marker from before sizes were recorded: the weights must at least exist
+        return None if any(final.glob("*.safetensors")) or any(final.glob("**/*.safetensors")) else "final/ has no weights"
+    actual = _file_sizes(final)
+    wrong = sorted(p for p, size in recorded.items() if actual.get(p) != size)
+    return f"final/ differs from DONE.json ({len(wrong)} file(s), e.g. {wrong[0]})" if wrong else None
+
+
+def _file_sizes(folder: Path) -> dict[str, int]:
+    return {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is truncated or corrupt ({err}); delete the run folder {path.parent} to "
+                         "train it again, or pass force=True") from None
 
 
 def _append_jsonl(path: Path, record: dict) -> None:
@@ -652,8 +705,8 @@ def run_grid(runs: list[RunSpec], retrieval_df: pd.DataFrame, structural_df: pd.
         pool = select_structural(structural_df, spec.families) if spec.structural_share else structural_df
         data = mix_structural(retrieval_df, pool, spec.structural_share, seed=spec.seed,
                               total_rows=config.max_steps * config.batch_size, negatives=spec.structural_negatives)
-        keys = write_training_keys(config.run_dir / KEYS_FILE, data)
         final = train_model(config, data, force=force)
+        keys = write_training_keys(config.run_dir / KEYS_FILE, data)
         done = json.loads((config.run_dir / "DONE.json").read_text())
         mix = data.attrs.get("mix", {})
         rows.append({**row, "model": str(final), "model_stamp": done["finished_at"],

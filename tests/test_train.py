@@ -260,3 +260,46 @@ def test_data_parallel_two_cpu_processes(tmp_path):
     done = json.loads((out / "DONE.json").read_text())
     assert done["world_size"] == 2 and done["global_step"] == 3
     assert (out / "final" / "modules.json").exists()
+
+
+def _copy_run(config, tmp_path):
+    """The fixture's finished run copied into a new work_dir, so a test can damage it."""
+    copy = replace(config, work_dir=str(tmp_path))
+    shutil.copytree(config.run_dir, copy.run_dir, dirs_exist_ok=True)
+    return copy
+
+
+def test_failed_forced_retrain_keeps_the_previous_model(trained, tmp_path):
+    from transformers import TrainerCallback
+
+    class Crash(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            raise RuntimeError("killed on the first step")
+
+    config = _copy_run(trained[0], tmp_path)
+    weights = {p.name: p.read_bytes() for p in (config.run_dir / "final").glob("*.safetensors")}
+    with pytest.raises(RuntimeError, match="first step"):
+        train_model(config, retrieval_rows(), force=True, callbacks=[Crash()])
+    assert (config.run_dir / "DONE.json").exists() and weights
+    assert {p.name: p.read_bytes() for p in (config.run_dir / "final").glob("*.safetensors")} == weights
+    # The next forced call finishes the retrain and swaps it in; no scratch folder is left.
+    final = train_model(config, retrieval_rows(), force=True)
+    assert (final / "modules.json").exists() and not list(config.run_dir.parent.glob(".*retrain"))
+    done = json.loads((config.run_dir / "DONE.json").read_text())
+    assert done["final_files"] and done["resumed_from"] is None
+
+
+def test_truncated_marker_or_model_is_not_trusted(trained, tmp_path):
+    config = _copy_run(trained[0], tmp_path)
+    (config.run_dir / "DONE.json").write_text('{"config": {')  # cut mid-write
+    train_model(config, retrieval_rows())
+    new = _log(config)
+    assert new[-1]["step"] == 6 or any(r.get("event") == "resume" for r in new)
+    done = json.loads((config.run_dir / "DONE.json").read_text())  # rewritten, with the files' sizes
+    weights = next(p for p in (config.run_dir / "final").glob("*.safetensors"))
+    assert done["final_files"][weights.name] == weights.stat().st_size
+    with open(weights, "r+b") as f:  # a truncated model file
+        f.truncate(weights.stat().st_size // 2)
+    n_before = len(_log(config))
+    train_model(config, retrieval_rows())
+    assert len(_log(config)) > n_before and weights.stat().st_size == done["final_files"][weights.name]
