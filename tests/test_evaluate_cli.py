@@ -1,0 +1,71 @@
+"""`compsense evaluate MODEL DATASET...`: the harness's numbers in the tidy tables and in MTEB's
+result JSON shape, from a BEIR folder written by the test and the offline tiny BERT."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from packaging.version import Version
+
+from compsense.__main__ import main as cli
+from compsense.data import load_beir
+from compsense.io import read_table
+from compsense.models import TINY_CORPUS, load_encoder
+from compsense.retrieval import HARNESS, METRICS, evaluate_dataset
+
+
+def _beir_folder(root, n_docs=60, n_queries=12):
+    lines = [ln.strip() for ln in TINY_CORPUS.read_text().splitlines() if ln.strip()]
+    root.mkdir(parents=True)
+    (root / "qrels").mkdir()
+    with open(root / "corpus.jsonl", "w") as f:
+        for i in range(n_docs):
+            f.write(json.dumps({"_id": f"d{i}", "title": "", "text": f"{lines[i % len(lines)]} {i}"}) + "\n")
+    with open(root / "queries.jsonl", "w") as f:
+        for i in range(n_queries):
+            f.write(json.dumps({"_id": f"q{i}", "text": " ".join(lines[(3 * i) % len(lines)].split()[:4])}) + "\n")
+    rows = ["query-id\tcorpus-id\tscore"] + [f"q{i}\td{(3 * i) % n_docs}\t{1 + i % 2}" for i in range(n_queries)]
+    (root / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys):
+    folder = _beir_folder(tmp_path / "data" / "scifact")
+    out = tmp_path / "out"
+    args = ["evaluate", "tiny-bert", str(folder), "--out", str(out), "--batch-size", "16"]
+    assert cli(args) == 0
+    printed = capsys.readouterr().out
+    assert "scifact" in printed and "MTEB JSON" in printed
+
+    expected = evaluate_dataset(load_encoder("tiny-bert", max_seq_length=128), load_beir(folder),
+                                show_progress=False).metrics
+    tidy = read_table(out / "results" / "retrieval.parquet")
+    assert sorted(tidy.metric) == sorted(METRICS)
+    assert set(tidy.run) == {"evaluate/tiny-bert"} and set(tidy.variant) == {"base"}
+    assert set(tidy.harness) == {HARNESS} and set(tidy.split) == {"test"}
+    for row in tidy.itertuples():
+        assert row.value == pytest.approx(expected[row.metric], abs=1e-6)
+    assert len(read_table(out / "results" / "retrieval_per_query.parquet")) == 12
+
+    (path,) = (out / "mteb").rglob("SciFact.json")  # MTEB's task name for the BEIR folder scifact
+    record = json.loads(path.read_text())
+    assert {"dataset_revision", "task_name", "mteb_version", "scores", "evaluation_time"} <= set(record)
+    Version(record["mteb_version"])  # mteb compares it as a version when loading
+    (scores,) = record["scores"]["test"]
+    assert scores["main_score"] == scores["ndcg_at_10"] == pytest.approx(expected["ndcg@10"], abs=1e-6)
+    assert scores["precision_at_1"] == pytest.approx(expected["acc@1"], abs=1e-6)
+    assert scores["recall_at_100"] == pytest.approx(expected["recall@100"], abs=1e-6)
+    assert scores["hf_subset"] == "default" and scores["languages"] == ["eng-Latn"]
+    assert record["compsense"]["harness"] == HARNESS and len(record["compsense"]["dataset_sha256"]) == 64
+    assert (path.parent / "model_meta.json").exists()
+
+    assert cli(args) == 0  # a second run replaces its rows rather than adding copies
+    assert len(read_table(out / "results" / "retrieval.parquet")) == len(METRICS)
+
+
+def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch):
+    import compsense.models
+
+    monkeypatch.setattr(compsense.models, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    with pytest.raises(FileNotFoundError, match="BEIR folder not found"):
+        cli(["evaluate", "tiny-bert", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
