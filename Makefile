@@ -33,7 +33,7 @@ lab: install
 	$(BIN)/jupyter lab notebooks/
 
 doctor: install
-	$(BIN)/python -m compsense doctor
+	$(BIN)/python -m compsense doctor --profile $(PROFILE)
 
 lock: install
 	$(BIN)/python -m pip freeze --exclude-editable | sed -e 's/+cpu$$//' -e '/^-e /d' > constraints.txt.new
