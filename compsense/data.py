@@ -15,7 +15,12 @@ which is also a FileNotFoundError. The rule for which is which:
   qrels. These mean the file is damaged or is not the format we think, so any number computed
   from it would be wrong.
 - The fixed public releases (MRPC, STS-B, SugarCrepe, NQ-open) are checked strictly: their sizes
-  are known, so an empty sentence or caption there is a parsing problem and also an error.
+  are known, so an empty sentence or caption there is a parsing problem and also an error, and so is
+  a file with another number of records than the release (`RELEASE_SIZES`: a copy cut at a line
+  boundary parses cleanly). A deliberate sample is allowed when its folder holds a file named
+  SUBSET; it then loads with a warning giving both counts.
+- Text that no UTF-8 file can hold (a lone surrogate, from a JSON `\\ud800` escape) is an error at
+  load, with the file and line, not a crash in the tokenizer later.
 - Open-ended collections (BEIR corpora and qrels, NQ pair files, user sentence lists) legitimately
   hold a few unusable entries, so these are skipped, counted, and logged as one warning per kind:
   documents with neither title nor text, empty queries, empty pairs or sentences, qrels with
@@ -54,6 +59,16 @@ NQ_OPEN_FILES = {
     "efficientqa_dev": "NQ-open.efficientqa.dev.1.1.jsonl",
     "efficientqa_test": "NQ-open.efficientqa.test.1.1.jsonl",
 }
+# Records per file of the fixed releases (shared/data/SOURCES.md's verified counts, and the loaders' docstrings).
+RELEASE_SIZES = {
+    "mrpc": {"msr_paraphrase_train.txt": 4076, "msr_paraphrase_test.txt": 1725, "dev_ids.tsv": 408},
+    "stsb": {"sts-train.tsv": 5749, "sts-dev.tsv": 1500, "sts-test.tsv": 1379},
+    "sugarcrepe": {"add_att.json": 692, "add_obj.json": 2062, "replace_att.json": 788, "replace_obj.json": 1652,
+                   "replace_rel.json": 1406, "swap_att.json": 666, "swap_obj.json": 245},
+    "nq_open": {"NQ-open.dev.jsonl": 3610, "NQ-open.efficientqa.dev.1.1.jsonl": 1800,
+                "NQ-open.efficientqa.test.1.1.jsonl": 1769},
+}
+SUBSET_MARKER = "SUBSET"  # a file of this name in a dataset folder: its files are a deliberate sample
 _MRPC_HEADER = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
 _QRELS_HEADER = ["query-id", "corpus-id", "score"]
 _NANOBEIR_CONFIGS = ("corpus", "queries", "qrels")
@@ -376,6 +391,7 @@ def load_mrpc(split: str = "train", data_dir=None) -> list[SentencePair]:
             raise _error(f"{dev_path}:{lineno}", f"expected 2 tab-separated ids, found {cols}",
                          "restore GLUE's dev_ids.tsv (one '#1 ID<TAB>#2 ID' per line)")
         dev_ids[tuple(cols)] = lineno
+    _check_release_size("mrpc", dev_path, len(dev_ids), "dev ids")
     missing = dev_ids.keys() - {(p.id1, p.id2) for p in pairs}
     if missing:
         first = min(missing, key=dev_ids.get)
@@ -408,7 +424,8 @@ def load_stsb(split: str = "train", data_dir=None) -> list[SentencePair]:
         if not 0 <= score <= 5:
             raise _error(where, f"score {score} is outside 0-5", "restore the original gold score")
         pairs.append(SentencePair(*_two_sentences(cols[5], cols[6], where), score, f"{key}#1", f"{key}#2", "stsb"))
-    return _nonempty(pairs, path)
+    _check_release_size("stsb", path, len(_nonempty(pairs, path)), "pairs")
+    return pairs
 
 
 def load_sentences(path: str | os.PathLike) -> list[str]:
@@ -421,6 +438,9 @@ def load_sentences(path: str | os.PathLike) -> list[str]:
     for where, rec in _table_rows(path):
         key = "sentence" if "sentence" in rec else "text"
         text = _text(rec, key, where, fix="name the column 'sentence' or 'text'").strip()
+        if "\n" in text:
+            raise _error(where, f"the sentence spans {text.count(chr(10)) + 1} lines (a quote left open merges the "
+                         "rows after it)", "close the quote, or put one sentence per record")
         if text:
             sentences.append(text)
         else:
@@ -446,8 +466,8 @@ def load_sugarcrepe(subsets: str | Iterable[str] | None = None, data_dir=None) -
             examples = json.loads(_read_text(path), object_pairs_hook=_unique_keys(path))
         except json.JSONDecodeError as e:
             raise _error(f"{path}:{e.lineno}", f"malformed JSON ({e.msg})", "re-download the file") from None
-        if not isinstance(examples, dict):
-            raise _error(str(path), "expected one JSON object of examples", "re-download the file")
+        if not isinstance(examples, dict) or not examples:
+            raise _error(str(path), "expected one non-empty JSON object of examples", "re-download the file")
         for key, rec in examples.items():
             where = f"{path}, example {key!r}"
             if not isinstance(rec, dict):
@@ -457,6 +477,7 @@ def load_sugarcrepe(subsets: str | Iterable[str] | None = None, data_dir=None) -
             if caption == negative:
                 raise _error(where, "the negative caption equals the caption", "re-download the file")
             out.append(CaptionNearMiss(caption, negative, subset, f"{subset}/{key}"))
+        _check_release_size("sugarcrepe", path, len(examples), "examples")
     return out
 
 
@@ -466,14 +487,16 @@ def load_nq_open(split: str = "dev", data_dir=None) -> list[dict]:
     Splits: dev (3,610), efficientqa_dev (1,800), efficientqa_test (1,769). No passages.
     """
     _check_choice(split, tuple(NQ_OPEN_FILES), "NQ-open split")
-    out = []
-    for where, rec in _jsonl(_require_folder("nq_open", data_dir) / NQ_OPEN_FILES[split]):
+    out, path = [], _require_folder("nq_open", data_dir) / NQ_OPEN_FILES[split]
+    for where, rec in _jsonl(path):
         question = _text(rec, "question", where).strip()
         answers = rec.get("answer")
         if not question or not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
             raise _error(where, "expected a question and a non-empty list of answer strings",
                          "restore the original line")
+        answers = [_valid_unicode(a, "answer", where) for a in answers]
         out.append({"question": question, "answer": answers})
+    _check_release_size("nq_open", path, len(_nonempty(out, path)), "questions")
     return out
 
 
@@ -559,12 +582,16 @@ def _jsonl(path: Path) -> Iterator[tuple[str, dict]]:
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[str, dict]]:
-    reader = csv.DictReader(io.StringIO(_read_text(path), newline=""))
+    """Strict CSV: a quote left open is an error (lenient parsing would swallow every row after it)."""
+    reader = csv.DictReader(io.StringIO(_read_text(path), newline=""), strict=True)
+    done = 1  # lines read so far; an error belongs to the record that starts on the next one
     try:
         for rec in reader:
-            yield f"{path}:{reader.line_num}", rec
+            yield f"{path}:{done + 1}", rec
+            done = reader.line_num
     except csv.Error as e:
-        raise _error(f"{path}:{reader.line_num}", f"malformed CSV ({e})", "fix the quoting on this line") from None
+        raise _error(f"{path}:{done + 1}", f"malformed CSV ({e}; a quote opened here is not closed)",
+                     "close the quote, or double a quote mark inside a quoted field (\"\")") from None
 
 
 def _parquet_rows(paths: list[Path]) -> Iterator[tuple[str, dict]]:
@@ -609,6 +636,17 @@ def _text(rec: dict, key: str, where: str, default: str | None = None, fix: str 
         return ""
     if not isinstance(value, str):
         raise _error(where, f"{key!r} is {type(value).__name__}, not a string", f"store {key!r} as text")
+    return _valid_unicode(value, key, where)
+
+
+def _valid_unicode(value: str, key: str, where: str) -> str:
+    """`value`, unless it holds a lone surrogate (a JSON `\\udXXX` escape without its pair), which
+    no UTF-8 file can hold and which the tokenizer would only reject later."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _error(where, f"{key!r} holds a lone surrogate {value[e.start]!r} at character {e.start}",
+                     "write the character itself, or both halves of its surrogate pair") from None
     return value
 
 
@@ -630,7 +668,7 @@ def _clean_id(value, key: str, where: str) -> str:
         value = str(value)
     if not isinstance(value, str) or not value.strip():
         raise _error(where, f"missing or empty id {key!r}", f"give every record a non-empty string {key!r}")
-    return value.strip()
+    return _valid_unicode(value.strip(), key, where)
 
 
 def _score(value, where: str) -> int:
@@ -678,7 +716,8 @@ def _read_mrpc(path: Path) -> list[SentencePair]:
             raise _error(where, f"pair ({id1}, {id2}) repeats line {seen[id1, id2]}", "remove the duplicate line")
         seen[id1, id2] = lineno
         pairs.append(SentencePair(*_two_sentences(s1, s2, where), float(quality), id1, id2, "mrpc"))
-    return _nonempty(pairs, path)
+    _check_release_size("mrpc", path, len(_nonempty(pairs, path)), "pairs")
+    return pairs
 
 
 def _glue_from_hub(task: str, split: str) -> list[SentencePair]:
@@ -751,3 +790,18 @@ def _nonempty(items: list, path: Path) -> list:
     if not items:
         raise DataError(f"{path}: no records found. Fix: check that this is the right file and that it is not empty")
     return items
+
+
+def _check_release_size(dataset: str, path: Path, count: int, unit: str) -> None:
+    """A fixed release's file must hold its known number of records: one cut at a line boundary
+    parses cleanly. A folder marked with a SUBSET file is a deliberate sample: warn with the counts."""
+    expected = RELEASE_SIZES[dataset].get(path.name)
+    if expected is None or count == expected:
+        return
+    if (path.parent / SUBSET_MARKER).is_file():
+        logger.warning("%s: %d of the release's %d %s (a subset: %s is marked %s)", path, count, expected, unit,
+                       path.parent, SUBSET_MARKER)
+        return
+    raise _error(str(path), f"{count:,} {unit}, but the released file has {expected:,}, so this copy is truncated "
+                 "or altered", f"restore the original (SOURCES.md gives its size and md5), or, for a deliberate "
+                 f"subset, create a file named {SUBSET_MARKER} in {path.parent}")

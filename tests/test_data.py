@@ -441,3 +441,85 @@ def test_real_dataset_sizes(real_dir, name, load, expected):
     if not data.available_datasets(real_dir)[name]:
         pytest.skip(f"no local {name}/")
     assert load(real_dir) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Truncated releases, open quotes, lone surrogates (issue 18)
+
+
+def mrpc_file(n: int) -> str:
+    rows = [f"{i % 2}\t{2 * i}\t{2 * i + 1}\tSentence {i} one .\tSentence {i} two ." for i in range(n)]
+    return "\ufeff" + "\t".join(data._MRPC_HEADER) + "\n" + "\n".join(rows) + "\n"
+
+
+def test_a_release_cut_at_a_line_boundary_is_an_error_with_both_counts(tmp_path, caplog):
+    path = write(tmp_path / "mrpc" / "msr_paraphrase_test.txt", mrpc_file(868))
+    with pytest.raises(DataError) as e:
+        data.load_mrpc("test", tmp_path)
+    check_error(e, path, None, "868 pairs, but the released file has 1,725")
+    assert "SUBSET" in str(e.value)
+    write(tmp_path / "mrpc" / "SUBSET", "a sample\n")  # declared a deliberate sample: loads, with a warning
+    with caplog.at_level(logging.WARNING, logger="compsense.data"):
+        assert len(data.load_mrpc("test", tmp_path)) == 868
+    assert "868 of the release's 1725 pairs" in caplog.text
+    write(tmp_path / "full" / "mrpc" / "msr_paraphrase_test.txt", mrpc_file(1725))
+    assert len(data.load_mrpc("test", tmp_path / "full")) == 1725  # the release's size: no marker needed
+
+
+def test_truncated_stsb_and_nq_open_are_errors(tmp_path):
+    lines = "".join(f"g\tf\ty\t{i:04d}\t2.5\tA {i}.\tB {i}.\n" for i in range(778))
+    path = write(tmp_path / "stsb" / "sts-test.tsv", lines)
+    with pytest.raises(DataError) as e:
+        data.load_stsb("test", tmp_path)
+    check_error(e, path, None, "778 pairs, but the released file has 1,379")
+    path = write(tmp_path / "nq_open" / "NQ-open.dev.jsonl", jsonl({"question": "q", "answer": ["a"]}))
+    with pytest.raises(DataError) as e:
+        data.load_nq_open("dev", tmp_path)
+    check_error(e, path, None, "1 questions, but the released file has 3,610")
+
+
+@pytest.mark.parametrize("content", ["{}", "[]", '{"0": {"caption": "A.", "negative_caption": "B."}}'])
+def test_sugarcrepe_empty_or_truncated_is_an_error(tmp_path, content):
+    path = write(tmp_path / "sugarcrepe" / "swap_obj.json", content)
+    with pytest.raises(DataError) as e:
+        data.load_sugarcrepe("swap_obj", tmp_path)
+    check_error(e, path, None, "non-empty JSON object" if len(content) < 3 else "1 examples, but the released file has 245")
+    write(tmp_path / "sugarcrepe" / "SUBSET", "")
+    if len(content) < 3:  # an empty file is never a legitimate sample
+        with pytest.raises(DataError, match="non-empty JSON object"):
+            data.load_sugarcrepe("swap_obj", tmp_path)
+
+
+@pytest.mark.parametrize("content, line", [
+    ('sentence\nThe cat sat.\n"The dog, unquoted\nThe bird flew.\nThe fish swam.\n', 3),
+    ('sentence\nThe cat sat.\n"The dog ran\nThe bird "flew" away.\nLast one.\n', 3),
+    ('id,sentence\n1,The cat sat.\n2,"The dog ran\nThe bird flew."\n3,Last one.\n', 3),
+])
+def test_sentence_csv_with_an_open_quote_is_an_error_not_merged_rows(tmp_path, content, line):
+    path = write(tmp_path / "s.csv", content)
+    with pytest.raises(DataError) as e:
+        data.load_sentences(path)
+    check_error(e, path, line, "quote")
+
+
+@pytest.mark.parametrize("name, content, where", [
+    ("s.jsonl", '{"sentence": "ok"}\n{"sentence": "bad \\ud800 text"}\n', ":2:"),
+    ("sugarcrepe/add_att.json", '{"4": {"caption": "A \\udc00.", "negative_caption": "B."}}', "example '4'"),
+    ("nq_open/NQ-open.dev.jsonl", '{"question": "q", "answer": ["\\ud83d"]}\n', ":1:"),
+])
+def test_lone_surrogate_is_rejected_at_load_with_file_and_line(tmp_path, name, content, where):
+    path = write(tmp_path / name, content)
+    load = {"s.jsonl": lambda: data.load_sentences(path),
+            "sugarcrepe/add_att.json": lambda: data.load_sugarcrepe("add_att", tmp_path),
+            "nq_open/NQ-open.dev.jsonl": lambda: data.load_nq_open("dev", tmp_path)}[name]
+    with pytest.raises(DataError) as e:
+        load()
+    check_error(e, path, None, "lone surrogate")
+    assert where in str(e.value)
+
+
+def test_beir_id_with_a_lone_surrogate_is_rejected(tmp_path):
+    root = beir_dir(tmp_path / "b", corpus=GOOD_CORPUS + '{"_id": "d\\ud800", "title": "", "text": "x"}\n')
+    with pytest.raises(DataError) as e:
+        data.load_beir(str(root))
+    check_error(e, root / "corpus.jsonl", 3, "lone surrogate")
