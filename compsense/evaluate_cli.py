@@ -5,11 +5,10 @@ and land in the same tidy tables (results/retrieval.parquet, retrieval_per_query
 --out). Beside them, one JSON per dataset in MTEB's result shape (mteb.TaskResult, the layout of the
 mteb/results repository: <model>/<revision>/<TaskName>.json), so the numbers can be read by tools
 that read MTEB results. They are this harness's numbers, not MTEB's: each file says so in its
-"compsense" block (harness, split, max sequence length, the folder's content hash).
+"compsense" block (harness, split, max sequence length, size and sha256 of each data file).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
@@ -68,7 +67,7 @@ def evaluate_models(model: str, datasets: list[str], split: str = "test", data_d
                        key=["run", "dataset", "split", "qid"])
         provenance = {"harness": result.harness, "model": str(model), "dataset": ds.name, "split": split,
                       "max_seq_length": max_seq_length, "n_queries": result.n_queries, "n_docs": result.n_docs,
-                      "dataset_sha256": _folder_digest(_beir_folder(name, data_dir), split)}
+                      "dataset_files": _dataset_files(_beir_folder(name, data_dir), split)}
         record = mteb_task_result(ds.name, result.metrics, split=split, evaluation_time=seconds,
                                   provenance=provenance)
         mteb_files.append(write_json(mteb_dir / f"{record['task_name']}.json", record))
@@ -124,13 +123,10 @@ def _beir_folder(name: str | os.PathLike, data_dir) -> Path:
     return Path(name).expanduser()
 
 
-def _folder_digest(root: Path, split: str) -> str:
-    """sha256 over the files a BEIR split is read from, so a result names the exact data it came from."""
-    digest = hashlib.sha256()
-    corpus = root / "corpus.jsonl" if (root / "corpus.jsonl").is_file() else root / "corpus.jsonl.gz"
-    for path in (corpus, root / "queries.jsonl", root / "qrels" / f"{split}.tsv"):
-        digest.update(path.name.encode())
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+def _dataset_files(root: Path, split: str) -> dict[str, str]:
+    """{file: "size:sha256"} of what a BEIR split is read from (as the runner records stage data),
+    so a result names the exact data it came from."""
+    from .runner import _file_digest
+
+    corpus = "corpus.jsonl" if (root / "corpus.jsonl").is_file() else "corpus.jsonl.gz"
+    return {rel: _file_digest(root / rel) for rel in (corpus, "queries.jsonl", f"qrels/{split}.tsv")}
