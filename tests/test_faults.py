@@ -1,0 +1,163 @@
+"""Fault injection: what an unlucky or careless user does to files and runs, and what compsense
+promises then (docs/promises.md). Each fault is applied to scratch copies written by the test:
+truncate, delete, corrupt, run twice at once, kill mid-write. None of these may pass silently."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from miniproject import CODE, make_project, start_driver, statuses, summary, write_notebook
+
+from compsense import bundle, data, io, runner
+from compsense.data import DataError
+
+SLOW_STAGE = ("import time\nfrom pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
+              "out.mkdir(parents=True, exist_ok=True)\ntime.sleep(4)\n(out / 'pairs.txt').write_text('p' * 10)")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = make_project(tmp_path, monkeypatch)
+    write_notebook(root / "notebooks" / "01_first.ipynb", SLOW_STAGE.replace("time.sleep(4)", "pass"))
+    return root
+
+
+def _mrpc(folder, n):
+    rows = "".join(f"1\t{i}\t{i + 1}\tA {i} .\tB {i} .\n" for i in range(0, 2 * n, 2))
+    path = folder / "mrpc" / "msr_paraphrase_test.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\t".join(data._MRPC_HEADER) + "\n" + rows)
+    return path
+
+
+def _cut(path, keep=0.5):
+    raw = path.read_bytes()
+    path.write_bytes(raw[: int(len(raw) * keep)])
+
+
+# ---------------------------------------------------------------------------------------------
+# truncate and corrupt: an error naming the file and the fix, never a silent partial read
+
+
+@pytest.mark.parametrize("fault", [_cut, lambda p: p.write_bytes(b"\x00garbage\xff" * 3)], ids=["truncate", "corrupt"])
+def test_project_files_cut_or_corrupt_are_named_with_the_fix(tmp_path, fault):
+    table = io.write_table(pd.DataFrame({"value": range(500)}), tmp_path / "results" / "verifiers.parquet")
+    record = io.write_json(tmp_path / "verifier.json", {"kind": "F3", "dim": 384})
+    for path, read in [(table, io.read_table), (record, io.read_json)]:
+        fault(path)
+        with pytest.raises(io.CorruptFile, match=rf"{path.name}: .*Fix: delete it"):
+            read(path)
+
+
+@pytest.mark.parametrize("fault", [_cut, lambda p: p.write_text("{\"01\": ")], ids=["truncate", "corrupt"])
+def test_stages_json_cut_or_corrupt_refuses_the_run_with_the_recovery(project, fault):
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    state = project / "runs/smoke/stages.json"
+    fault(state)
+    with pytest.raises(runner.Refused, match=r"stages\.json: .*Fix: delete it .*every stage then runs once more"):
+        runner.reproduce("smoke", out="runs/smoke/b")
+    state.unlink()  # the recovery the message gives
+    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
+
+
+def test_a_release_cut_at_a_line_boundary_is_refused(tmp_path):
+    path = _mrpc(tmp_path, 1725)
+    assert len(data.load_mrpc("test", tmp_path)) == 1725
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:869]))  # what `head -n 869` leaves: parses cleanly
+    with pytest.raises(DataError, match="868 pairs, but the released file has 1,725"):
+        data.load_mrpc("test", tmp_path)
+
+
+def test_a_lone_surrogate_is_refused_at_load(tmp_path):
+    path = tmp_path / "sentences.jsonl"
+    path.write_text('{"sentence": "fine"}\n{"sentence": "broken \\udc80 here"}\n')
+    with pytest.raises(DataError, match=rf"{path}:2: 'sentence' holds a lone surrogate"):
+        data.load_sentences(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# delete and change: a skip is only taken when outputs and data are as recorded
+
+
+@pytest.mark.parametrize("fault, reason", [
+    (lambda root: (root / "runs/smoke/negatives/pairs.txt").unlink(), "pairs.txt is missing"),
+    (lambda root: _cut(root / "runs/smoke/negatives/pairs.txt"), "pairs.txt changed size (10 -> 5 bytes)"),
+    (lambda root: _cut(root / "data/mrpc/msr_paraphrase_train.txt"), "data changed"),
+    (lambda root: (root / "data/mrpc/msr_paraphrase_train.txt").unlink(), "data changed"),
+])
+def test_deleted_or_changed_outputs_and_data_rerun_the_stage(project, fault, reason):
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    fault(project)
+    assert runner.reproduce("smoke", out="runs/smoke/b") == 0
+    assert statuses(project, "b")["01"] == "ok" and reason in summary(project, "b")["stages"]["01"]["reason"]
+
+
+def test_bundle_never_deletes_the_data_dir(tmp_path):
+    data_dir = tmp_path / "shared" / "data"
+    path = _mrpc(data_dir, 3)
+    with pytest.raises(bundle.UnsafeOut):
+        bundle.build_bundle(tmp_path / "shared", "none", [], data_dir=str(data_dir), log=lambda *a: None,
+                            download=lambda *a: pytest.fail("nothing may be written"))
+    assert path.exists() and len(path.read_text().splitlines()) == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# run twice at once, kill mid-write
+
+
+def test_two_runs_at_once_one_refuses_the_other_completes(project):
+    write_notebook(project / "notebooks" / "01_first.ipynb", SLOW_STAGE)
+    first = start_driver(project, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lock = project / "runs/smoke" / runner.LOCK_NAME
+    deadline = time.time() + 60
+    while not (lock.exists() and lock.read_text().startswith("pid")):
+        assert first.poll() is None and time.time() < deadline, "the first run never took the lock"
+        time.sleep(0.05)
+    second = start_driver(project, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out2, _ = second.communicate(timeout=120)
+    out1, _ = first.communicate(timeout=120)
+    assert (first.returncode, second.returncode) == (0, 2), (out1[-2000:], out2[-2000:])
+    assert f"REFUSED: another `compsense reproduce` is running on profile smoke (pid {first.pid}" in out2
+    state = json.loads((project / "runs/smoke/stages.json").read_text())
+    assert set(state) == {"01", "02"} and state["01"]["outputs"] == {"negatives/pairs.txt": 10}
+    runs = [p for p in (project / "runs/smoke").iterdir() if p.is_dir() and p.name[:1].isdigit()]
+    assert len(runs) == 1 and set(json.loads((runs[0] / "summary.json").read_text())["stages"]) == {"01", "02"}
+
+
+WRITER = """
+import sys
+import pandas as pd
+from compsense import io
+i = 0
+while True:
+    io.write_json(sys.argv[1], {"i": i, "pad": "x" * 300_000})
+    io.write_table(pd.DataFrame({"i": [i] * 20_000}), sys.argv[2])
+    i += 1
+"""
+
+
+def test_killed_mid_write_leaves_the_old_or_the_new_file_whole(tmp_path):
+    """SIGKILL a process that rewrites a JSON record and a parquet table in a loop, at several points:
+    each file always reads back complete (a kill may leave a hidden .<name>.*.tmp beside it)."""
+    record, table = tmp_path / "stages.json", tmp_path / "results.parquet"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CODE), os.environ.get("PYTHONPATH", "")])}
+    for delay in (0.9, 1.3, 1.7, 2.2):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(record), str(table)], env=env)
+        deadline = time.time() + 60
+        while not table.exists():
+            assert proc.poll() is None and time.time() < deadline
+            time.sleep(0.02)
+        time.sleep(delay - 0.8)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        got = io.read_json(record)
+        assert len(got["pad"]) == 300_000
+        frame = io.read_table(table)
+        assert len(frame) == 20_000 and frame["i"].nunique() == 1
+    visible = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
+    assert visible == ["results.parquet", "stages.json"]
