@@ -84,7 +84,7 @@ def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
         from .train import TrainConfig, plan_runs
 
         runs = plan_runs(p["backbones"], p["seeds"], p["variants"], p["structural_share"], p.get("share_sweep") or (),
-                         sweep_all_seeds=p.get("sweep_all_seeds") or ())
+                         sweep_all_seeds=p.get("sweep_all_seeds") or (), first_seed_only=p.get("first_seed_only") or ())
         texts, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "texts")
         out = []
         for b in p["backbones"]:

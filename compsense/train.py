@@ -633,12 +633,13 @@ NAMED_VARIANTS = ("base", "A", "B", "B-all", "C-identity")
 
 def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: float = PAPER_STRUCTURAL_SHARE,
               share_sweep=(), sweep_seeds=None, families=PAPER_STRUCTURAL_FAMILIES,
-              sweep_all_seeds=()) -> list[RunSpec]:
-    """The runs of the A/B grid: base (evaluated once per backbone, first seed), the named variants
-    per seed (`NAMED_VARIANTS`), and the share-sweep points (B with another share, "B-share<s>") for
+              sweep_all_seeds=(), first_seed_only=()) -> list[RunSpec]:
+    """The runs of the A/B grid, seed by seed (so a grid cut short has whole seeds): base (once per
+    backbone, first seed), the named variants (`NAMED_VARIANTS`; those in `first_seed_only` for the
+    first seed only), then the share-sweep points (B with another share, "B-share<s>") for
     `sweep_seeds` (default: the first seed); shares in `sweep_all_seeds` are trained for every seed."""
     seeds = list(seeds)
-    unknown = [v for v in variants if v not in NAMED_VARIANTS]
+    unknown = [v for v in [*variants, *first_seed_only] if v not in NAMED_VARIANTS]
     if unknown:
         raise ValueError(f"unknown variant(s) {unknown}; known: {list(NAMED_VARIANTS)} (share points: share_sweep)")
     families = tuple(families) if families is not None else None
@@ -649,17 +650,18 @@ def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: f
         "C-identity": dict(structural_share=float(structural_share), families=families,
                            structural_negatives="random"),
     }
+    sweep_for = set(sweep_seeds if sweep_seeds is not None else seeds[:1])
     runs = []
     for backbone in backbones:
         if "base" in variants:
             runs.append(RunSpec(backbone, "base", seeds[0], None))
         for seed in seeds:
-            runs += [RunSpec(backbone, v, seed, **per_seed[v]) for v in variants if v != "base"]
-        for share in share_sweep:
-            share_seeds = seeds if share in sweep_all_seeds else (sweep_seeds if sweep_seeds is not None else seeds[:1])
-            for seed in share_seeds:
+            named = [v for v in variants if v != "base" and (v not in first_seed_only or seed == seeds[0])]
+            runs += [RunSpec(backbone, v, seed, **per_seed[v]) for v in named]
+            for share in share_sweep:
                 variant = sweep_variant(share, structural_share)
-                if not any(r.backbone == backbone and r.variant == variant and r.seed == seed for r in runs):
+                if (seed in sweep_for or share in sweep_all_seeds) and not any(
+                        r.backbone == backbone and r.variant == variant and r.seed == seed for r in runs):
                     runs.append(RunSpec(backbone, variant, seed, float(share), families))
     return runs
 

@@ -182,8 +182,8 @@ def test_paper_config_and_plan():
     with pytest.raises(TypeError, match="no field"):
         TrainConfig.paper("minilm-l6", bogus=1)
     runs = plan_runs(["m"], [42, 43], structural_share=0.5, share_sweep=[0.0, 0.25, 0.5])
-    assert [(r.variant, r.seed) for r in runs] == [("base", 42), ("A", 42), ("B", 42), ("A", 43), ("B", 43),
-                                                   ("B-share0.25", 42)]
+    assert [(r.variant, r.seed) for r in runs] == [("base", 42), ("A", 42), ("B", 42), ("B-share0.25", 42),
+                                                   ("A", 43), ("B", 43)]
     runs = plan_runs(["m"], [42, 43], ["A", "B", "B-all", "C-identity"], share_sweep=[0.05, 0.5], sweep_all_seeds=[0.5])
     by = {(r.variant, r.seed): r for r in runs}
     assert set(by) == {(v, s) for v in ("A", "B", "B-all", "C-identity") for s in (42, 43)} | {
@@ -192,6 +192,9 @@ def test_paper_config_and_plan():
     assert by["B-all", 42].families is None and by["C-identity", 43].structural_negatives == "random"
     with pytest.raises(ValueError, match="unknown variant"):
         plan_runs(["m"], [42], ["A", "D"])
+    runs = plan_runs(["m"], [42, 43], ["A", "B", "B-all"], first_seed_only=["B-all"], share_sweep=[0.5])
+    assert [(r.variant, r.seed) for r in runs] == [("A", 42), ("B", 42), ("B-all", 42), ("B-share0.5", 42),
+                                                   ("A", 43), ("B", 43)]
 
 
 @pytest.fixture(scope="module")
