@@ -521,3 +521,31 @@ def share_sweep_table(results: pd.DataFrame, metric: str = "ndcg@10") -> pd.Data
     base = out[out.structural_share == 0].set_index("backbone")[metric]
     out["drop"] = out[metric] - out.backbone.map(base)
     return out
+
+
+def describe_result(t1: pd.DataFrame, variants: pd.DataFrame | None = None, metric: str = "ndcg@10") -> str:
+    """The A/B result in words, from Table 1 (with intervals) and the variant table: what a reader
+    should take away, generated from the numbers so that it cannot drift from them."""
+    lines = []
+    for r in t1[t1.metric == metric].itertuples():
+        ci = (f", 95% CI [{r.ci_low:+.3f}, {r.ci_high:+.3f}] over seeds and queries, Holm p = {r.p_holm:.3g}"
+              if "ci_low" in t1 and pd.notna(getattr(r, "ci_low", np.nan)) else "")
+        verdict = ("a cost" if getattr(r, "ci_high", 0) < 0 else "a gain" if getattr(r, "ci_low", 0) > 0
+                   else "no difference the interval can tell from zero")
+        paper = f"; the paper: {r.paper_drop:+.3f} ({r.paper_drop_pct:+.1f}%)" if pd.notna(r.paper_drop) else ""
+        lines.append(f"{r.backbone}: zero-shot {metric} B − A = {r.drop:+.3f} ({r.drop_pct:+.1f}% of A = {r.A_mean:.3f}, "
+                     f"{int(r.n_seeds)} seed(s)){ci}: {verdict}{paper}.")
+    if variants is not None and "mean_delta" in variants:
+        tests = variants.attrs.get("tests")
+        for backbone, grp in variants.groupby("backbone", sort=False):
+            by = grp.set_index("variant")
+            if {"B", "C-identity"} <= set(by.index) and tests is not None and not tests.empty:
+                bc = tests[(tests.backbone == backbone) & (tests.reference == "C-identity") & (tests.variant == "B")]
+                c = by.loc["C-identity"]
+                if not bc.empty:
+                    bc = bc.iloc[0]
+                    lines.append(
+                        f"{backbone}: the control C-identity (same identity rows, random negatives) costs "
+                        f"{c.mean_delta:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}] against A; B − C = {bc.mean_delta:+.3f} "
+                        f"[{bc.ci_low:+.3f}, {bc.ci_high:+.3f}] is the part the near-misses themselves account for.")
+    return "\n".join(lines) if lines else "No zero-shot A/B comparison in these results."

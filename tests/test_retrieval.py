@@ -227,3 +227,15 @@ def test_evaluate_refuses_qrels_naming_absent_documents():
     with pytest.raises(ValueError, match="not in the corpus"):
         evaluate(FakeEncoder(vectors), {"d1": {"title": "", "text": "doc one"}}, {"q1": "q"},
                  {"q1": {"d1": 1, "d404": 1}}, show_progress=False)
+
+
+def test_describe_result_states_the_interval_and_the_control():
+    pq = _per_query({"A": 0.0, "B": -0.1, "C-identity": -0.02})
+    results = (pq.groupby(["backbone", "variant", "seed", "dataset", "regime"], as_index=False)["ndcg@10"].mean()
+               .rename(columns={"ndcg@10": "value"}).assign(metric="ndcg@10", families="", retrieval_rows=100,
+                                                             structural_rows=0, structural_share=0.19))
+    t1 = table1(results, metrics=("ndcg@10",), per_query=pq, n=2000, seed=1)
+    text = retrieval.describe_result(t1, variant_table(results, pq, n=2000, seed=1))
+    assert "B − A = -0.10" in text and "a cost" in text and "3 seed(s)" in text
+    assert "C-identity" in text and "B − C = -0.08" in text
+    assert retrieval.describe_result(t1.iloc[0:0]) == "No zero-shot A/B comparison in these results."
