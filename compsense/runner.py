@@ -236,7 +236,7 @@ def select_stages(only: list[str] | None) -> list[Path]:
 
 # Local dataset folders each stage reads whatever its parameters say; folders a parameter names
 # (train_sources, eval_datasets) and files a parameter points at (nq_path) are added to these.
-STAGE_DATA = {"01": ["mrpc"], "02": [], "03": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
+STAGE_DATA = {"01": ["mrpc"], "02": ["mrpc"], "03": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
               "04": ["mrpc", "sugarcrepe", "condaqa"], "05": []}
 LIBRARIES = ("torch", "transformers", "sentence-transformers", "numpy", "pandas", "scikit-learn", "scipy",
              "pyarrow", "tokenizers", "safetensors")
