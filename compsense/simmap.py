@@ -275,6 +275,9 @@ class TokenCache:
                 raise ValueError(f"{path} does not match its key; delete it and it will be rebuilt")
             self.values = f.get_tensor("values").to(self.dtype)
             self.lengths = f.get_tensor("lengths").long()
+        if len(self.lengths) != len(self.texts) or int(self.lengths.sum()) != self.values.shape[0]:
+            raise ValueError(f"{path} holds {len(self.lengths)} texts / {self.values.shape[0]} token rows, not what its "
+                             f"key promises ({len(self.texts)} texts); delete it and it will be rebuilt")
         self.offsets = torch.cat([torch.zeros(1, dtype=torch.long), self.lengths.cumsum(0)[:-1]])
         self.tokens = json.loads(meta["tokens"])
 
@@ -286,9 +289,11 @@ def cache_key(encoder, texts: Sequence[str], include_special: bool, dtype: torch
     h.update(json.dumps({"include_special": bool(include_special),
                          "max_seq_length": getattr(encoder, "max_seq_length", None),
                          "dtype": str(storage_dtype(dtype))}).encode())
-    for t in texts:
-        h.update(t.encode("utf-8"))
-        h.update(b"\x00")
+    h.update(len(texts).to_bytes(8, "little"))
+    for t in texts:  # length-prefixed: no two text lists share a byte stream (a separator could occur in a text)
+        data = t.encode("utf-8")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
     return h.hexdigest()[:24]
 
 

@@ -1,3 +1,5 @@
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -168,3 +170,20 @@ def test_encode_tokens_keeps_gradients(tiny_encoder):
     assert grads and any(float(g.abs().sum()) > 0 for g in grads)
     tiny_encoder.zero_grad()
     assert np.isfinite(batch.embeddings.detach().numpy()).all()
+
+
+def test_cache_key_is_unambiguous_and_a_mismatched_file_is_refused(tmp_path):
+    """Joining texts with a separator let ["a\\x00b"] and ["a", "b"] share a key (and a cache)."""
+    from compsense.models import build_tiny_bert
+    from compsense.simmap import cache_key
+
+    encoder = build_tiny_bert(seed=3)
+    assert cache_key(encoder, ["a\x00b"], False) != cache_key(encoder, ["a", "b"], False)
+    assert cache_key(encoder, ["ab", ""], False) != cache_key(encoder, ["a", "b"], False)
+    cache = TokenCache(encoder, TEXTS[:3], tmp_path, show_progress=False)
+    path = next(tmp_path.glob("tokens-*.safetensors"))
+    other = TokenCache(encoder, TEXTS[3:5], tmp_path / "other", show_progress=False)
+    shutil.copy(next((tmp_path / "other").glob("tokens-*.safetensors")), path)  # another list's file under this key
+    with pytest.raises(ValueError, match="delete it"):
+        TokenCache(encoder, TEXTS[:3], tmp_path, show_progress=False)
+    assert cache.key != other.key
