@@ -500,6 +500,31 @@ def load_nq_open(split: str = "dev", data_dir=None) -> list[dict]:
     return out
 
 
+CONDAQA_EDITS = {0: "original", 1: "paraphrase", 2: "scope", 3: "affirmative"}
+
+
+def load_condaqa(data_dir=None, file: str = "condaqa_dev.jsonl") -> list[dict]:
+    """CondaQA passages, one record per (passage, edit): {"passage_id", "edit_id", "edit" (original /
+    paraphrase / scope / affirmative: CONDAQA_EDITS), "text", "original_sentence" (the sentence with
+    the negation cue), "cue"}. Rows repeat a passage edit once per question; its text must agree.
+    """
+    folder = _require_folder("condaqa", data_dir)
+    out: dict[tuple[str, int], dict] = {}
+    for where, rec in _jsonl(folder / file):
+        edit = rec.get("PassageEditID")
+        if edit not in CONDAQA_EDITS or rec.get("PassageID") is None:
+            raise _error(where, f"expected PassageID and PassageEditID in {sorted(CONDAQA_EDITS)}, got "
+                         f"{rec.get('PassageID')!r} / {edit!r}", "restore the original line")
+        key = (str(rec["PassageID"]), int(edit))
+        text = _text(rec, "sentence1", where).strip()
+        if key in out and out[key]["text"] != text:
+            raise _error(where, f"passage {key[0]} edit {key[1]} has two different texts", "restore the original file")
+        out.setdefault(key, {"passage_id": key[0], "edit_id": key[1], "edit": CONDAQA_EDITS[key[1]], "text": text,
+                             "original_sentence": str(rec.get("original sentence", "")).strip(),
+                             "cue": str(rec.get("original cue", "")).strip()})
+    return _nonempty([out[k] for k in sorted(out)], folder / file)
+
+
 def available_datasets(data_dir=None) -> dict[str, bool]:
     """Which local datasets are complete in the data folder (all False when there is none)."""
     try:

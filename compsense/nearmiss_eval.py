@@ -17,6 +17,7 @@ pairing protocols; the docstrings of `paraphrase_positives` and `sugarcrepe_pair
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 
@@ -196,6 +197,88 @@ def sugarcrepe_pairs(examples=None, data_dir=None, max_examples: int | None = No
     return positives, near_misses
 
 
+def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examples: int | None = None,
+                  seed: int = 0):
+    """CondaQA as a negation near-miss test nobody here wrote: (positives, near_misses) for
+    `near_miss_table` with match_on="passage_id".
+
+    Crowd workers edited each Wikipedia passage around a negation cue: a paraphrase of the negated
+    sentence (edit 1) and the negation undone (edit 3, family "affirmative"). The query is the
+    original (edit 0); the positive its paraphrase edit, the near-miss its negation-undone edit.
+    unit "passage" scores whole passages (median ~120 words: the edit lies beyond a 128-token
+    window in about a quarter of them, and a truncating encoder then sees two identical texts);
+    unit "sentence" (default) cuts all three to the sentence(s) around the edits, at the same
+    place in each (`_edited_region`). Passages lacking edit 1 or 3 are dropped.
+    """
+    import pandas as pd
+
+    from .data import load_condaqa
+
+    if unit not in ("sentence", "passage"):
+        raise ValueError(f"unit must be 'sentence' or 'passage', got {unit!r}")
+    records = load_condaqa(data_dir=data_dir) if records is None else list(records)
+    by_passage: dict[str, dict[int, str]] = {}
+    for rec in records:
+        by_passage.setdefault(str(rec["passage_id"]), {})[int(rec["edit_id"])] = rec["text"]
+    pos, neg = [], []
+    for pid in sorted(by_passage):
+        edits = by_passage[pid]
+        if not {0, 1, 3} <= set(edits) or edits[1] == edits[0] or edits[3] == edits[0]:
+            continue
+        texts = [edits[0], edits[1], edits[3]]
+        if unit == "sentence":
+            texts = _edited_region(*texts)
+        pos.append((texts[0], texts[1], pid))
+        neg.append((texts[0], texts[2], pid, "affirmative"))
+    positives = pd.DataFrame(pos, columns=["sentence1", "sentence2", "passage_id"])
+    near_misses = pd.DataFrame(neg, columns=["sentence1", "sentence2", "passage_id", "family"])
+    if max_examples is not None and len(near_misses) > max_examples:
+        keep = near_misses.sample(n=max_examples, random_state=seed).index
+        positives = positives.loc[keep].reset_index(drop=True)
+        near_misses = near_misses.loc[keep].reset_index(drop=True)
+    return positives, near_misses
+
+
+def _edited_region(original: str, *edits: str) -> list[str]:
+    """The sentence(s) of `original` that any edit changes, and the same stretch of each edit.
+
+    Texts agree before the first change and after the last one, so a cut made inside the common
+    prefix and inside the common suffix (counted from the end) falls at the same place in all.
+    """
+    start, tail = len(original), len(original)
+    for edit in edits:
+        prefix = _common_prefix(original, edit)
+        suffix = _common_prefix(original[prefix:][::-1], edit[prefix:][::-1])
+        start, tail = min(start, prefix), min(tail, suffix)
+    ends = [m.end() for m in _SENTENCE_END.finditer(original)]
+    begin = max([e for e in ends if e <= start], default=0)
+    changed_end = len(original) - tail
+    finish = min([e for e in ends if e >= changed_end], default=len(original))
+    back = len(original) - finish  # characters after the cut, identical in every text
+    return [t[begin:len(t) - back].strip() for t in (original, *edits)]
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def optional_condaqa(data_dir=None, unit: str = "sentence", max_examples: int | None = None, seed: int = 0):
+    """`condaqa_pairs`, or (None, None, why) when the CondaQA file is not here."""
+    try:
+        positives, near_misses = condaqa_pairs(data_dir=data_dir, unit=unit, max_examples=max_examples, seed=seed)
+    except FileNotFoundError as err:
+        return None, None, f"CondaQA skipped: {err}"
+    return positives, near_misses, f"CondaQA: {len(near_misses)} passages with a paraphrase and a negation-undone edit"
+
+
 def _sugarcrepe_images(examples, data_dir) -> dict[str, str]:
     """example_id -> COCO image file. The loader's records carry no image, so read it from the
     same JSON files (`<subset>.json`, key -> {filename, ...}); an `image` attribute wins if present."""
@@ -312,14 +395,84 @@ def optional_sugarcrepe(data_dir=None, max_examples: int | None = None, seed: in
     return positives, near_misses, f"SugarCrepe: {len(near_misses)} examples with another caption of their image"
 
 
-def to_tidy(table, dataset: str, backbone: str, seed: int, **constants):
-    """`near_miss_table` rows as tidy results (variant = scorer; family and n kept as columns)."""
+def to_tidy(table, dataset: str, backbone: str, seed: int, verifier_variant: str = "", **constants):
+    """`near_miss_table` rows as tidy results (variant = scorer; family and n kept as columns).
+
+    `verifier_variant` (notebook 04's "<train_data>-<size>" folder) goes into the run name and a
+    column of its own, so variants and seeds sit side by side in one results file; a table with a
+    `dataset` column (`evaluate_sets`) keeps it and ignores `dataset`."""
     from .io import tidy
 
-    rows = [dict(variant=r.scorer, family=r.family, metric=r.metric, value=r.value, n=r.n)
-            for r in table.itertuples(index=False)]
-    return tidy(rows, run=f"{backbone}/verifiers-seed{seed}", backbone=backbone, seed=seed, dataset=dataset,
-                **constants)
+    rows = [dict(variant=r.scorer, family=r.family, metric=r.metric, value=r.value, n=r.n,
+                 dataset=getattr(r, "dataset", dataset)) for r in table.itertuples(index=False)]
+    run = f"{backbone}/verifiers/{verifier_variant}/seed{seed}" if verifier_variant else f"{backbone}/verifiers-seed{seed}"
+    out = tidy(rows, run=run, backbone=backbone, seed=seed, verifier_variant=verifier_variant, **constants)
+    return out
 
 
-TIDY_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "family"]
+def eval_sets(heldout, data_dir=None, mrpc_split: str = "test", max_pairs: int | None = None, seed: int = 0,
+              condaqa_unit: str = "sentence"):
+    """Notebook 04's near-miss sets: {dataset: (positives, near_misses, match_on)} and notes on the
+    ones missing. "negatives-heldout": notebook 01's held-out families against MRPC-`mrpc_split`
+    paraphrases; "sugarcrepe" and "condaqa": external sets nobody here wrote or tuned on."""
+    sets = {"negatives-heldout": (mrpc_positives(heldout, data_dir=data_dir, split=mrpc_split,
+                                                 max_unmatched=max_pairs, seed=seed), heldout, "sentence1")}
+    notes = []
+    for name, (pos, neg, note), key in (
+            ("sugarcrepe", optional_sugarcrepe(data_dir=data_dir, max_examples=max_pairs, seed=seed), "example_id"),
+            ("condaqa", optional_condaqa(data_dir=data_dir, unit=condaqa_unit, max_examples=max_pairs, seed=seed),
+             "passage_id")):
+        notes.append(note)
+        if neg is not None:
+            sets[name] = (pos, neg, key)
+    return sets, notes
+
+
+def evaluate_sets(scorers: dict, sets: dict):
+    """`near_miss_table` and `self_match_table` of every scorer on every set, as one long table with a
+    `dataset` column (the self-match rows are families self_match and copy_vs_near_miss)."""
+    import pandas as pd
+
+    frames = []
+    for dataset, (positives, near_misses, match_on) in sets.items():
+        frames.append(near_miss_table(scorers, positives, near_misses, match_on=match_on).assign(dataset=dataset))
+        frames.append(self_match_table(scorers, positives, near_misses).assign(dataset=dataset))
+    return pd.concat(frames, ignore_index=True)
+
+
+CHECKS = {"auc": ("all", "auc"), "self_match": ("self_match", "auc"),
+          "copy_vs_near_miss": ("copy_vs_near_miss", "pairwise_accuracy")}
+
+
+def separation_table(results, datasets=None, decimals: int = 3):
+    """The result table of notebook 04: one row per scorer x training data x size (verifiers split
+    into name and regime), one column per dataset x check, each "mean ± std" over seeds (the
+    value alone with one seed). Checks: near-miss AUC over all families, self-match AUC
+    (score(s, s) against score(s, paraphrase)) and copy > near-miss (pairwise accuracy)."""
+    import pandas as pd
+
+    parts = []
+    for check, (family, metric) in CHECKS.items():
+        sel = results[(results.family == family) & (results.metric == metric)]
+        parts.append(sel.assign(check=check))
+    data = pd.concat(parts, ignore_index=True)
+    if datasets is not None:
+        data = data[data.dataset.isin(datasets)]
+    for col in ("train_data", "size"):
+        if col not in data.columns:
+            data[col] = ""
+    data = data.fillna({"train_data": "", "size": ""})
+    keys = ["variant", "train_data", "size"]
+    stats = data.groupby(keys + ["dataset", "check"], sort=False).value.agg(["mean", "std", "count"]).reset_index()
+    stats["cell"] = [f"{m:.{decimals}f}" if n < 2 else f"{m:.{decimals}f} ± {sd:.{decimals}f}"
+                     for m, sd, n in zip(stats["mean"], stats["std"], stats["count"])]
+    wide = stats.pivot_table(index=keys, columns=["dataset", "check"], values="cell", aggfunc="first", sort=False)
+    wide.insert(0, "seeds", stats.groupby(keys, sort=False)["count"].max())
+    name_regime = [v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "") for v in
+                   wide.index.get_level_values("variant")]
+    wide.index = pd.MultiIndex.from_tuples([(n, r, d, s) for (n, r), (_, d, s) in zip(name_regime, wide.index)],
+                                           names=["scorer", "regime", "train_data", "size"])
+    return wide
+
+
+TIDY_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "family", "verifier_variant"]

@@ -299,19 +299,19 @@ def baseline_encoders(backbone: str, work_dir, seed: int, device=None, max_seq_l
 
 
 def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_encoder, device=None,
-                 max_seq_length: int | None = 128, fallback: bool = True,
-                 include_special: bool = False) -> tuple[list[Method], list[str]]:
-    """The verifiers notebook 04 saved under {work_dir}/verifiers/<name>-<regime>/, each with its
-    encoder (the backbone when frozen, its own fine-tuned copy when end-to-end), and notes.
+                 max_seq_length: int | None = 128, fallback: bool = True, include_special: bool = False,
+                 variant: str = "identity-small", seed: int = 42) -> tuple[list[Method], list[str]]:
+    """The verifiers of one notebook-04 variant and seed (`verifier_training.verifier_dir`:
+    {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/), each with its encoder (the
+    backbone when frozen, its own fine-tuned copy when end-to-end), and notes.
 
     A missing frozen F0, F1 or F2 is replaced, with `fallback`, by an untrained one: F0 and F1 have
     no parameters (notebook 04 does not train them frozen either), F2 keeps lam = tau = 0.1.
     Raises when nothing at all can rerank.
     """
     from . import verifiers as V
-    from .verifier_training import REGIMES
+    from .verifier_training import REGIMES, verifier_dir
     from .models import quiet_transformers, load_encoder
-    from .paths import resolve
 
     methods, notes = [], []
     for regime in regimes:
@@ -319,7 +319,7 @@ def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_en
             raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
         for name in V.verifier_names(names):
             label = f"{name}-{regime}"
-            folder = resolve(work_dir) / "verifiers" / label
+            folder = verifier_dir(work_dir, variant, seed, label)
             complete = (folder / V.CONFIG_FILE).exists() and (folder / V.WEIGHTS_FILE).exists()
             if regime == "end2end":
                 complete = complete and (folder / "encoder" / "modules.json").exists()
@@ -343,7 +343,7 @@ def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_en
                 notes.append(f"{label}: no saved verifier at {folder}; run notebooks/04_verifiers.ipynb for this "
                              "profile (left out)")
     if not methods:
-        raise FileNotFoundError(f"no verifier to rerank with under {resolve(work_dir) / 'verifiers'}: run "
+        raise FileNotFoundError(f"no verifier to rerank with under {verifier_dir(work_dir, variant, seed, '')}: run "
                                 "notebooks/04_verifiers.ipynb for this profile first, or include 'frozen' in "
                                 "regimes for the training-free F0-F2")
     return methods, notes
@@ -567,12 +567,16 @@ def tradeoff_table(results: pd.DataFrame, separation: pd.DataFrame, k: int | Non
     """One row per method: near-miss separation AUC (notebook 04's verifiers.parquet) beside
     reranked `metric` at K and weight (encoder-only for the pooled Base / A / B).
 
-    Columns: label, kind (pooled / frozen / end2end), auc, value."""
+    Columns: label, kind (pooled / frozen / end2end), auc, auc_std, seeds, value. AUC is the mean
+    over the seeds notebook 04 trained (`auc_std` their standard deviation, NaN for one seed);
+    `auc_dataset` picks the near-miss set (negatives-heldout, sugarcrepe, condaqa)."""
     sep = separation[(separation.dataset == auc_dataset) & (separation.metric == "auc")]
     if "family" in sep.columns:
         sep = sep[sep.family == family]
     rename = {"cosine Base": "base", "cosine Model A": "A", "cosine Model B": "B"}
-    auc = sep.assign(label=sep.variant.map(lambda v: rename.get(v, v))).groupby("label").value.mean().rename("auc")
+    per_seed = sep.assign(label=sep.variant.map(lambda v: rename.get(v, v)))
+    stats = per_seed.groupby("label").value.agg(["mean", "std", "count"])
+    auc = stats.rename(columns={"mean": "auc", "std": "auc_std", "count": "seeds"})
     df = results[results.metric == metric]
     reranked = df[df.verifier != "none"]
     k = int(k if k is not None else (reranked.k.max() if not reranked.empty else MAX_K))
@@ -581,7 +585,7 @@ def tradeoff_table(results: pd.DataFrame, separation: pd.DataFrame, k: int | Non
     value = pd.concat([pooled.groupby("variant").value.mean(), reranked.groupby("variant").value.mean()])
     out = pd.concat([auc, value.rename("value")], axis=1, join="inner").reset_index(names="label")
     out["kind"] = [("pooled" if lab in ("base", "A", "B") else lab.rsplit("-", 1)[-1]) for lab in out.label]
-    return out[["label", "kind", "auc", "value"]]
+    return out[["label", "kind", "auc", "auc_std", "seeds", "value"]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -635,11 +639,13 @@ def figure_k_sweep(results: pd.DataFrame, weight: float = 0.0, metric: str = "nd
 
 
 def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "ndcg@10"):
-    """Beyond the paper: one point per method, x = near-miss separation AUC, y = retrieval `metric`.
-    Up and to the right is sensitivity without the retrieval cost."""
+    """Beyond the paper: one point per method, x = near-miss separation AUC (± its std over
+    notebook 04's seeds when there are several), y = retrieval `metric`. Up and to the right is
+    sensitivity without the retrieval cost."""
     import plotly.express as px
 
-    fig = px.scatter(table, x="auc", y="value", color="kind", text="label",
+    error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
+    fig = px.scatter(table, x="auc", y="value", color="kind", text="label", error_x=error,
                      category_orders={"kind": ["pooled", "frozen", "end2end"]},
                      labels={"auc": "near-miss separation AUC (notebook 04)",
                              "value": f"{metric} (reranked{'' if k is None else f' top-{k}'}; pooled: encoder only)"},

@@ -37,6 +37,7 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
                    batch_size: int = 32, lr: float = 1e-3, encoder_lr: float = 1e-5, temperature: float = 0.1,
                    seed: int = 42, cache_dir=None, device=None, weight_decay: float = 0.0,
                    warmup_ratio: float = 0.1, max_grad_norm: float = 1.0, in_batch_negatives: int | None = 4,
+                   hard_negatives: str = "all", encoder_weight_decay: float | None = None,
                    show_progress: bool = True) -> dict:
     """Train `verifier` on (anchor, positive, negative) triplets; returns a JSON-ready history.
 
@@ -50,7 +51,13 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     its own, like a cross-encoder, so all-pairs MNRL costs B x 2B maps a step (2,048 at batch 32)
     and the CNN/Transformer's own compute then dwarfs the encoder's; sentence-transformers'
     CrossEncoder MultipleNegativesRankingLoss samples `num_negatives=4` per anchor for the same
-    reason. The hard negative, the signal that matters here, is always kept.
+    reason. The hard negative, the signal that matters here, is always kept. `hard_negatives="own"`
+    leaves the other anchors' hard negatives out of the candidates: with `in_batch_negatives=None`
+    that is the authors' loss, B x (B + 1) (`train_and_eval_verifiers_experiment.py`,
+    compute_mnrl_loss: every positive of the batch plus the anchor's own hard negative).
+
+    Optimiser: AdamW with `weight_decay` on the verifier and `encoder_weight_decay` (default: the
+    same) on the encoder, gradients clipped to `max_grad_norm` per model, as the authors do.
 
     Regimes. "frozen": the encoder is never run after one pass that fills a `TokenCache` with the
     texts the budget will visit (kept on disk under `cache_dir`); only the verifier learns, and a
@@ -74,7 +81,10 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     history = {"verifier": verifier.name, "regime": regime, "n_parameters": n_parameters(verifier),
                "budget_examples": int(budget_examples), "batch_size": int(batch_size), "lr": lr,
                "encoder_lr": encoder_lr if regime == "end2end" else None, "temperature": temperature,
-               "in_batch_negatives": in_batch_negatives,
+               "in_batch_negatives": in_batch_negatives, "hard_negatives": hard_negatives,
+               "weight_decay": weight_decay,
+               "encoder_weight_decay": (weight_decay if encoder_weight_decay is None else encoder_weight_decay)
+               if regime == "end2end" else None,
                "seed": seed, "n_triplets": len(anchors), "include_special": verifier.include_special,
                "trained": False, "note": "", "steps": 0, "examples_seen": 0, "texts_encoded": 0,
                "loss": [], "accuracy": [], "seconds": 0.0}
@@ -85,7 +95,7 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
 
     batches = _sample_batches(len(anchors), budget_examples, batch_size, seed)
     verifier_params = [p for p in verifier.parameters() if p.requires_grad]
-    groups = [{"params": verifier_params, "lr": lr}] if verifier_params else []
+    groups = [{"params": verifier_params, "lr": lr, "weight_decay": weight_decay}] if verifier_params else []
     if regime == "frozen":
         used = sorted({t for b in batches for i in b for t in (anchors[i], positives[i], negatives[i])})
         cache = TokenCache(encoder, used, cache_dir, include_special=verifier.include_special,
@@ -97,8 +107,9 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
         encoder.to(device)
         for p in encoder.parameters():
             p.requires_grad_(True)
-        groups.append({"params": [p for p in encoder.parameters()], "lr": encoder_lr})
-    optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay)
+        groups.append({"params": [p for p in encoder.parameters()], "lr": encoder_lr,
+                       "weight_decay": weight_decay if encoder_weight_decay is None else encoder_weight_decay})
+    optimizer = torch.optim.AdamW(groups)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(batches), warmup_ratio))
 
     sampler = torch.Generator().manual_seed(int(seed))  # which in-batch negatives each step draws
@@ -116,11 +127,13 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
                 history["texts_encoded"] += len(a) * 3
                 q, cands = tokens.select(range(len(a))), tokens.select(range(len(a), 3 * len(a)))
             loss, accuracy = contrastive_loss(verifier, q, cands, p, p + n, temperature,
-                                              in_batch_negatives=in_batch_negatives, generator=sampler)
+                                              in_batch_negatives=in_batch_negatives, generator=sampler,
+                                              hard_negatives=hard_negatives)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if max_grad_norm:
-                torch.nn.utils.clip_grad_norm_([w for g in groups for w in g["params"]], max_grad_norm)
+                for group in groups:
+                    torch.nn.utils.clip_grad_norm_(group["params"], max_grad_norm)
             optimizer.step()
             scheduler.step()
             history["loss"].append(float(loss.detach()))
@@ -136,23 +149,39 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     return history
 
 
+HARD_NEGATIVES = ("all", "own")
+
+
 def contrastive_loss(verifier: Verifier, q, candidates, positive_texts: Sequence[str],
                      candidate_texts: Sequence[str], temperature: float, in_batch_negatives: int | None = None,
-                     generator: torch.Generator | None = None):
+                     generator: torch.Generator | None = None, hard_negatives: str = "all"):
     """(loss, top-1 accuracy) of B anchors `q` against 2B `candidates` (B positives, then B hard negatives).
 
     Anchor i's positive is candidate i and its hard negative candidate B + i. `in_batch_negatives`
     None scores every candidate for every anchor (B x 2B maps); k scores the positive, the hard
     negative and k other candidates drawn at random by `generator` (B x (2 + k) maps). Candidates
-    whose text equals anchor i's positive never count as its negatives.
+    whose text equals anchor i's positive never count as its negatives. `hard_negatives="own"`
+    drops the other anchors' hard negatives from the candidates (None then gives the authors'
+    B x (B + 1) maps).
     """
     b, c = len(q), len(candidates)
     if c != 2 * b or len(positive_texts) != b or len(candidate_texts) != c:
         raise ValueError(f"contrastive_loss needs B anchors, B positives and 2B candidates (positives then "
                          f"negatives); got {b} anchors, {len(positive_texts)} positives and {c} candidates")
+    if hard_negatives not in HARD_NEGATIVES:
+        raise ValueError(f"hard_negatives must be one of {HARD_NEGATIVES}, got {hard_negatives!r}")
     same_text = torch.tensor([[t == pos for t in candidate_texts] for pos in positive_texts])
     same_text[torch.arange(b), torch.arange(b)] = False
-    if in_batch_negatives is None or in_batch_negatives >= c - 2:
+    own_only = hard_negatives == "own"
+    if own_only and (in_batch_negatives is None or in_batch_negatives >= b - 1):
+        # The authors' shape: anchors x all positives, then each anchor's own hard negative.
+        pos_scores = verifier(*cross_similarity_maps(q, candidates.select(range(b)))).view(b, b)
+        neg_scores = verifier(*similarity_map(q, candidates.select(range(b, c))))
+        scores = torch.cat([pos_scores, neg_scores[:, None]], dim=1)
+        masked = torch.cat([same_text[:, :b], torch.zeros(b, 1, dtype=torch.bool)], dim=1)
+        logits = (scores / temperature).masked_fill(masked.to(scores.device), float("-inf"))
+        labels = torch.arange(b, device=scores.device)
+    elif not own_only and (in_batch_negatives is None or in_batch_negatives >= c - 2):
         scores = verifier(*cross_similarity_maps(q, candidates)).view(b, c)
         logits = (scores / temperature).masked_fill(same_text.to(scores.device), float("-inf"))
         labels = torch.arange(b, device=scores.device)
@@ -162,6 +191,8 @@ def contrastive_loss(verifier: Verifier, q, candidates, positive_texts: Sequence
         own = torch.stack([torch.arange(b), torch.arange(b) + b], dim=1)  # [B, 2]: positive, hard negative
         # Random keys; the anchor's own two and same-text candidates sort last and are masked if drawn.
         excluded = same_text.clone()
+        if own_only:
+            excluded[:, b:] = True
         excluded[torch.arange(b), torch.arange(b)] = True
         excluded[torch.arange(b), torch.arange(b) + b] = True
         keys = torch.rand(b, c, generator=generator).masked_fill(excluded, 2.0)
@@ -376,28 +407,68 @@ def training_positives(triplets, mode: str = "identity", data_dir=None):
     return with_paraphrase_positives(triplets, positive_pairs(load_mrpc("train", data_dir=data_dir)), mode)
 
 
-def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, work_dir, seed: int = 42,
-             device=None, include_special: bool = False, **train_kwargs):
-    """Train (or resume) every verifier in every regime at the same budget; saved under
-    `{work_dir}/verifiers/<name>-<regime>/`, token caches under `{work_dir}/cache/`.
+RECIPES = ("equal", "authors")
 
-    Returns ({"F3-frozen": (verifier, encoder, history), ...}, a summary table).
+
+def variant_name(train_data: str, size: str, recipe: str = "equal") -> str:
+    """The folder of one notebook-04 variant: "<train_data>-<size>", plus "-authors" for the authors'
+    per-verifier budgets. Variants sit side by side under {work_dir}/verifiers/."""
+    return f"{train_data}-{size}" + ("" if recipe == "equal" else f"-{recipe}")
+
+
+def verifier_dir(work_dir, variant: str, seed: int, label: str) -> Path:
+    """Where notebook 04 saves one verifier: {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/
+    (notebook 05 and the estimate read it from here)."""
+    from .paths import resolve
+
+    return resolve(work_dir) / "verifiers" / variant / f"seed{seed}" / label
+
+
+def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, work_dir, seed: int = 42,
+             device=None, include_special: bool = False, size: str = "small", recipe: str = "equal",
+             variant: str | None = None, f2_learnable: bool = False, **train_kwargs):
+    """Train (or resume) every verifier in every regime; saved under `verifier_dir(work_dir, variant,
+    seed, label)` (variant: `variant_name("custom", size, recipe)` when not given), token caches
+    under `{work_dir}/cache/`.
+
+    `size`: "small" or "paper" F3/F4 (`verifiers.create`). `recipe`: "equal" trains every verifier
+    on `train_kwargs` (same budget for all); "authors" replaces, per verifier and regime, batch
+    size, budget, learning rates, weight decay and loss shape by the authors' (`verifier_recipe`).
+    `f2_learnable` trains F2's lam and tau (the authors fix both at 0.1).
+    Returns ({"F3-frozen": (verifier, encoder, history), ...}, a summary table with parameter
+    counts and the examples each verifier saw beside the authors' budget for it).
     """
     import pandas as pd
 
     from .paths import workspace
+    from .verifier_recipe import authors_budget, authors_recipe, encoder_millions
+    from .verifiers import sized_kwargs
 
+    if recipe not in RECIPES:
+        raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
+    variant = variant or variant_name("custom", size, recipe)
+    millions = encoder_millions(encoder)
+    # sentence-transformers 6 renamed the method; the H200 machine has 6.0.1, this one may be older.
+    getter = getattr(encoder, "get_embedding_dimension", None) or getattr(encoder, "get_sentence_embedding_dimension")
+    dim = getter()
     fitted = {}
     for regime in regimes:
         for name in verifier_names(names):
             label = f"{name}-{regime}"
-            fitted[label] = fit_verifier(name, regime, encoder, triplets, workspace(work_dir, "verifiers", label),
+            kwargs = {**train_kwargs, **(authors_recipe(name, regime, millions) if recipe == "authors" else {})}
+            verifier_kwargs = {"include_special": include_special, "size": size,
+                               **sized_kwargs(name, size, dim, getattr(encoder, "max_seq_length", None)),
+                               **({"learnable": True} if f2_learnable and name == "F2" else {})}
+            fitted[label] = fit_verifier(name, regime, encoder, triplets, verifier_dir(work_dir, variant, seed, label),
                                          seed=seed, cache_dir=workspace(work_dir, "cache"), device=device,
-                                         verifier_kwargs={"include_special": include_special}, **train_kwargs)
+                                         verifier_kwargs=verifier_kwargs, **kwargs)
     rows = []
     for label, (verifier, _, h) in fitted.items():
-        rows.append({"verifier": label, "parameters": n_parameters(verifier), "trained": h["trained"],
-                     "steps": h["steps"], "examples_seen": h["examples_seen"], "budget": h["budget_examples"],
+        rows.append({"verifier": label, "variant": variant, "size": size, "seed": seed,
+                     "parameters": n_parameters(verifier), "trained": h["trained"],
+                     "steps": h["steps"], "batch_size": h["batch_size"], "examples_seen": h["examples_seen"],
+                     "budget": h["budget_examples"],
+                     "authors_budget": authors_budget(h["verifier"], h["regime"], millions),
                      "final_loss": h["loss"][-1] if h["loss"] else float("nan"),
                      "texts_encoded": h["texts_encoded"], "seconds": h["seconds"], "note": h["note"]})
     return fitted, pd.DataFrame(rows)

@@ -98,3 +98,38 @@ def test_self_match_table_calls_each_scorer_once():
     table = N.self_match_table({"exact": scorer}, positives, near)
     assert calls == [2 * 2 + 2 * 1]
     assert set(table[table.metric == "pairwise_accuracy"].value) == {1.0}
+
+
+def _overlap_scorer(pairs):
+    """Scores by how few words two texts share: separates near-misses the wrong way round."""
+    return [-len(set(a.split()) & set(b.split())) for a, b in pairs]
+
+
+def _copy_scorer(pairs):
+    return [1.0 if a == b else 0.5 if len(a.split()) == len(b.split()) else 0.8 for a, b in pairs]
+
+
+def test_evaluate_sets_and_separation_table_give_mean_and_std_over_seeds():
+    positives = pd.DataFrame({"sentence1": ["the cat sat", "a dog ran"], "sentence2": ["a feline rested here", "one hound sprinted off"]})
+    near = pd.DataFrame({"sentence1": ["the cat sat", "a dog ran"], "sentence2": ["the cat stood", "a dog walked"],
+                         "family": ["verb", "verb"]})
+    sets = {"toy": (positives, near, "sentence1"), "other": (positives, near, "sentence1")}
+    table = N.evaluate_sets({"overlap": _overlap_scorer, "copy": _copy_scorer}, sets)
+    assert set(table.dataset) == {"toy", "other"}
+    assert {"self_match", "copy_vs_near_miss", "verb", "all"} <= set(table.family)
+    runs = [N.to_tidy(table, "", "bb", s, verifier_variant="balanced-small", train_data="balanced", size="small")
+            for s in (1, 2)]
+    results = pd.concat(runs, ignore_index=True)
+    assert results.run.iloc[0] == "bb/verifiers/balanced-small/seed1" and set(results.dataset) == {"toy", "other"}
+    # a second seed that differs: the overlap scorer's near-miss AUC moves by 0.5
+    results.loc[(results.seed == 2) & (results.variant == "overlap") & (results.metric == "auc")
+                & (results.family == "all"), "value"] -= 0.5
+    sep = N.separation_table(results)
+    assert sep.loc[("overlap", "", "balanced", "small"), ("toy", "auc")] == "0.750 ± 0.354"
+    assert sep.loc[("overlap", "", "balanced", "small"), "seeds"].item() == 2
+    # the overlap scorer ranks every copy below its paraphrase and its near-miss: self-match 0
+    assert sep.loc[("overlap", "", "balanced", "small"), ("toy", "self_match")] == "0.000 ± 0.000"
+    assert sep.loc[("copy", "", "balanced", "small"), ("other", "copy_vs_near_miss")] == "1.000 ± 0.000"
+    one = N.separation_table(runs[0].assign(variant=runs[0].variant.map({"overlap": "F4-frozen", "copy": "F1-end2end"})))
+    assert ("F4", "frozen", "balanced", "small") in one.index and one.loc[("F4", "frozen", "balanced", "small"),
+                                                                         ("toy", "auc")] == "1.000"

@@ -12,6 +12,7 @@ import torch.nn as nn
 
 from compsense import rerank as R
 from compsense import verifiers as V
+from compsense.verifier_training import verifier_dir
 from compsense.retrieval import HARNESS, evaluate
 
 # Unit word vectors: pooled cosine ranks "w" (the direction of x + y) first for the query "x y",
@@ -218,8 +219,10 @@ def test_find_methods_falls_back_to_training_free_verifiers(encoder, tmp_path):
     assert sum("04_verifiers" in n for n in notes) == 7  # F3/F4 frozen, all five end2end
     with pytest.raises(FileNotFoundError, match="04_verifiers"):
         R.find_methods(tmp_path, ["F3"], ["frozen"], encoder)
-    V.save(V.create("F3", seed=0), tmp_path / "verifiers" / "F3-frozen")
-    methods, _ = R.find_methods(tmp_path, ["F3"], ["frozen"], encoder)
+    V.save(V.create("F3", seed=0), verifier_dir(tmp_path, "balanced-paper", 43, "F3-frozen"))
+    with pytest.raises(FileNotFoundError, match="04_verifiers"):  # another variant's or seed's folder
+        R.find_methods(tmp_path, ["F3"], ["frozen"], encoder, variant="balanced-paper", seed=42)
+    methods, _ = R.find_methods(tmp_path, ["F3"], ["frozen"], encoder, variant="balanced-paper", seed=43)
     assert methods[0].source == "notebook 04" and methods[0].verifier.name == "F3"
 
 
@@ -244,9 +247,15 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
     assert {"first_stage_ms", "rerank_ms@2", "rerank_ms@4", "token_cache_mb"} <= set(cost.columns)
     assert (cost.set_index("variant").loc["F1-frozen", "token_cache_mb"]) > 0
     separation = pd.DataFrame({"dataset": "negatives-heldout", "family": "all", "metric": "auc",
-                               "variant": ["cosine Base", "F0-frozen", "F1-frozen"], "value": [0.5, 0.55, 0.7]})
+                               "variant": ["cosine Base", "F0-frozen", "F1-frozen", "F1-frozen"],
+                               "seed": [42, 42, 42, 43], "value": [0.5, 0.55, 0.7, 0.9]})
     table = R.tradeoff_table(res, separation)
     assert set(table.label) == {"base", "F0-frozen", "F1-frozen"}
+    f1 = table.set_index("label").loc["F1-frozen"]
+    assert (f1.auc, f1.seeds) == (pytest.approx(0.8), 2) and f1.auc_std == pytest.approx(0.1414, abs=1e-4)
+    assert f1.value == pytest.approx(ndcg[("F1-frozen", 4, 0.0)])  # the reranked nDCG@10 at the largest K
+    fig = R.figure_tradeoff(table)
+    assert any(t.error_x is not None and t.error_x.array is not None for t in fig.data)  # seeds' std as error bars
     assert table.set_index("label").kind.to_dict() == {"base": "pooled", "F0-frozen": "frozen", "F1-frozen": "frozen"}
     for fig in (R.figure_rerank(res), R.figure_k_sweep(res), R.figure_tradeoff(table)):
         assert fig.data
@@ -255,7 +264,7 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
 def test_find_methods_notes_a_frozen_verifier_trained_on_another_encoder(encoder, tiny_encoder, tmp_path):
     from compsense.simmap import encoder_fingerprint
 
-    folder = tmp_path / "verifiers" / "F3-frozen"
+    folder = verifier_dir(tmp_path, "identity-small", 42, "F3-frozen")
     V.save(V.create("F3", seed=0), folder, extra={"settings": {"encoder": encoder_fingerprint(encoder)[:16]}})
     _, notes = R.find_methods(tmp_path, ["F3"], ["frozen"], encoder)
     assert not any("another encoder" in n for n in notes)

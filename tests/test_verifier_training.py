@@ -191,3 +191,83 @@ def test_paraphrase_positives_from_sentence_pairs():
              SentencePair(t.anchor[1], "Something else entirely.", 0, id1="3", id2="4", source="mrpc")]
     mixed, counts = T.with_paraphrase_positives(t, pairs, "mixed")
     assert mixed.positive.tolist() == ["A dog close to a ball.", t.positive[1]] and counts["with_paraphrase"] == 1
+
+
+def test_authors_loss_shape_is_every_positive_plus_the_own_hard_negative(tiny_encoder):
+    t = _triplets(6)
+    a, n = t.anchor.tolist(), t.negative.tolist()
+    p = [f"A {w} sentence." for w in ["first", "second", "third", "fourth", "fifth", "sixth"]]  # distinct texts
+    q, cands = _loss_inputs(tiny_encoder, p, n, a)
+    verifier = V.create("F3", seed=0).eval()
+    own, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=None, hard_negatives="own")
+    # By hand: anchor i against all six positives, then its own hard negative (B x (B + 1)).
+    pos = torch.tensor(V.score_pairs(tiny_encoder, verifier, [(x, y) for x in a for y in p])).view(6, 6)
+    neg = torch.tensor(V.score_pairs(tiny_encoder, verifier, list(zip(a, n))))
+    expected = torch.nn.functional.cross_entropy(torch.cat([pos, neg[:, None]], 1) / 0.1, torch.arange(6))
+    assert torch.allclose(own, expected, atol=1e-5)
+    everything, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=None)
+    assert not torch.allclose(own, everything)  # the other anchors' hard negatives are candidates there
+    # Sampling k >= B - 1 others from the positives only is the same loss.
+    covered, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=5, hard_negatives="own")
+    assert torch.allclose(own, covered, atol=1e-6)
+    with pytest.raises(ValueError, match="hard_negatives"):
+        T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, hard_negatives="some")
+
+
+def test_authors_recipe_follows_their_shell_script():
+    from compsense.verifier_recipe import authors_budget, authors_recipe
+
+    # run_frozen_vs_e2e_experiment.sh, 4 minutes: F3 frozen at 50 samples/s, batch 32 -> 375 steps.
+    f3 = authors_recipe("F3", "frozen", 33)
+    assert (f3["batch_size"], f3["budget_examples"] // f3["batch_size"]) == (32, 375)
+    assert (f3["weight_decay"], f3["encoder_lr"], f3["encoder_weight_decay"]) == (0.01, 1.5e-5, 0.005)
+    assert (f3["temperature"], f3["in_batch_negatives"], f3["hard_negatives"]) == (0.1, None, "own")
+    steps = {(v, r): authors_budget(v, r, 22) // authors_recipe(v, r, 22)["batch_size"]
+             for v in ("F2", "F3", "F4") for r in ("frozen", "end2end")}
+    assert steps == {("F2", "frozen"): 1125, ("F2", "end2end"): 825, ("F3", "frozen"): 375,
+                     ("F3", "end2end"): 412, ("F4", "frozen"): 1500, ("F4", "end2end"): 1125}
+    light = authors_recipe("maxsim", "end2end", 22)
+    assert (light["batch_size"], light["weight_decay"], light["encoder_lr"]) == (128, 0.0, 2e-5)
+    assert authors_recipe("F4", "frozen", 149)["budget_examples"] == 4 * 60 * 60 // 32 * 32
+    with pytest.raises(ValueError, match="regime"):
+        authors_recipe("F3", "both", 22)
+
+
+def test_fit_grid_keeps_variants_and_seeds_apart_and_reports_budgets(tiny_encoder, tmp_path):
+    kwargs = dict(budget_examples=16, batch_size=8, show_progress=False)
+    _, small = T.fit_grid(["F1", "F3"], ["frozen"], tiny_encoder, _triplets(), tmp_path, seed=1,
+                          variant=T.variant_name("identity", "small"), **kwargs)
+    _, paper = T.fit_grid(["F3"], ["frozen"], tiny_encoder, _triplets(), tmp_path, seed=2, size="paper",
+                          variant=T.variant_name("identity", "paper"), **kwargs)
+    assert (T.verifier_dir(tmp_path, "identity-small", 1, "F3-frozen") / V.CONFIG_FILE).exists()
+    assert (T.verifier_dir(tmp_path, "identity-paper", 2, "F3-frozen") / V.CONFIG_FILE).exists()
+    assert V.read_info(T.verifier_dir(tmp_path, "identity-paper", 2, "F3-frozen"))["size"] == "paper"
+    assert small.set_index("verifier").loc["F3-frozen", "examples_seen"] == 16
+    assert paper.parameters.iloc[0] == 332_545 and small.set_index("verifier").loc["F3-frozen", "parameters"] < 10_000
+    # The authors' budget for each verifier is reported beside ours (F1 frozen: 144,000, never trained).
+    assert small.set_index("verifier").loc["F1-frozen", "authors_budget"] == 144_000
+    assert not small.set_index("verifier").loc["F1-frozen", "trained"]
+    with pytest.raises(ValueError, match="recipe"):
+        T.fit_grid(["F1"], ["frozen"], tiny_encoder, _triplets(), tmp_path, recipe="mine")
+
+
+def test_run_study_trains_each_variant_and_seed_into_its_own_folder(tiny_encoder, tmp_path):
+    from compsense.verifier_study import run_study
+
+    t = _triplets()
+    rows = {"identity": t.assign(positive=t.anchor), "paraphrase": t}
+    positives = pd.DataFrame({"sentence1": t.anchor[:4], "sentence2": ["A dog near a ball."] * 4})
+    sets = {"toy": (positives, t[["anchor", "negative", "family"]].rename(
+        columns={"anchor": "sentence1", "negative": "sentence2"})[:4], "sentence1")}
+    kwargs = dict(budget_examples=8, batch_size=4, show_progress=False)
+    training, results = run_study(rows, ["small"], [1, 2], ["F1", "F2"], ["frozen"], tiny_encoder, tmp_path, sets,
+                                  "tiny", results_path=tmp_path / "results.parquet", f2_learnable=True, **kwargs)
+    assert len(training) == 2 * 2 * 2 and set(training.train_data) == {"identity", "paraphrase"}
+    for variant in ("identity-small", "paraphrase-small"):
+        for seed in (1, 2):
+            assert (T.verifier_dir(tmp_path, variant, seed, "F2-frozen") / V.CONFIG_FILE).exists()
+    assert set(results.verifier_variant) == {"identity-small", "paraphrase-small"} and set(results.seed) == {1, 2}
+    assert {"train_data", "size", "parameters", "examples_seen"} <= set(results.columns)
+    saved = pd.read_parquet(tmp_path / "results.parquet")
+    assert len(saved) == len(results)  # no variant or seed overwrote another
+    assert set(results[results.variant == "F2-frozen"].parameters) == {2}  # learnable lam and tau

@@ -1,0 +1,75 @@
+import pandas as pd
+import pytest
+
+from compsense import verifier_data as D
+
+PARAPHRASES = pd.DataFrame({
+    "sentence1": ["The dog chased the cat in the park.", "The company hired the consultant last year.",
+                  "The box is on the table.", "She paid 40 dollars for the book.", "The man is not happy."],
+    "sentence2": ["In the park, the dog ran after the cat.", "Last year the firm hired the consultant.",
+                  "The box sits on the table.", "She spent 40 dollars on the book.", "The man is unhappy."],
+})
+
+
+def _structural(n=8):
+    rows = [dict(anchor=f"The cat {i} is on the mat.", positive=f"The cat {i} is on the mat.",
+                 negative=f"The cat {i} is not on the mat.", family="negation" if i % 2 else "spatial",
+                 source_id=str(i), split="train") for i in range(n)]
+    return pd.DataFrame(rows)
+
+
+def test_token_jaccard_by_hand():
+    assert D.token_jaccard("The cat sat.", "the cat ran") == pytest.approx(2 / 4)
+    assert D.token_jaccard("", "") == 1.0 and D.token_jaccard("a b", "c d") == 0.0
+    assert D.token_jaccard("It doesn't", "it does not") == pytest.approx(1 / 4)  # "doesn't" is one token
+
+
+def test_balanced_rows_pair_each_copy_row_with_a_paraphrase_row_whose_negative_edits_the_paraphrase():
+    table, counts = D.balanced_structural_rows(paraphrases=PARAPHRASES, seed=0, balance=False)
+    identity, para = table[table.row_kind == "identity"], table[table.row_kind == "paraphrase"]
+    assert len(identity) == len(para) == counts["pairs_with_near_misses"] > 0
+    assert (identity.anchor == identity.positive).all()
+    assert identity.anchor.tolist() == para.anchor.tolist()  # the same s in both kinds of row
+    partner = dict(zip(PARAPHRASES.sentence1, PARAPHRASES.sentence2))
+    assert all(partner[a] == p for a, p in zip(para.anchor, para.positive))
+    assert (para.negative != para.positive).all() and (identity.negative != identity.anchor).all()
+    # nm(p) is an edit of p (of the row's family), and nm(s) one of s.
+    from compsense.negatives import candidates
+
+    for frame, source in ((para, "positive"), (identity, "anchor")):
+        assert all(n in {c.text for c in candidates(x, f)} for x, n, f in zip(frame[source], frame.negative,
+                                                                               frame.family))
+    report = D.overlap_report(table).set_index("row_kind")
+    assert report.loc["identity", "difference"] > 0.2  # a copy against a near-copy: overlap decides
+    assert abs(report.loc["paraphrase", "difference"]) < 0.1  # s-p against s-nm(p): overlap cannot
+    assert report.loc["paraphrase", "n"] == len(para)
+    again, _ = D.balanced_structural_rows(paraphrases=PARAPHRASES, seed=0, balance=False)
+    pd.testing.assert_frame_equal(table, again)
+
+
+def test_balanced_rows_say_when_nothing_can_be_edited():
+    flat = pd.DataFrame({"sentence1": ["Hello there."], "sentence2": ["Hi there."]})
+    with pytest.raises(ValueError, match="near-misses on both sides"):
+        D.balanced_structural_rows(paraphrases=flat, balance=False)
+
+
+def test_model_b_rows_mix_retrieval_and_identity_triplets_at_the_share(monkeypatch):
+    from compsense import train
+
+    retrieval = pd.DataFrame({"anchor": [f"query {i}" for i in range(24)],
+                              "positive": [f"passage {i}" for i in range(24)],
+                              "negative": [f"passage {(i + 1) % 24}" for i in range(24)], "source": "toy"})
+    monkeypatch.setattr(train, "build_retrieval_triplets", lambda *a, **k: (retrieval.copy(), {}))
+    table, counts = D.training_rows("model_b", _structural(), structural_share=0.25, families=["negation"], seed=1)
+    assert list(table.columns) == D.ROW_COLUMNS
+    assert counts["rows_by_kind"] == {"retrieval": 24, "identity": 8}  # 8 = 0.25 x 32, drawn from 4 (repeated)
+    assert set(table[table.row_kind == "identity"].family) == {"negation"}
+    assert (table[table.row_kind == "retrieval"].family == "").all()
+    with pytest.raises(ValueError, match="train_data must be"):
+        D.training_rows("nq_only", _structural())
+
+
+def test_identity_rows_are_notebook_01s_triplets():
+    table, counts = D.training_rows("identity", _structural())
+    assert (table.anchor == table.positive).all() and set(table.row_kind) == {"identity"}
+    assert counts["train_data"] == "identity" and len(table) == 8
