@@ -386,6 +386,7 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
     resume = get_last_checkpoint(str(out)) if not force else None
     model = load_encoder(config.backbone, device=config.device, max_seq_length=config.max_seq_length,
                          seed=config.seed)
+    describe_model_card(model, config, train_df)
     trainer, timer = build_trainer(model, config, train_df, out, callbacks=callbacks)
     log_path = out / "train_log.jsonl"
     if trainer.is_world_process_zero():
@@ -397,6 +398,8 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
     if trainer.is_world_process_zero():
         tmp = out / ".final.partial"
         shutil.rmtree(tmp, ignore_errors=True)
+        if getattr(model, "model_card_data", None) is not None:
+            model.model_card_data.widget = []  # the trainer fills it from training rows whatever the flag says
         with quiet_transformers():
             model.save(str(tmp))
         shutil.rmtree(final, ignore_errors=True)
@@ -417,6 +420,50 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
                  n_triplets / max(timer.seconds, 1e-9))
     trainer.accelerator.wait_for_everyone()
     return final
+
+
+# What a trained model's card says about each training source (SOURCES.md of the data folder).
+SOURCE_CARDS = {
+    "nfcorpus": {"name": "BEIR NFCorpus, train qrels", "id": "BeIR/nfcorpus",
+                 "licence": "not stated upstream; research evaluation use"},
+    "scifact": {"name": "BEIR SciFact, train claims", "id": "BeIR/scifact", "licence": "CC BY-NC 2.0"},
+    "mrpc": {"name": "MRPC (GLUE train), paraphrase pairs", "id": "nyu-mll/glue",
+             "licence": "Microsoft Research license terms"},
+    "stsb": {"name": "STS Benchmark train, score >= 4", "id": "sentence-transformers/stsb",
+             "licence": "scores CC BY-SA 4.0; sentences under their sources' licences"},
+    "nq": {"name": "Natural Questions (question, answer passage)", "id": "sentence-transformers/natural-questions",
+           "licence": "CC BY-SA 3.0"},
+}
+
+
+def describe_model_card(model, config: TrainConfig, train_df: pd.DataFrame) -> None:
+    """Fill sentence-transformers' model card data of a model about to be trained: base model,
+    training sources with their licences, structural families, variant and seed as tags. No
+    widget examples: they would copy licence-restricted training text into the card (and the Hub).
+    The run's metrics are added by `add_card_metrics` once it is evaluated."""
+    from .models import BACKBONES
+
+    card = getattr(model, "model_card_data", None)
+    if card is None:
+        return
+    kinds = train_df["kind"] if "kind" in train_df else pd.Series("retrieval", index=train_df.index)
+    sources = sorted(set(train_df.loc[kinds == "retrieval", "source"])) if "source" in train_df else []
+    families = sorted(set(train_df.loc[kinds == "structural", "source"])) if "source" in train_df else []
+    card.language = ["en"]
+    card.generate_widget_examples = False
+    card.local_files_only = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    backbone = BACKBONES.get(config.backbone)
+    base = backbone.hub_id if backbone is not None and backbone.hub_id else config.backbone
+    card.model_name = f"{base} fine-tuned by compsense: Model {config.variant}, seed {config.seed}"
+    card.train_datasets = [{"name": SOURCE_CARDS.get(s, {}).get("name", s), **(
+        {"id": SOURCE_CARDS[s]["id"]} if s in SOURCE_CARDS else {})} for s in sources]
+    if families:
+        card.train_datasets.append({"name": "compsense structural identity triplets (" + ", ".join(families) + ")"})
+    card.tags = [*card.tags, "compsense", f"compsense-variant:{config.variant}", f"seed:{config.seed}",
+                 *(f"structural-family:{f}" for f in families)]
+    licences = "; ".join(f"{s}: {SOURCE_CARDS[s]['licence']}" for s in sources if s in SOURCE_CARDS)
+    card.task_name = (f"zero-shot retrieval study (compsense); base model {base}; training data licences: "
+                      f"{licences or 'see the sources'}")
 
 
 def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path, callbacks: list | None = None):

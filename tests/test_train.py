@@ -306,3 +306,10 @@ def test_truncated_marker_or_model_is_not_trusted(trained, tmp_path):
     n_before = len(_log(config))
     train_model(config, retrieval_rows())
     assert len(_log(config)) > n_before and weights.stat().st_size == done["final_files"][weights.name]
+
+
+def test_model_card_names_base_sources_and_variant(trained):
+    config, final = trained
+    card = (final / "README.md").read_text()
+    assert "compsense-variant:A" in card and "seed:0" in card and "compsense" in card
+    assert "source_sentence" not in card  # no widget examples: no training text copied into the card
