@@ -239,3 +239,17 @@ def test_describe_result_states_the_interval_and_the_control():
     assert "B − A = -0.10" in text and "a cost" in text and "3 seed(s)" in text
     assert "C-identity" in text and "B − C = -0.08" in text
     assert retrieval.describe_result(t1.iloc[0:0]) == "No zero-shot A/B comparison in these results."
+
+
+def test_nanobeir_sets_come_from_the_named_dataset_id(monkeypatch):
+    from compsense import data
+
+    asked = []
+
+    def fake(set_name, dataset_id="sentence-transformers/NanoBEIR-en", local_dir=None):
+        asked.append((set_name, dataset_id))
+        return _Beir(data.nanobeir_name(set_name), {"d": {"text": "x"}}, {"q": "y"}, {"q": {"d": 1}})
+
+    monkeypatch.setattr(data, "load_nanobeir", fake)
+    retrieval.load_eval_datasets(["NanoSciFact", "nanobeir:fiqa2018"], nanobeir_dataset_id="lightonai/NanoBEIR-en")
+    assert asked == [("NanoSciFact", "lightonai/NanoBEIR-en"), ("fiqa2018", "lightonai/NanoBEIR-en")]
