@@ -467,6 +467,8 @@ def separation_table(results, datasets=None, decimals: int = 3):
     stats["cell"] = [f"{m:.{decimals}f}" if n < 2 else f"{m:.{decimals}f} ± {sd:.{decimals}f}"
                      for m, sd, n in zip(stats["mean"], stats["std"], stats["count"])]
     wide = stats.pivot_table(index=keys, columns=["dataset", "check"], values="cell", aggfunc="first", sort=False)
+    datasets_seen = list(dict.fromkeys(stats["dataset"]))
+    wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(CHECKS).index(c[1])))]
     wide.insert(0, "seeds", stats.groupby(keys, sort=False)["count"].max())
     name_regime = [v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "") for v in
                    wide.index.get_level_values("variant")]

@@ -133,3 +133,10 @@ def test_evaluate_sets_and_separation_table_give_mean_and_std_over_seeds():
     one = N.separation_table(runs[0].assign(variant=runs[0].variant.map({"overlap": "F4-frozen", "copy": "F1-end2end"})))
     assert ("F4", "frozen", "balanced", "small") in one.index and one.loc[("F4", "frozen", "balanced", "small"),
                                                                          ("toy", "auc")] == "1.000"
+
+
+def test_separation_table_groups_columns_by_dataset():
+    rows = [dict(variant="F1-frozen", dataset=d, family=f, metric=m, value=0.5, seed=1, train_data="model_b",
+                 size="small") for d in ("held", "ext") for f, m in N.CHECKS.values()]
+    sep = N.separation_table(pd.DataFrame(rows))
+    assert list(sep.columns) == [("seeds", "")] + [(d, c) for d in ("held", "ext") for c in N.CHECKS]
