@@ -87,6 +87,24 @@ def separation_auc(positive_scores, near_miss_scores) -> float:
     return float(roc_auc_score(labels, np.r_[pos, neg]))
 
 
+def separation_auc_interval(positive_scores, near_miss_scores, n: int = 1000, seed: int = 0,
+                            level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of `separation_auc`, positives and near-misses resampled
+    separately (`scipy.stats.bootstrap` over two independent samples); the AUC as Mann-Whitney U / (n1 n2)."""
+    from scipy import stats
+
+    pos, neg = np.asarray(positive_scores, float), np.asarray(near_miss_scores, float)
+    if len(pos) < 2 or len(neg) < 2:
+        raise ValueError("separation_auc_interval needs at least two positive and two near-miss scores")
+
+    def auc(p, q, axis=-1):
+        return stats.mannwhitneyu(p, q, axis=axis).statistic / (p.shape[axis] * q.shape[axis])
+
+    ci = stats.bootstrap((pos, neg), auc, n_resamples=n, method="percentile", vectorized=True,
+                         confidence_level=level, random_state=np.random.default_rng(seed)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
 def histogram(scores, bins: int | Sequence[float] = 40, density: bool = False,
               tolerance: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
     """(counts, edges) of cosines over [-1, 1]; every value lands in a bin.
@@ -540,8 +558,8 @@ def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphras
                         device: str | None = None, batch_size: int = 64, max_seq_length: int | None = 128,
                         force: bool = False) -> pd.DataFrame:
     """Separation AUC of pooled cosine (paraphrase pairs vs held-out near-miss pairs) for every model
-    of `runs` (rows of `train.run_grid`), overall (family "all") and per family: the near-miss axis
-    of the dose-response figure. Appended to {work_dir}/results/nearmiss_pooled.parquet; a model
+    of `runs` (rows of `train.run_grid`), overall (family "all") and per family, with a 95% bootstrap
+    interval over pairs (`separation_auc_interval`): the near-miss axis of the dose-response figure. Appended to {work_dir}/results/nearmiss_pooled.parquet; a model
     already scored on the same pairs (same model stamp and pair counts) is not encoded again."""
     from tqdm.auto import tqdm
 
@@ -557,16 +575,20 @@ def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphras
     for run in tqdm(runs.to_dict("records"), desc="near-miss AUC", unit="model"):
         key = model_key(run["variant"], run["seed"])
         name = f"{run['backbone']}/{key}"
-        if done is not None and ((done.run == name) & (done.model_stamp == run["model_stamp"])
-                                 & (done.n_near_miss == len(nm_pairs)) & (done.n_paraphrase == len(pos_pairs))).any():
+        if done is not None and "ci_low" in done and (
+                (done.run == name) & (done.model_stamp == run["model_stamp"]) & done.ci_low.notna()
+                & (done.n_near_miss == len(nm_pairs)) & (done.n_paraphrase == len(pos_pairs))).any():
             continue
         with quiet_transformers():
             encoder = load_encoder(run["model"], device=device, max_seq_length=max_seq_length, seed=int(run["seed"]))
         cos = pair_cosines(encoder, nm_pairs + pos_pairs, batch_size=batch_size)
         nm_cos, pos_cos = cos[:len(nm_pairs)], cos[len(nm_pairs):]
-        rows = [_row({}, "heldout-near-miss", "all", "separation_auc", separation_auc(pos_cos, nm_cos))]
-        for family, idx in near_misses.groupby("family").indices.items():
-            rows.append(_row({}, "heldout-near-miss", family, "separation_auc", separation_auc(pos_cos, nm_cos[idx])))
+        rows = []
+        for family, idx in [("all", np.arange(len(nm_cos))), *near_misses.groupby("family").indices.items()]:
+            low, high = (separation_auc_interval(pos_cos, nm_cos[idx], seed=int(run["seed"]))
+                         if len(idx) > 1 and len(pos_cos) > 1 else (float("nan"), float("nan")))
+            rows.append({**_row({}, "heldout-near-miss", family, "separation_auc", separation_auc(pos_cos, nm_cos[idx])),
+                         "ci_low": low, "ci_high": high})
         share = run.get("structural_share")
         table = tidy(rows, run=name, backbone=run["backbone"], variant=run["variant"], seed=run["seed"],
                      structural_share=float("nan") if share is None else float(share),

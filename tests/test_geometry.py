@@ -305,3 +305,44 @@ def test_separation_auc_figure_groups_bars_by_variant(scored):
     bars = [t for t in fig.data if t.type == "bar"]
     assert [b.name for b in bars] == ["Base", "Model A", "Base", "Model A"]  # negatives, then SugarCrepe
     assert list(bars[0].x) == ["negation", "binding", "spatial"]
+
+
+def test_separation_auc_interval_brackets_the_auc_and_narrows_with_more_pairs():
+    from compsense.geometry import separation_auc, separation_auc_interval
+
+    rng = np.random.default_rng(0)
+    small = rng.normal(0.6, 0.1, 40), rng.normal(0.5, 0.1, 40)
+    big = rng.normal(0.6, 0.1, 800), rng.normal(0.5, 0.1, 800)
+    lo, hi = separation_auc_interval(*small, n=500, seed=1)
+    assert lo < separation_auc(*small) < hi
+    lo2, hi2 = separation_auc_interval(*big, n=500, seed=1)
+    assert lo2 < separation_auc(*big) < hi2 and (hi2 - lo2) < (hi - lo) / 2
+    assert separation_auc_interval(*small, n=500, seed=1) == (lo, hi)
+    with pytest.raises(ValueError, match="two positive"):
+        separation_auc_interval([0.5], [0.1, 0.2])
+
+
+def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monkeypatch):
+    from compsense import models
+
+    near = pd.DataFrame({"sentence1": ["the cat sat on the mat", "the dog ran left", "prices rose today", "a red cup"],
+                         "sentence2": ["the cat did not sit on the mat", "the dog ran right", "prices fell today",
+                                       "a blue cup"],
+                         "family": ["negation", "spatial", "negation", "binding"]})
+    para = pd.DataFrame({"sentence1": ["the cat sat on the mat", "a red cup", "the dog ran left"],
+                         "sentence2": ["a cat was sitting on the mat", "one red cup", "the dog went to the left"]})
+    runs = pd.DataFrame([{"backbone": "tiny-bert", "variant": "base", "seed": 42, "model": "tiny-bert",
+                          "model_stamp": "pretrained", "structural_share": None}])
+    loads = []
+    real = models.load_encoder
+    monkeypatch.setattr(models, "load_encoder", lambda *a, **k: loads.append(a) or real(*a, **k))
+    table = g.pooled_nearmiss_auc(runs, near, para, tmp_path)
+    assert set(table.family) == {"all", "negation", "spatial", "binding"} and len(loads) == 1
+    has_ci = table[table.family.isin(["all", "negation"])]
+    assert (has_ci.ci_low <= has_ci.value).all() and (has_ci.value <= has_ci.ci_high).all()
+    assert table[table.family == "spatial"].ci_low.isna().all()  # one pair: no interval, said as NaN
+    assert table.n_near_miss.iloc[0] == 4 and table.run.iloc[0] == "tiny-bert/base-seed42"
+    again = g.pooled_nearmiss_auc(runs, near, para, tmp_path)  # cached: not encoded again
+    assert len(loads) == 1 and again.value.tolist() == table.value.tolist()
+    with pytest.raises(ValueError, match="near-miss pairs"):
+        g.pooled_nearmiss_auc(runs, near.iloc[0:0], para, tmp_path)
