@@ -742,7 +742,7 @@ def run_grid(runs: list[RunSpec], retrieval_df: pd.DataFrame, structural_df: pd.
     rows = []
     for spec in tqdm(runs, desc="train", unit="run"):
         row = asdict(spec)
-        row["families"] = ",".join(spec.families) if spec.families else ("all" if spec.structural_share else "")
+        row["families"] = "" if not spec.structural_share else ",".join(spec.families) if spec.families else "all"
         if spec.variant == "base":
             rows.append({**row, "model": spec.backbone, "model_stamp": "pretrained", "status": "base",
                          "retrieval_rows": 0, "structural_rows": 0, "train_keys": None})
