@@ -61,7 +61,8 @@ def dose_response(points: pd.DataFrame, metric: str = "ndcg@10"):
                                  (other, "markers+text", f"{backbone}: controls")):
             if part.empty:
                 continue
-            label = [f"{v} ({s:g})" if v.startswith(("A", "B")) and v != "B-all" else v
+            label = [f"{v} ({s:g})" if v.startswith(("A", "B")) and v != "B-all" else
+                     "base (not fine-tuned)" if v == "base" else v
                      for v, s in zip(part.variant, part.structural_share.fillna(0))]
             fig.add_trace(go.Scatter(
                 x=part.auc_gain, y=part["drop"], mode=mode, name=name, text=label, textposition="top center",
@@ -71,7 +72,7 @@ def dose_response(points: pd.DataFrame, metric: str = "ndcg@10"):
                                                        "<br>seeds %{customdata}<extra></extra>"))
     fig.add_hline(y=0, line_color="gray")
     fig.add_vline(x=0, line_color="gray")
-    fig.update_layout(title=f"Dose-response: zero-shot {metric} change vs held-out near-miss AUC gain (both vs Model A)",
+    fig.update_layout(title="Dose-response: cost against near-miss separation, both vs Model A of the same seed",
                       xaxis_title="held-out near-miss separation AUC, minus Model A's",
                       yaxis_title=f"zero-shot Δ {metric} vs Model A")
     return fig

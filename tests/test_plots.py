@@ -1,6 +1,7 @@
 import logging
 
 import plotly.graph_objects as go
+import pytest
 
 from compsense import plots
 
@@ -43,3 +44,22 @@ def test_broken_png_engine_keeps_the_html_and_warns(tmp_path, monkeypatch, caplo
     assert set(written) == {"html", "plotly_js"}
     assert "PNG export of bars failed" in caplog.text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bars.html", "plotly.min.js"]  # no half-written PNG
+
+
+def test_dose_response_figure_sweep_line_controls_and_seed_bars():
+    import pandas as pd
+
+    from compsense.report_plots import dose_response
+
+    points = pd.DataFrame([
+        ("m", "A", 42, 0.0, 0.0, 0.0), ("m", "A", 43, 0.0, 0.0, 0.0),
+        ("m", "B", 42, 0.19, -0.02, 0.40), ("m", "B", 43, 0.19, -0.04, 0.30),
+        ("m", "B-share0.5", 42, 0.5, -0.05, 0.5), ("m", "C-identity", 42, 0.19, -0.01, 0.02),
+        ("m", "base", 42, float("nan"), 0.02, -0.01)],
+        columns=["backbone", "variant", "seed", "structural_share", "drop", "auc_gain"])
+    fig = dose_response(points)
+    sweep, controls = fig.data
+    assert list(sweep.text) == ["A (0)", "B (0.19)", "B-share0.5 (0.5)"]
+    assert list(sweep.y) == pytest.approx([0.0, -0.03, -0.05])
+    assert sweep.error_y.array[1] == pytest.approx(0.01414, abs=1e-4) and sweep.error_y.array[2] == 0
+    assert set(controls.text) == {"C-identity", "base (not fine-tuned)"}
