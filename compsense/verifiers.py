@@ -58,7 +58,9 @@ class Verifier(nn.Module):
 
     def __init__(self, include_special: bool = False, **config):
         super().__init__()
-        self.include_special = bool(include_special)
+        if type(self).__init__ is Verifier.__init__ and config:  # F0/F1 take no settings of their own
+            raise TypeError(f"{self.name} takes no argument(s) {sorted(config)}; only include_special")
+        self.include_special = _strict_bool(include_special, "include_special")
         self.config = {"include_special": self.include_special, **config}
 
     def forward(self, M: torch.Tensor, q_mask: torch.Tensor, d_mask: torch.Tensor) -> torch.Tensor:
@@ -327,6 +329,15 @@ PAPER_SIZE: dict[str, type[Verifier]] = {"F3": PaperCNNVerifier, "F4": PaperPatc
 SIZES = ("small", "paper")
 
 
+def _strict_bool(value, name: str) -> bool:
+    """A real boolean: bool("false") is True, so a string from a hand-edited config must not pass."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"{name} must be true or false (a JSON/YAML boolean), got {value!r}")
+
+
 def canonical_name(name: str) -> str:
     """'F3', 'f3' or 'cnn' -> 'F3'."""
     key = str(name).strip()
@@ -399,8 +410,13 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
     config_path = directory / CONFIG_FILE
     if not config_path.exists():
         raise FileNotFoundError(f"{config_path} does not exist: not a saved verifier (see verifiers.save)")
-    meta = json.loads(config_path.read_text(encoding="utf-8"))
-    verifier = create(meta["name"], size=meta.get("size", "small"), **meta["config"])
+    meta = read_info(directory)
+    try:
+        verifier = create(meta["name"], size=meta.get("size", "small"), **meta["config"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{config_path}: not a verifier config compsense can build ({type(err).__name__}: {err}); "
+                         "it needs `name` and `config` as verifiers.save writes them. Re-train the verifier "
+                         "(notebook 04) or restore the file") from None
     verifier.load_state_dict(load_file(str(directory / WEIGHTS_FILE)))
     if device is not None:
         verifier.to(device)
@@ -409,7 +425,17 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
 
 def read_info(directory: str | os.PathLike) -> dict:
     """The JSON saved beside a verifier (name, config, training history, where its encoder is)."""
-    return json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
+    path = Path(directory) / CONFIG_FILE
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} does not exist: not a saved verifier (see verifiers.save)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is truncated or corrupt ({err}); re-train the verifier (notebook 04) "
+                         "or restore the file") from None
+    if not isinstance(info, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(info).__name__}; re-train the verifier")
+    return info
 
 
 @torch.no_grad()
@@ -456,10 +482,22 @@ def as_pairs(pairs) -> list[tuple[str, str]]:
         missing = {"sentence1", "sentence2"} - set(pairs.columns)
         if missing:
             raise ValueError(f"pairs table lacks columns {sorted(missing)}; it needs sentence1 and sentence2")
+        missing_text = pairs["sentence1"].isna() | pairs["sentence2"].isna()
+        if missing_text.any():
+            raise ValueError(f"pairs table: {int(missing_text.sum())} row(s) with a missing text (first at row "
+                             f"{pairs.index[missing_text.to_numpy()][0]!r}); drop or fill them before scoring")
         return list(zip(pairs["sentence1"].astype(str), pairs["sentence2"].astype(str)))
+    if isinstance(pairs, (str, bytes)):
+        raise TypeError("pairs must be a list of (query, document) pairs, not one string")
     out = []
-    for p in pairs:
-        out.append((p.sentence1, p.sentence2) if hasattr(p, "sentence1") else (str(p[0]), str(p[1])))
+    for i, p in enumerate(pairs):
+        pair = (p.sentence1, p.sentence2) if hasattr(p, "sentence1") else p
+        if isinstance(pair, (str, bytes)) or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] is {p!r}: each pair must be two texts (query, document)")
+        if not all(isinstance(t, str) for t in pair):
+            raise ValueError(f"pairs[{i}] holds a non-text value ({pair!r}); scoring it would score its repr. "
+                             "Drop or fill the missing text first")
+        out.append((pair[0], pair[1]))
     return out
 
 

@@ -161,3 +161,35 @@ def test_score_pairs_matches_the_maps(tiny_encoder, pair_batches):
     np.testing.assert_allclose(V.score_pairs(tiny_encoder, verifier, pairs, batch_size=3), expected, atol=1e-5)
     frame = pd.DataFrame({"sentence1": QUERIES, "sentence2": DOCS})
     np.testing.assert_allclose(V.score_pairs(tiny_encoder, verifier, frame), expected, atol=1e-5)
+
+
+def test_loose_configs_and_pairs_are_refused(tmp_path):
+    """Issue 18: 'false' is not False, unknown settings are not saved, a corrupt verifier.json names
+    itself, None is not the text 'None' and a bare string is not a list of pairs."""
+    import pandas as pd
+
+    from compsense import verifiers as V
+
+    with pytest.raises(ValueError, match="true or false"):
+        V.create("F1", include_special="false")
+    with pytest.raises(TypeError, match="takes no argument"):
+        V.create("F0", bogus=1)
+    with pytest.raises(TypeError):
+        V.create("F3", bogus=1)
+    assert V.create("F1", include_special=True).include_special is True
+    folder = V.save(V.create("F2"), tmp_path / "f2")
+    (folder / V.CONFIG_FILE).write_text('{"name": "F2", "conf')
+    with pytest.raises(ValueError, match=r"verifier.json is truncated or corrupt"):
+        V.load(folder)
+    (folder / V.CONFIG_FILE).write_text('{"name": "F2"}')
+    with pytest.raises(ValueError, match="needs `name` and `config`"):
+        V.load(folder)
+    with pytest.raises(ValueError, match="non-text"):
+        V.as_pairs([("a query", None)])
+    with pytest.raises(TypeError, match="not one string"):
+        V.as_pairs("a query")
+    with pytest.raises(ValueError, match="two texts"):
+        V.as_pairs([("only one",)])
+    with pytest.raises(ValueError, match="missing text"):
+        V.as_pairs(pd.DataFrame({"sentence1": ["a", None], "sentence2": ["b", "c"]}))
+    assert V.as_pairs([("q", "d")]) == [("q", "d")]
