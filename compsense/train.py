@@ -782,3 +782,32 @@ def read_train_logs(runs: pd.DataFrame, work_dir) -> pd.DataFrame:
                                 structural_share=r["structural_share"]))
     cols = ["backbone", "variant", "seed", "structural_share", "step", "loss", "learning_rate"]
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
+def push_models(runs: pd.DataFrame, repo_prefix: str, api=None, private: bool = True) -> list[str]:
+    """Upload every trained model of `runs` (rows of `run_grid`; base models are skipped) to the
+    Hugging Face Hub as `<repo_prefix>-<backbone>-<variant>-seed<seed>`, with the model card the
+    training wrote (`describe_model_card`). Opt-in only (the notebooks' `push_to_hub`, default None);
+    repositories are private unless told otherwise, since the weights derive from datasets whose
+    licences restrict use (see each card). `api`: a `huggingface_hub.HfApi` (a fake in tests).
+    Returns the repository ids."""
+    if not repo_prefix or "/" not in str(repo_prefix):
+        raise ValueError(f"push_to_hub needs '<user or org>/<name prefix>', got {repo_prefix!r}")
+    if api is None:
+        from huggingface_hub import HfApi
+
+        if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+            raise RuntimeError("push_to_hub with HF_HUB_OFFLINE set: the hub cannot be reached. Unset it "
+                               "(HF_HUB_OFFLINE=0) on a machine that is online, or leave push_to_hub = None")
+        api = HfApi()
+    pushed = []
+    for r in runs[runs.variant != "base"].to_dict("records"):
+        folder = Path(r["model"])
+        if not (folder / "modules.json").exists():
+            raise FileNotFoundError(f"{folder}: not a saved model; train it first (run_grid)")
+        repo_id = f"{repo_prefix}-{r['backbone']}-{r['variant']}-seed{r['seed']}".replace("_", "-")
+        api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+        api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
+                          commit_message=f"compsense: {r['backbone']} {r['variant']} seed {r['seed']}")
+        pushed.append(repo_id)
+    return pushed

@@ -313,3 +313,31 @@ def test_model_card_names_base_sources_and_variant(trained):
     card = (final / "README.md").read_text()
     assert "compsense-variant:A" in card and "seed:0" in card and "compsense" in card
     assert "source_sentence" not in card  # no widget examples: no training text copied into the card
+
+
+def test_push_models_is_opt_in_and_uploads_each_trained_model(trained, monkeypatch):
+    from compsense.train import push_models
+
+    config, final = trained
+
+    class FakeHub:
+        def __init__(self):
+            self.calls = []
+
+        def create_repo(self, repo_id, **kw):
+            self.calls.append(("create", repo_id, kw["private"]))
+
+        def upload_folder(self, folder_path, repo_id, **kw):
+            self.calls.append(("upload", repo_id, sorted(p.name for p in Path(folder_path).iterdir())))
+
+    runs = pd.DataFrame([{"backbone": "tiny-bert", "variant": "base", "seed": 0, "model": "tiny-bert"},
+                         {"backbone": "tiny-bert", "variant": "A", "seed": 0, "model": str(final)}])
+    hub = FakeHub()
+    assert push_models(runs, "someone/cs", api=hub) == ["someone/cs-tiny-bert-A-seed0"]
+    assert hub.calls[0] == ("create", "someone/cs-tiny-bert-A-seed0", True)
+    assert hub.calls[1][0] == "upload" and "README.md" in hub.calls[1][2] and "modules.json" in hub.calls[1][2]
+    with pytest.raises(ValueError, match="user or org"):
+        push_models(runs, "no-namespace", api=hub)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RuntimeError, match="HF_HUB_OFFLINE"):
+        push_models(runs, "someone/cs")
