@@ -38,6 +38,7 @@ from .retrieval import (HARNESS, MAX_K, METRICS, RetrievalResult, encode_texts, 
                         top_k)
 from .simmap import (TokenCache, cache_key, encoder_device, encoder_fingerprint, similarity_map, storage_dtype,
                      token_embeddings)
+from .stats import holm
 
 log = logging.getLogger(__name__)
 
@@ -517,11 +518,13 @@ def _best_of(fn, repeats: int) -> float:
 def bootstrap_vs_baseline(per_query: pd.DataFrame, baseline: str = "base", metric: str = "ndcg@10",
                           n: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Paired bootstrap (reranked - encoder-only `baseline`) per method, K and weight, queries paired
-    on (dataset, qid): mean delta, 95% CI, p-value. Empty when the baseline has no rows."""
+    on (dataset, qid): mean delta, 95% BCa CI, permutation p-value, and `p_holm`, Holm-adjusted over
+    every row of the table (it makes many comparisons: ~80 in the paper profile). Empty when the
+    baseline has no rows."""
     base = per_query[(per_query.variant == baseline) & (per_query.verifier == "none")]
     reranked = per_query[per_query.verifier != "none"]
     columns = ["variant", "verifier", "regime", "k", "weight", "baseline", "metric", "mean_delta", "ci_low",
-               "ci_high", "p_value", "n_queries"]
+               "ci_high", "p_value", "p_holm", "n_queries"]
     if base.empty or reranked.empty:
         return pd.DataFrame(columns=columns)
     rows = []
@@ -530,7 +533,9 @@ def bootstrap_vs_baseline(per_query: pd.DataFrame, baseline: str = "base", metri
         stats = paired_bootstrap(base, grp, metric=metric, n=n, seed=seed)
         rows.append(dict(variant=variant, verifier=verifier, regime=regime, k=int(k), weight=float(weight),
                          baseline=baseline, metric=metric, **stats))
-    return pd.DataFrame(rows, columns=columns)
+    out = pd.DataFrame(rows)
+    out["p_holm"] = holm(out.p_value)
+    return out[columns]
 
 
 def summary_table(results: pd.DataFrame, metric: str = "ndcg@10", weight: float = 0.0) -> pd.DataFrame:
