@@ -153,7 +153,7 @@ def _module_check(module: str, needed_for: str, fix: str) -> Check:
 
 
 def _backbone_checks(stage_params: dict) -> list[Check]:
-    from .models import _hub_offline, offline_status
+    from .models import hub_offline, offline_status
 
     status = offline_status()
     names = set()
@@ -165,10 +165,10 @@ def _backbone_checks(stage_params: dict) -> list[Check]:
     for name in sorted(names):
         how = status.get(name)
         if how is None:  # a folder or hub id given directly
-            ok = os.path.isdir(name) or not _hub_offline()
+            ok = os.path.isdir(name) or not hub_offline()
             how = "a local folder" if os.path.isdir(name) else "from the hub" if ok else "not a folder, hub offline"
         elif how.startswith("unavailable"):
-            ok = not _hub_offline()
+            ok = not hub_offline()
             how = "from the hub (HF_HUB_OFFLINE is not set)" if ok else how
         else:
             ok = True
@@ -182,7 +182,7 @@ def _data_checks(stage_params: dict) -> list[Check]:
     """The local dataset folders each stage reads (compsense.runner.STAGE_DATA, plus the ones its
     train_sources and eval_datasets name); NanoBEIR and NQ may come from the hub instead."""
     from .data import available_datasets
-    from .models import _hub_offline
+    from .models import hub_offline
     from .paths import ENV_DATA_DIR, local_data_dir, resolve
     from .runner import STAGE_DATA, stage_key
 
@@ -209,13 +209,13 @@ def _data_checks(stage_params: dict) -> list[Check]:
     for name, stages in sorted(needs.items()):
         what, used = f"data {name}", f"(stages {', '.join(sorted(stages))})"
         if name == "nq":
-            ok = bool(nq_path and resolve(nq_path).exists()) or not _hub_offline()
+            ok = bool(nq_path and resolve(nq_path).exists()) or not hub_offline()
             detail = f"nq_path {nq_path}" if nq_path else "from the hub" if ok else "no nq_path and the hub is offline"
             checks.append(Check(what, ok, f"{detail} {used}", "set nq_path to a local copy of "
                                 "sentence-transformers/natural-questions, or HF_HUB_OFFLINE=0 online"))
             continue
         found = complete.get(name, bool(root and (root / name).is_dir()))
-        if name == "nanobeir" and not found and not _hub_offline():
+        if name == "nanobeir" and not found and not hub_offline():
             checks.append(Check(what, True, f"from the hub {used}"))
             continue
         if name == "nanobeir":

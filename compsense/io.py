@@ -90,6 +90,25 @@ def read_table(path: str | os.PathLike, recover: str = RERUN) -> pd.DataFrame:
         raise CorruptFile(f"{path}: not a readable {path.suffix} table ({err}). Fix: {recover}") from None
 
 
+_SHA256: dict[tuple, str] = {}  # (path, size, mtime) -> hex digest: a file is hashed once per process
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks; memoised per (path, size, mtime)."""
+    import hashlib
+
+    path = Path(path)
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _SHA256:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _SHA256[key] = h.hexdigest()
+    return _SHA256[key]
+
+
 def read_json(path: str | os.PathLike, recover: str = RERUN):
     """A JSON file written by `write_json`; one that cannot be parsed raises CorruptFile naming it and `recover`."""
     path = Path(path)

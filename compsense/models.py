@@ -120,25 +120,14 @@ def _package_model_dir(backbone: Backbone) -> Path | None:
     return model_dir
 
 
-_VERIFIED: dict[tuple, bool] = {}
-
-
 def verify_sha256(path: Path, expected: str, fix: str) -> None:
-    """Raise when `path`'s sha256 is not `expected` (once per file, size and mtime per process)."""
-    import hashlib
+    """Raise when `path`'s sha256 is not `expected` (hashed once per file, size and mtime per process)."""
+    from .io import sha256_file
 
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns, expected)
-    if _VERIFIED.get(key):
-        return
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    if h.hexdigest() != expected:
-        raise ValueError(f"{path}: sha256 {h.hexdigest()[:16]}... is not the expected {expected[:16]}... (a damaged "
+    digest = sha256_file(path)
+    if digest != expected:
+        raise ValueError(f"{path}: sha256 {digest[:16]}... is not the expected {expected[:16]}... (a damaged "
                          f"or different copy of the weights). Fix: {fix}")
-    _VERIFIED[key] = True
 
 
 def _in_hub_cache(hub_id: str) -> bool:
@@ -150,7 +139,8 @@ def _in_hub_cache(hub_id: str) -> bool:
     return isinstance(found, str)
 
 
-def _hub_offline() -> bool:
+def hub_offline() -> bool:
+    """Whether HF_HUB_OFFLINE asks for no hub access (the one place that reads it)."""
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}
 
 
@@ -159,7 +149,7 @@ def _check_hub_reachable(hub_id: str, timeout: float = 3.0) -> None:
     if _in_hub_cache(hub_id):
         return
     reason = None
-    if _hub_offline():
+    if hub_offline():
         reason = "HF_HUB_OFFLINE is set and the model is not in the local hub cache"
     else:
         try:

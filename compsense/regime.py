@@ -12,14 +12,14 @@ never copied into a run folder twice, and a key set of a few thousand rows stays
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import unicodedata
 from pathlib import Path
 from typing import Iterable
 
-from .io import write_json
+from .io import read_json, write_json
+from .retrieval import document_text
 
 ZERO_SHOT, IN_DOMAIN = "zero-shot", "in-domain"
 KEYS_FILE = "train_text_keys.json"
@@ -38,11 +38,6 @@ def text_key(text: str) -> str:
 
 def text_keys(texts: Iterable[str]) -> set[str]:
     return {text_key(t) for t in texts if str(t).strip()}
-
-
-def document_text(doc: dict) -> str:
-    """A BEIR corpus entry as the harness encodes it (title + " " + text)."""
-    return (doc.get("title", "") + " " + doc.get("text", "")).strip()
 
 
 def dataset_keys(dataset) -> tuple[set[str], set[str]]:
@@ -65,15 +60,15 @@ def write_training_keys(path: str | os.PathLike, train_df) -> Path:
 
 def read_training_keys(path: str | os.PathLike) -> set[str]:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return set(data["keys"])
-    except FileNotFoundError:
+    rerun = "delete it and re-run run_grid, which rewrites it from the training rows"
+    if not path.exists():
         raise FileNotFoundError(f"{path}: the training-text keys of this model are missing; re-run its "
-                                "training cell (run_grid writes them, also for finished runs)") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise ValueError(f"{path}: not a training-key file ({err}); delete it and re-run run_grid, "
-                         "which rewrites it from the training rows") from None
+                                "training cell (run_grid writes them, also for finished runs)")
+    data = read_json(path, recover=rerun)
+    try:
+        return set(data["keys"])
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a training-key file ({err}); {rerun}") from None
 
 
 def overlap(train_keys: set[str], dataset) -> dict:

@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .retrieval import (HARNESS, MAX_K, METRICS, RetrievalResult, encode_texts, paired_bootstrap, score_rankings,
-                        top_k)
+from .retrieval import (HARNESS, MAX_K, METRICS, RetrievalResult, document_text, encode_texts, paired_bootstrap,
+                        score_rankings, top_k)
 from .simmap import (TokenCache, cache_key, encoder_device, encoder_fingerprint, similarity_map, storage_dtype,
                      token_embeddings)
 from .stats import holm
@@ -118,7 +118,7 @@ class Reranker:
         self.encoder = encoder
         self.token_encoder = token_encoder if token_encoder is not None else encoder
         self.doc_ids = sorted(corpus)  # ties go to the smaller id, as in retrieval.evaluate
-        self.doc_texts = [doc_text(corpus[d]) for d in self.doc_ids]
+        self.doc_texts = [document_text(corpus[d]) for d in self.doc_ids]
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.batch_size, self.candidate_batch = batch_size, candidate_batch
         self.device = torch.device(device) if device is not None else encoder_device(encoder)
@@ -257,11 +257,6 @@ def score_result(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]
     per_query = score_rankings(rankings, qrels)
     return RetrievalResult(name=name, metrics={m: float(per_query[m].mean()) for m in METRICS},
                            per_query=per_query, n_docs=n_docs, harness=harness)
-
-
-def doc_text(doc: dict) -> str:
-    """Title and text joined as `retrieval.evaluate` does."""
-    return (doc.get("title", "") + " " + doc.get("text", "")).strip()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -131,6 +131,11 @@ def score_rankings(rankings: dict[str, list[str]], qrels: dict[str, dict[str, in
 # Encoding + evaluation
 
 
+def document_text(doc: dict) -> str:
+    """A BEIR corpus entry as the harness encodes it: title + " " + text."""
+    return (doc.get("title", "") + " " + doc.get("text", "")).strip()
+
+
 def encode_texts(encoder, texts: list[str], kind: str, batch_size: int = 64, show_progress: bool = False):
     """L2-normalised pooled embeddings (float32 tensor) of `texts` as the harness computes them;
     `kind` "query" or "document" uses `encode_query`/`encode_document` when the model has them (prompts)."""
@@ -165,7 +170,7 @@ def evaluate(encoder, corpus: dict[str, dict], queries: dict[str, str], qrels: d
                          f"the corpus (first {absent[0]!r}); they would count as misses. Load qrels and corpus "
                          "of the same dataset (compsense.data.load_beir drops and counts such qrels)")
     doc_ids = sorted(corpus)  # ties then go to the smaller id, as in sentence-transformers' evaluator
-    doc_texts = [(corpus[d].get("title", "") + " " + corpus[d].get("text", "")).strip() for d in doc_ids]
+    doc_texts = [document_text(corpus[d]) for d in doc_ids]
     qids = list(qrels)
     q_emb = encode_texts(encoder, [queries[q] for q in qids], "query", batch_size, show_progress)
     d_emb = encode_texts(encoder, doc_texts, "document", batch_size, show_progress).to(q_emb.device)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .io import CorruptFile, read_json, write_json
+from .io import CorruptFile, read_json, sha256_file, write_json
 from .paths import local_data_dir, repo_root, resolve
 from .profiles import load_profile, notebook_parameters
 
@@ -279,19 +279,10 @@ def stage_inputs(key: str, params: dict, libraries: dict) -> dict:
             "files": {str(f): _file_digest(f) for f in files}, "libraries": libraries}
 
 
-_DIGESTS: dict[tuple, str] = {}  # (path, size, mtime) -> digest: each data file is read once per process
 
 
 def _file_digest(path: Path) -> str:
-    st = path.stat()
-    memo_key = (str(path), st.st_size, st.st_mtime_ns)
-    if memo_key not in _DIGESTS:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        _DIGESTS[memo_key] = f"{st.st_size}:{h.hexdigest()}"
-    return _DIGESTS[memo_key]
+    return f"{path.stat().st_size}:{sha256_file(path)}"
 
 
 def _digest(obj) -> str:

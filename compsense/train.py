@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .io import read_table, write_json
+from .io import read_json, read_table, write_json
 from .paths import resolve, workspace
-from .regime import document_text
+from .retrieval import document_text
 
 log = logging.getLogger(__name__)
 
@@ -441,7 +441,7 @@ def describe_model_card(model, config: TrainConfig, train_df: pd.DataFrame) -> N
     training sources with their licences, structural families, variant and seed as tags. No
     widget examples: they would copy licence-restricted training text into the card (and the Hub).
     The run's metrics are added by `add_card_metrics` once it is evaluated."""
-    from .models import BACKBONES
+    from .models import BACKBONES, hub_offline
 
     card = getattr(model, "model_card_data", None)
     if card is None:
@@ -451,7 +451,7 @@ def describe_model_card(model, config: TrainConfig, train_df: pd.DataFrame) -> N
     families = sorted(set(train_df.loc[kinds == "structural", "source"])) if "source" in train_df else []
     card.language = ["en"]
     card.generate_widget_examples = False
-    card.local_files_only = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    card.local_files_only = hub_offline()
     backbone = BACKBONES.get(config.backbone)
     base = backbone.hub_id if backbone is not None and backbone.hub_id else config.backbone
     card.model_name = f"{base} fine-tuned by compsense: Model {config.variant}, seed {config.seed}"
@@ -632,11 +632,7 @@ def _file_sizes(folder: Path) -> dict[str, int]:
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is truncated or corrupt ({err}); delete the run folder {path.parent} to "
-                         "train it again, or pass force=True") from None
+    return read_json(path, recover=f"delete the run folder {path.parent} to train it again, or pass force=True")
 
 
 def _append_jsonl(path: Path, record: dict) -> None:
@@ -796,7 +792,9 @@ def push_models(runs: pd.DataFrame, repo_prefix: str, api=None, private: bool = 
     if api is None:
         from huggingface_hub import HfApi
 
-        if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        from .models import hub_offline
+
+        if hub_offline():
             raise RuntimeError("push_to_hub with HF_HUB_OFFLINE set: the hub cannot be reached. Unset it "
                                "(HF_HUB_OFFLINE=0) on a machine that is online, or leave push_to_hub = None")
         api = HfApi()
