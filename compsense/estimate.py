@@ -52,7 +52,7 @@ SAME = {
 NOTED = {("02", "train"): ["batch_size", "max_seq_length"]}  # differences noted, rate still used
 REST = {"00": "notebook", "01": "negatives", "02": "evaluate", "03": "score", "04": "score", "05": "rerank",
         "06": "notebook"}  # the part of a stage timed by its notebook's cells, training cells excluded
-TRAIN_CELL = {"02": "run_grid(", "04": "fit_grid("}  # cells timed by DONE.json / verifier.json instead
+TRAIN_CELL = {"02": "run_grid(", "04": "run_study("}  # cells timed by DONE.json / verifier.json instead
 UNTRAINED = {("F0", "frozen"), ("F1", "frozen")}  # no trainable parameters, frozen encoder
 NOT_MEASURED = "not measured"
 
@@ -98,9 +98,13 @@ def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
     if stage == "03":
         return [row("score", b, 1 + len(p["seeds"]) * len(p["variants"])) for b in p["backbones"]]
     if stage == "04":
-        trains = [row(f"train {v}-{r}", p["backbone"], 0 if (v, r) in UNTRAINED else p["budget_examples"])
-                  for v in p["verifiers"] for r in p["regimes"]]
-        return trains + [row("score", p["backbone"], 3 + len(p["verifiers"]) * len(p["regimes"]))]
+        # every (training data, seed) trains each verifier once per size; sizes train at their own rates
+        repeats = len(p.get("train_data") or [None]) * len(p.get("verifier_seeds") or [None])
+        trains = [row(_verifier_component(v, r, size), p["backbone"],
+                      0 if (v, r) in UNTRAINED else repeats * p["budget_examples"])
+                  for size in p.get("sizes") or ["small"] for v in p["verifiers"] for r in p["regimes"]]
+        scorers = len(p["verifiers"]) * len(p["regimes"]) * repeats * len(p.get("sizes") or ["small"])
+        return trains + [row("score", p["backbone"], 3 + scorers)]
     if stage == "05":
         queries, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "queries")
         return [row("rerank", p["backbone"], len(p["verifiers"]) * len(p["regimes"]) * queries * max(p["ks"]),
@@ -200,16 +204,24 @@ def _from_log(folder: Path, run_dev: str):
 def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[dict]:
     """Examples per second per verifier and regime, from verifier.json's training history."""
     rows = []
-    for path in sorted(work.glob("verifiers/*/verifier.json")):
+    # verifiers/<train_data>-<size>/seed<s>/<name>-<regime>/verifier.json (older runs: verifiers/<name>-<regime>/)
+    for path in sorted(work.glob("verifiers/**/verifier.json")):
         d = json.loads(path.read_text())
         h = d.get("history", {})
         if not h.get("trained") or not h.get("seconds") or not h.get("examples_seen"):
             continue
         rec = {**d.get("settings", {}), **h}
-        rows.append({"stage": "04", "component": f"train {h['verifier']}-{h['regime']}", "backbone": backbone,
+        size = d.get("size") or d.get("settings", {}).get("verifier_kwargs", {}).get("size", "small")
+        rows.append({"stage": "04", "component": _verifier_component(h["verifier"], h["regime"], size),
+                     "backbone": backbone,
                      "units": h["examples_seen"], "seconds": h["seconds"], "source": _rel(path), "device": device,
                      "settings": {k: rec.get(k, "not recorded") for k in SAME[("04", "train")]}})
     return rows
+
+
+def _verifier_component(name: str, regime: str, size: str = "small") -> str:
+    """`train F3-frozen`; the authors' sizes train at other rates: `train F3-frozen (paper size)`."""
+    return f"train {name}-{regime}" + ("" if size == "small" else f" ({size} size)")
 
 
 def _executions(work: Path, summary_json=None) -> list[dict]:
