@@ -168,8 +168,6 @@ def sugarcrepe_pairs(examples=None, data_dir=None, max_examples: int | None = No
     a statement about where near-misses sit in the pooled space, not a ranking test with
     positives of the same images. `max_examples` samples over all subsets, not per subset.
     """
-    import pandas as pd
-
     from .data import load_sugarcrepe
 
     examples = load_sugarcrepe(data_dir=data_dir) if examples is None else list(examples)
@@ -188,13 +186,7 @@ def sugarcrepe_pairs(examples=None, data_dir=None, max_examples: int | None = No
         reference = others[int(rng.integers(len(others)))]
         pos.append((reference, ex.caption, ex.example_id))
         neg.append((reference, ex.negative_caption, ex.example_id, ex.subset))
-    positives = pd.DataFrame(pos, columns=["sentence1", "sentence2", "example_id"])
-    near_misses = pd.DataFrame(neg, columns=["sentence1", "sentence2", "example_id", "family"])
-    if max_examples is not None and len(near_misses) > max_examples:
-        keep = near_misses.sample(n=max_examples, random_state=seed).index
-        positives = positives.loc[keep].reset_index(drop=True)
-        near_misses = near_misses.loc[keep].reset_index(drop=True)
-    return positives, near_misses
+    return _paired_frames(pos, neg, "example_id", max_examples, seed)
 
 
 def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examples: int | None = None,
@@ -210,8 +202,6 @@ def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examp
     unit "sentence" (default) cuts all three to the sentence(s) around the edits, at the same
     place in each (`_edited_region`). Passages lacking edit 1 or 3 are dropped.
     """
-    import pandas as pd
-
     from .data import load_condaqa
 
     if unit not in ("sentence", "passage"):
@@ -230,8 +220,15 @@ def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examp
             texts = _edited_region(*texts)
         pos.append((texts[0], texts[1], pid))
         neg.append((texts[0], texts[2], pid, "affirmative"))
-    positives = pd.DataFrame(pos, columns=["sentence1", "sentence2", "passage_id"])
-    near_misses = pd.DataFrame(neg, columns=["sentence1", "sentence2", "passage_id", "family"])
+    return _paired_frames(pos, neg, "passage_id", max_examples, seed)
+
+
+def _paired_frames(pos: list, neg: list, key: str, max_examples: int | None, seed: int):
+    """(positives, near_misses) frames from parallel rows, the same `max_examples` rows of each."""
+    import pandas as pd
+
+    positives = pd.DataFrame(pos, columns=["sentence1", "sentence2", key])
+    near_misses = pd.DataFrame(neg, columns=["sentence1", "sentence2", key, "family"])
     if max_examples is not None and len(near_misses) > max_examples:
         keep = near_misses.sample(n=max_examples, random_state=seed).index
         positives = positives.loc[keep].reset_index(drop=True)
