@@ -398,8 +398,7 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
     if trainer.is_world_process_zero():
         tmp = out / ".final.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        if getattr(model, "model_card_data", None) is not None:
-            model.model_card_data.widget = []  # the trainer fills it from training rows whatever the flag says
+        _drop_training_text(getattr(model, "model_card_data", None))
         with quiet_transformers():
             model.save(str(tmp))
         shutil.rmtree(final, ignore_errors=True)
@@ -440,7 +439,7 @@ def describe_model_card(model, config: TrainConfig, train_df: pd.DataFrame) -> N
     """Fill sentence-transformers' model card data of a model about to be trained: base model,
     training sources with their licences, structural families, variant and seed as tags. No
     widget examples: they would copy licence-restricted training text into the card (and the Hub).
-    The run's metrics are added by `add_card_metrics` once it is evaluated."""
+    The run's metrics are added by `compsense.model_card.add_card_metrics` once it is evaluated."""
     from .models import BACKBONES, hub_offline
 
     card = getattr(model, "model_card_data", None)
@@ -464,6 +463,23 @@ def describe_model_card(model, config: TrainConfig, train_df: pd.DataFrame) -> N
     licences = "; ".join(f"{s}: {SOURCE_CARDS[s]['licence']}" for s in sources if s in SOURCE_CARDS)
     card.task_name = (f"zero-shot retrieval study (compsense); base model {base}; training data licences: "
                       f"{licences or 'see the sources'}")
+
+
+def _drop_training_text(card) -> None:
+    """Keep training text out of the saved card: sentence-transformers' trainer fills the widget,
+    the usage snippet and each dataset's "Samples" table from the training rows (whatever generate_widget_examples
+    says), which would copy licence-restricted text (NFCorpus, SciFact, MRPC) into the card and,
+    with push_to_hub, onto the Hub."""
+    if card is None:
+        return
+    card.widget = []
+    card.usage_examples = None  # the usage snippet then shows sentence-transformers' own examples
+    if hasattr(card, "usage_examples_display"):
+        card.usage_examples_display = None
+    for info in [*getattr(card, "train_datasets", []), *getattr(card, "eval_datasets", [])]:
+        for key in ("examples", "_example_columns"):
+            info.pop(key, None)
+        info["examples_table"] = ""
 
 
 def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path, callbacks: list | None = None):

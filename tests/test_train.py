@@ -313,6 +313,43 @@ def test_model_card_names_base_sources_and_variant(trained):
     card = (final / "README.md").read_text()
     assert "compsense-variant:A" in card and "seed:0" in card and "compsense" in card
     assert "source_sentence" not in card  # no widget examples: no training text copied into the card
+    assert "Samples" not in card and not any(line in card for line in retrieval_rows().positive)
+
+
+def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp_path):
+    from huggingface_hub import ModelCard
+
+    from compsense.model_card import add_card_metrics, write_card_metrics
+    from compsense.train import _finished_problem
+
+    config = _copy_run(trained[0], tmp_path)
+    rows = pd.DataFrame([
+        {"run": "tiny-bert/A-seed0", "dataset": "scifact", "metric": "ndcg@10", "value": 0.61234, "regime": "zero-shot",
+         "n_queries": 300, "n_docs": 5183},
+        {"run": "tiny-bert/A-seed0", "dataset": "nfcorpus", "metric": "ndcg@10", "value": 0.3, "regime": "in-domain",
+         "n_queries": 323, "n_docs": 3633},
+        {"run": "tiny-bert/A-seed0", "dataset": "scifact", "metric": "precision@3", "value": 0.2, "regime": "zero-shot",
+         "n_queries": 300, "n_docs": 5183}])
+    path = add_card_metrics(config.run_dir, rows)
+    card = ModelCard.load(path)
+    results = {(r.dataset_name, r.metric_type): r.metric_value for r in card.data.eval_results}
+    assert results == {("SciFact", "ndcg_at_10"): 0.61234, ("NFCorpus", "ndcg_at_10"): 0.3}  # MTEB's names
+    text = path.read_text()
+    assert "| zero-shot | scifact | 0.6123 |" in text and "| in-domain | nfcorpus | 0.3000 |" in text
+    assert "compsense-variant:A" in text  # what training wrote stays
+    assert _finished_problem(config.run_dir / "DONE.json", config.run_dir / "final") is None
+    # a second evaluation replaces the first: one section, the new value
+    models = pd.DataFrame([{"backbone": "tiny-bert", "variant": "base", "seed": 0, "model": "tiny-bert"},
+                           {"backbone": "tiny-bert", "variant": "A", "seed": 0,
+                            "model": str(config.run_dir / "final")}])
+    assert write_card_metrics(models, rows.assign(value=0.5)) == [path]
+    text = path.read_text()
+    assert text.count("## Evaluation (compsense)") == 1 and "0.6123" not in text and "| 0.5000 |" in text
+    assert _finished_problem(config.run_dir / "DONE.json", config.run_dir / "final") is None
+    with pytest.raises(ValueError, match="lack columns"):
+        add_card_metrics(config.run_dir, rows.drop(columns="regime"))
+    with pytest.raises(FileNotFoundError, match="train the model first"):
+        add_card_metrics(tmp_path / "nowhere", rows)
 
 
 def test_push_models_is_opt_in_and_uploads_each_trained_model(trained, monkeypatch):
