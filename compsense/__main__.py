@@ -16,14 +16,17 @@ def main(argv: list[str] | None = None) -> int:
     doc.add_argument("--profile", default="local", help="the profile whose needs to check (smoke, local, paper)")
     doc.add_argument("--png", action="store_true", default=None,
                      help="require Chromium for PNG figures (default: when kaleido is installed)")
-    ev = sub.add_parser("evaluate", help="retrieval metrics of one encoder on BEIR folders "
+    ev = sub.add_parser("evaluate", help="retrieval metrics of one encoder on BEIR folders or NanoBEIR sets "
                                          "(tidy parquet + MTEB-shaped JSON under --out)")
     ev.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
     ev.add_argument("datasets", nargs="+", metavar="DATASET",
-                    help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a name under the data folder (scifact)")
+                    help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/), a name under the data folder (scifact), "
+                         "or a NanoBEIR set (NanoSciFact; from <data folder>/nanobeir, else the hub)")
     ev.add_argument("--split", default="test", help="qrels split (qrels/<split>.tsv)")
     ev.add_argument("--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)")
     ev.add_argument("--out", default="runs/evaluate", help="folder for results/ and mteb/ (default runs/evaluate)")
+    ev.add_argument("--nanobeir-dataset-id", default="sentence-transformers/NanoBEIR-en",
+                    help="hub dataset NanoBEIR sets come from when no local copy exists (the paper's: lightonai/NanoBEIR-en)")
     ev.add_argument("--batch-size", type=int, default=64)
     ev.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
     ev.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return evaluate(args.model, args.datasets, split=args.split, data_dir=args.data_dir, out=args.out,
                         batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device,
-                        seed=args.seed)
+                        seed=args.seed, nanobeir_dataset_id=args.nanobeir_dataset_id)
     from .runner import Refused, reproduce
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None

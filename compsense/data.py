@@ -116,6 +116,7 @@ class BeirDataset:
     qrels: dict[str, dict[str, int]]  # query_id -> {doc_id: relevance > 0}
     split: str
     skipped: dict[str, int] = field(default_factory=dict)
+    source: str = ""  # where it was read from: the folder, or "<hub id> (<NanoName>)"
 
     @property
     def doc_ids(self) -> list[str]:
@@ -192,7 +193,7 @@ def load_beir(path_or_name: str | os.PathLike, split: str = "test", data_dir=Non
 
 
 def load_nanobeir(set_name: str, dataset_id: str = "sentence-transformers/NanoBEIR-en",
-                  local_dir: str | os.PathLike | None = None) -> BeirDataset:
+                  local_dir: str | os.PathLike | None = None, data_dir=None) -> BeirDataset:
     """Load one of the 13 NanoBEIR sets (50 queries each), from a local parquet copy or the hub.
 
     `set_name` may be "scifact", "SciFact" or "NanoSciFact". The default id is the one
@@ -200,14 +201,15 @@ def load_nanobeir(set_name: str, dataset_id: str = "sentence-transformers/NanoBE
     The paper's code names `lightonai/NanoBEIR-en`; pass it as `dataset_id` to match the paper
     (assumed to share that layout; not verified offline). A per-set repository such as
     `zeta-alpha-ai/NanoSciFact` has the same configs with a single "train" split.
-    A local copy (`local_dir`, default `<data folder>/nanobeir` when it exists) may be laid out as
+    A local copy (`local_dir`, default `<data folder>/nanobeir` when it exists, the data folder being
+    `data_dir` or the default one) may be laid out as
     `<NanoName>/<config>.parquet`, `<NanoName>/<config>/*.parquet` (per-set repository snapshots)
     or `<config>/<NanoName>-*.parquet` (a NanoBEIR-en snapshot).
     NanoBEIR's single split is a sample of BEIR test queries, so the result's split is "test".
     """
     nano = nanobeir_name(set_name)
     if local_dir is None:
-        local_dir = _local_folder("nanobeir", None)
+        local_dir = _local_folder("nanobeir", data_dir)
     if local_dir is not None:
         files = _nanobeir_files(Path(local_dir), nano)
         if files is None:
@@ -294,7 +296,7 @@ def _assemble(name, source, split, corpus_rows, query_rows, qrel_rows) -> BeirDa
                       f"query {query_id!r}")
     skips.log(f"{source} [{split}]")
     return BeirDataset(name=name, corpus=corpus, queries={q: t for q, t in queries.items() if q in qrels},
-                       qrels=qrels, split=split, skipped=dict(skips.counts))
+                       qrels=qrels, split=split, skipped=dict(skips.counts), source=str(source))
 
 
 def _tsv_qrels(path: Path) -> Iterator[tuple[str, str, str, int]]:

@@ -1,4 +1,4 @@
-"""`compsense evaluate MODEL DATASET...`: one encoder on BEIR-layout folders, from the shell.
+"""`compsense evaluate MODEL DATASET...`: one encoder on BEIR-layout folders or NanoBEIR sets, from the shell.
 
 The numbers come from the same harness as the notebooks (`compsense.retrieval.evaluate_dataset`)
 and land in the same tidy tables (results/retrieval.parquet, retrieval_per_query.parquet under
@@ -35,13 +35,15 @@ TIDY_KEY = [c for c in TIDY_COLUMNS if c != "value"]
 
 def evaluate_models(model: str, datasets: list[str], split: str = "test", data_dir=None,
                     out: str | os.PathLike = "runs/evaluate", batch_size: int = 64,
-                    max_seq_length: int | None = 128, device: str | None = None, seed: int = 0) -> dict:
-    """Evaluate `model` on each BEIR folder (or name under the data folder) and write the tables and
-    MTEB JSON files under `out`. Returns {"metrics": {dataset: {metric: value}}, "tidy": path,
-    "per_query": path, "mteb": [paths]}."""
-    from .data import load_beir
+                    max_seq_length: int | None = 128, device: str | None = None, seed: int = 0,
+                    nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en") -> dict:
+    """Evaluate `model` on each dataset and write the tables and MTEB JSON files under `out`. A
+    dataset is a BEIR folder, a name under the data folder ("scifact"), or a NanoBEIR set
+    ("NanoSciFact", "nanobeir:scifact": from <data folder>/nanobeir, else `nanobeir_dataset_id`
+    on the hub; the paper's is lightonai/NanoBEIR-en). Returns {"metrics": {dataset: {metric:
+    value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
     from .models import load_encoder, quiet_transformers, resolve as resolve_backbone
-    from .retrieval import evaluate_dataset
+    from .retrieval import evaluate_dataset, is_nanobeir, load_eval_datasets
 
     backbone = resolve_backbone(model)
     label = backbone.name if backbone else Path(str(model)).name
@@ -52,7 +54,8 @@ def evaluate_models(model: str, datasets: list[str], split: str = "test", data_d
     per_query_path = out_dir / "results" / "retrieval_per_query.parquet"
     mteb_dir = out_dir / "mteb" / _mteb_model_name(model, backbone) / NO_REVISION
 
-    loaded = [load_beir(name, split=split, data_dir=data_dir) for name in datasets]  # fail before encoding
+    loaded = load_eval_datasets(datasets, data_dir=data_dir, split=split,  # fail before encoding
+                                nanobeir_dataset_id=nanobeir_dataset_id)
     with quiet_transformers():
         encoder = load_encoder(model, device=device, max_seq_length=max_seq_length, seed=seed)
     metrics, mteb_files = {}, []
@@ -60,15 +63,18 @@ def evaluate_models(model: str, datasets: list[str], split: str = "test", data_d
         started = time.monotonic()
         result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=True)
         seconds = time.monotonic() - started
-        extra = {"model": str(model), "split": split, "max_seq_length": max_seq_length}
+        nano = is_nanobeir(name)
+        extra = {"model": str(model), "split": ds.split, "max_seq_length": max_seq_length,
+                 "source": ds.source}
         # One row per run x dataset x split x metric: a later run of the same model and split replaces it.
         append_results(result.to_tidy(**labels, **extra), tidy_path, key=[*TIDY_KEY, "split"])
-        append_results(result.per_query_table(**labels, split=split), per_query_path,
+        append_results(result.per_query_table(**labels, split=ds.split), per_query_path,
                        key=["run", "dataset", "split", "qid"])
-        provenance = {"harness": result.harness, "model": str(model), "dataset": ds.name, "split": split,
+        provenance = {"harness": result.harness, "model": str(model), "dataset": ds.name, "split": ds.split,
                       "max_seq_length": max_seq_length, "n_queries": result.n_queries, "n_docs": result.n_docs,
-                      "dataset_files": _dataset_files(_beir_folder(name, data_dir), split)}
-        record = mteb_task_result(ds.name, result.metrics, split=split, evaluation_time=seconds,
+                      "source": ds.source,
+                      **({} if nano else {"dataset_files": _dataset_files(_beir_folder(name, data_dir), split)})}
+        record = mteb_task_result(ds.name, result.metrics, split=ds.split, evaluation_time=seconds,
                                   provenance=provenance)
         mteb_files.append(write_json(mteb_dir / f"{record['task_name']}.json", record))
         metrics[ds.name] = result.metrics
@@ -84,13 +90,20 @@ def mteb_task_result(dataset: str, metrics: dict[str, float], split: str = "test
     scores.update(main_score=scores["ndcg_at_10"], hf_subset="default", languages=["eng-Latn"])
     return {
         "dataset_revision": NO_REVISION,
-        "task_name": MTEB_TASK_NAMES.get(dataset.lower(), dataset),
+        "task_name": mteb_task_name(dataset),
         "mteb_version": MTEB_FORMAT_VERSION,
         "scores": {split: [scores]},
         "evaluation_time": evaluation_time,
         "kg_co2_emissions": None,
         "compsense": provenance or {},
     }
+
+
+def mteb_task_name(dataset: str) -> str:
+    """MTEB's name for a dataset: SciFact for BEIR's scifact, NanoSciFactRetrieval for NanoSciFact."""
+    if dataset.startswith("Nano"):
+        return f"{dataset}Retrieval"
+    return MTEB_TASK_NAMES.get(dataset.lower(), dataset)
 
 
 def main(model: str, datasets: list[str], **kwargs) -> int:

@@ -217,19 +217,25 @@ def subsample(dataset, max_queries: int | None, extra_docs: int = 300, seed: int
     return dataclasses.replace(dataset, **changes)
 
 
+def is_nanobeir(name) -> bool:
+    """Whether `load_eval_datasets` reads `name` as a NanoBEIR set rather than a BEIR folder."""
+    key = str(name).lower()
+    return key.startswith("nanobeir:") or (key.startswith("nano") and "/" not in key)
+
+
 def load_eval_datasets(names: list[str], data_dir=None, split: str = "test", max_queries: int | None = None,
                        extra_docs: int = 300, seed: int = 0,
                        nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en") -> list:
     """Each name is a NanoBEIR set ("NanoSciFact", "nanobeir:scifact", read from `nanobeir_dataset_id`
-    on the hub unless a local copy exists) or a BEIR folder name/path ("scifact" under the data
+    on the hub unless a local copy exists under `<data folder>/nanobeir`) or a BEIR folder name/path ("scifact" under the data
     folder); `max_queries` subsamples (see `subsample`). Each dataset's `source` says where it came from."""
     from . import data
 
     out = []
     for name in names:
         key = str(name)
-        if key.lower().startswith("nanobeir:") or (key.lower().startswith("nano") and "/" not in key):
-            ds = data.load_nanobeir(key.split(":", 1)[-1], dataset_id=nanobeir_dataset_id)
+        if is_nanobeir(key):
+            ds = data.load_nanobeir(key.split(":", 1)[-1], dataset_id=nanobeir_dataset_id, data_dir=data_dir)
         else:
             ds = data.load_beir(key, split=split, data_dir=data_dir)
         out.append(subsample(ds, max_queries, extra_docs=extra_docs, seed=seed))
@@ -277,7 +283,7 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
             result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=show_progress)
             share = run["structural_share"]
             extra = dict(structural_share=float("nan") if share is None else float(share),
-                         model_stamp=run["model_stamp"], **overlap(train_keys, ds), source=str(getattr(ds, "source", "")),
+                         model_stamp=run["model_stamp"], **overlap(train_keys, ds), source=ds.source,
                          families=run.get("families") or "", retrieval_rows=int(run.get("retrieval_rows") or 0),
                          structural_rows=int(run.get("structural_rows") or 0))
             append_results(result.to_tidy(**labels, **extra), tidy_path)

@@ -64,6 +64,33 @@ def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys):
     assert len(read_table(out / "results" / "retrieval.parquet")) == len(METRICS)
 
 
+def test_evaluate_takes_a_nanobeir_set_from_the_data_folder(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    beir = load_beir(_beir_folder(tmp_path / "beir" / "scifact"))
+    nano = tmp_path / "data" / "nanobeir" / "NanoSciFact"  # the layout of a per-set hub snapshot
+    nano.mkdir(parents=True)
+    pq.write_table(pa.table({"_id": list(beir.corpus), "text": [d["text"] for d in beir.corpus.values()]}),
+                   nano / "corpus.parquet")
+    pq.write_table(pa.table({"_id": list(beir.queries), "text": list(beir.queries.values())}), nano / "queries.parquet")
+    pairs = [(q, d) for q, docs in beir.qrels.items() for d in docs]
+    pq.write_table(pa.table({"query-id": [q for q, _ in pairs], "corpus-id": [d for _, d in pairs]}),
+                   nano / "qrels.parquet")
+    out = tmp_path / "out"
+    assert cli(["evaluate", "tiny-bert", "NanoSciFact", "--data-dir", str(tmp_path / "data"), "--out", str(out),
+                "--nanobeir-dataset-id", "lightonai/NanoBEIR-en"]) == 0
+    tidy = read_table(out / "results" / "retrieval.parquet")
+    assert set(tidy.dataset) == {"NanoSciFact"} and set(tidy.split) == {"test"}
+    assert all("nanobeir" in s and "NanoSciFact" in s for s in tidy.source)
+    (path,) = (out / "mteb").rglob("NanoSciFactRetrieval.json")  # MTEB's task name
+    record = json.loads(path.read_text())
+    assert "NanoSciFact" in record["compsense"]["source"] and "dataset_files" not in record["compsense"]
+    # NanoBEIR qrels are binary: the graded BEIR folder's nDCG differs, its acc@1 (any relevant doc) does not
+    expected = evaluate_dataset(load_encoder("tiny-bert", max_seq_length=128), beir, show_progress=False).metrics
+    assert record["scores"]["test"][0]["precision_at_1"] == pytest.approx(expected["acc@1"], abs=1e-6)
+
+
 def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch):
     import compsense.models
 

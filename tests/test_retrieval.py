@@ -246,7 +246,7 @@ def test_nanobeir_sets_come_from_the_named_dataset_id(monkeypatch):
 
     asked = []
 
-    def fake(set_name, dataset_id="sentence-transformers/NanoBEIR-en", local_dir=None):
+    def fake(set_name, dataset_id="sentence-transformers/NanoBEIR-en", local_dir=None, data_dir=None):
         asked.append((set_name, dataset_id))
         return _Beir(data.nanobeir_name(set_name), {"d": {"text": "x"}}, {"q": "y"}, {"q": {"d": 1}})
 
