@@ -14,7 +14,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import repo_root
 
 HUB_HOST = ("huggingface.co", 443)
 
@@ -260,7 +259,6 @@ QUANT_MARKER = "compsense_quant.json"
 
 def dequantize_state_dict(tensors: dict) -> dict:
     """fp32 tensors from `compsense.bundle.quantize_state_dict`'s output (int8 rows times their scales)."""
-    import torch
 
     out = {}
     for name, t in tensors.items():

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from compsense.negatives.lexicons import (
-    DETERMINERS, ENGLISH_FUNCTION_WORDS, PAST_TO_BASE, THIRD_TO_BASE, VERBS,
+    ENGLISH_FUNCTION_WORDS, PAST_TO_BASE, THIRD_TO_BASE,
 )
 from compsense.negatives.text import Edit, Sentence, marker_of
 
