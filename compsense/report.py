@@ -36,11 +36,24 @@ def git_commit() -> str:
         return "unknown"
 
 
-def summarize(table: pd.DataFrame, max_rows: int = 80) -> pd.DataFrame:
+MAX_ROWS = 80  # rows a report table shows; the rest are counted and the full table is named
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """Mean (and n) over seeds and runs for every other grouping column: one line per result."""
     keys = [c for c in table.columns if c not in GROUP_DROP and table[c].notna().any()]
-    out = table.groupby(keys, dropna=False).value.agg(["mean", "std", "count"]).reset_index()
-    return out.head(max_rows)
+    return table.groupby(keys, dropna=False).value.agg(["mean", "std", "count"]).reset_index()
+
+
+def table_blocks(title: str, df: pd.DataFrame, source: Path | str, max_rows: int = MAX_ROWS) -> list:
+    """A report table of at most `max_rows` rows; a longer one says how many rows it leaves out and
+    where all of them are, never cutting silently."""
+    blocks = [("table", title, df.head(max_rows))]
+    if len(df) > max_rows:
+        blocks.append(("text", f"{title}: {len(df) - max_rows:,} more rows",
+                       f"{len(df) - max_rows:,} more rows not shown ({len(df):,} in all): the full table is "
+                       f"`{source}` (pandas.read_parquet)."))
+    return blocks
 
 
 def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, run_dir: str | os.PathLike,
@@ -62,9 +75,12 @@ def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, ru
                                           "does not exist (run its notebook)."))
             continue
         table = pd.read_parquet(path)
+        where = path.relative_to(repo_root()) if path.is_relative_to(repo_root()) else path
         if name == "retrieval":
             blocks += _retrieval_blocks(table, work / "results" / "retrieval_per_query.parquet")
-        blocks.append(("table", title, summarize(table)))
+        if name == "verifiers":
+            blocks += _separation_blocks(table, where)
+        blocks += table_blocks(title, summarize(table), where)
     # The answer first, then how it was run.
     blocks.append(("table", "Run metadata", meta))
     if summary:
@@ -106,6 +122,23 @@ def _retrieval_blocks(table: pd.DataFrame, per_query_path: Path) -> list:
                .reset_index())
         blocks.append(("table", "In-domain reference (sets a model trained on; not comparable with the paper)", ref))
     return blocks
+
+
+SEPARATION_TITLE = "The separation table (notebook 04): near-miss AUC, self-match AUC and copy > near-miss per set"
+
+
+def _separation_blocks(table: pd.DataFrame, where) -> list:
+    """Notebook 04's answer, as it shows it: every scorer x regime x training data x size, mean ± std
+    over verifier seeds. A verifier reads the edit only where all three checks are high on every set."""
+    from .nearmiss_eval import separation_table
+
+    try:
+        wide = separation_table(table)
+    except (KeyError, ValueError) as err:
+        return [("text", SEPARATION_TITLE, f"No separation table: {type(err).__name__}: {err} ({where}).")]
+    flat = wide.reset_index()
+    flat.columns = [" ".join(str(p) for p in c if p).strip() if isinstance(c, tuple) else c for c in flat.columns]
+    return table_blocks(SEPARATION_TITLE, flat.fillna(""), where)
 
 
 ESTIMATE_TITLE = "Time estimate for the paper profile from this run's measured throughput"
