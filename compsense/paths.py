@@ -1,8 +1,10 @@
 """Where things live: the repo, local (non-redistributable) datasets, generated data, runs, figures.
 
-One setting says where local datasets live: the environment variable COMPSENSE_DATA_DIR, or the
-`data_dir` argument of any loader. By default the first `shared/data` found beside or above the
-repo is used (the layout of this project's machines). Datasets are read in place, never copied.
+One setting says where local datasets live: the `data_dir` argument of any loader (a profile's
+`data_dir`; relative paths are taken from the repo root), else the environment variable
+COMPSENSE_DATA_DIR. By default the first `shared/data` found beside or above the repo is used (the
+layout of this project's machines). Datasets are read in place, never copied. The smoke profile
+reads the project's own data/smoke; data/MANIFEST.json lists the external datasets of the others.
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import os
 from pathlib import Path
 
 ENV_DATA_DIR = "COMPSENSE_DATA_DIR"
+SMOKE_DATA_DIR = "data/smoke"  # relative to the repo root
+MANIFEST = "data/MANIFEST.json"
 
 
 def repo_root() -> Path:
@@ -25,11 +29,12 @@ def local_data_dir(data_dir: str | os.PathLike | None = None, required: bool = T
     if data_dir is None:
         data_dir = os.environ.get(ENV_DATA_DIR) or None
     if data_dir is not None:
-        path = Path(data_dir).expanduser()
+        path = _data_path(data_dir)
         if not path.is_dir():
             raise FileNotFoundError(
                 f"local data dir {path} does not exist; set {ENV_DATA_DIR} (or pass data_dir=) "
-                "to the folder that holds mrpc/, stsb/, scifact/, sugarcrepe/"
+                f"to the folder that holds mrpc/, stsb/, scifact/, sugarcrepe/ ({MANIFEST} lists each "
+                "dataset and where to get it)"
             )
         return path.resolve()
     for base in [repo_root(), *repo_root().parents, Path.cwd(), *Path.cwd().parents]:
@@ -40,9 +45,32 @@ def local_data_dir(data_dir: str | os.PathLike | None = None, required: bool = T
         raise FileNotFoundError(
             "no local data dir found: set the environment variable "
             f"{ENV_DATA_DIR}=/path/to/data (the folder with mrpc/, stsb/, scifact/, sugarcrepe/), "
-            "or pass data_dir= to the loader"
+            f"or pass data_dir= to the loader; {MANIFEST} lists each dataset and where to get it"
         )
     return None
+
+
+def _data_path(data_dir: str | os.PathLike) -> Path:
+    """A data folder setting as a path. A relative one is taken from the repo root, as every notebook
+    parameter is (notebooks run with notebooks/ as their cwd), unless only the cwd has it (a path
+    typed on the command line)."""
+    path = Path(data_dir).expanduser()
+    if path.is_absolute():
+        return path
+    from_root, from_cwd = repo_root() / path, Path.cwd() / path
+    return from_cwd if from_cwd.is_dir() and not from_root.is_dir() else from_root
+
+
+def smoke_data_dir() -> Path:
+    """The project's own small datasets (data/smoke, written by scripts/make_smoke_data.py): the smoke
+    profile's data folder."""
+    return repo_root() / SMOKE_DATA_DIR
+
+
+def manifest_path() -> Path:
+    """data/MANIFEST.json: every external dataset the local and paper profiles read, with its files,
+    counts, sha256, licence and where to get it (checked by `python -m compsense doctor`)."""
+    return repo_root() / MANIFEST
 
 
 def generated_dir() -> Path:
