@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -350,6 +351,21 @@ def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp
         add_card_metrics(config.run_dir, rows.drop(columns="regime"))
     with pytest.raises(FileNotFoundError, match="train the model first"):
         add_card_metrics(tmp_path / "nowhere", rows)
+
+
+def test_mnrl_by_hand_equals_the_library_loss():
+    from compsense.models import load_encoder
+    from compsense.train import mnrl_on_batch
+
+    model = load_encoder("tiny-bert", max_seq_length=32)
+    batch = pd.concat([retrieval_rows(3), structural_rows(1)[["anchor", "positive", "negative"]]], ignore_index=True)
+    scores, by_hand, library = mnrl_on_batch(model, batch, scale=10.0)
+    assert scores.shape == (4, 8) and list(scores.columns[:2]) == ["positive 0", "positive 1"]
+    assert by_hand == pytest.approx(library, rel=1e-4)
+    # the identity row: its anchor is its positive, so that logit is the scale itself
+    assert scores.loc["anchor 3", "positive 3"] == pytest.approx(10.0, abs=1e-4)
+    assert by_hand == pytest.approx(float(-(scores.values.diagonal() - np.log(np.exp(scores.values).sum(1))).mean()),
+                                    rel=1e-4)
 
 
 def test_push_models_is_opt_in_and_uploads_each_trained_model(trained, monkeypatch):
