@@ -178,12 +178,18 @@ def _backbone_checks(stage_params: dict) -> list[Check]:
     return checks
 
 
-def _data_checks(stage_params: dict) -> list[Check]:
-    """The local dataset folders each stage reads (compsense.runner.STAGE_DATA, plus the ones its
-    train_sources and eval_datasets name); NanoBEIR and NQ may come from the hub instead."""
-    from .data import available_datasets
-    from .models import hub_offline
-    from .paths import ENV_DATA_DIR, local_data_dir, resolve
+def profile_data_needs(profile: str) -> dict[str, set[str]]:
+    """{dataset: stages} of what `profile`'s notebooks read (see `_data_needs`)."""
+    from .profiles import notebook_parameters, parameters_cell
+    from .runner import notebooks
+
+    return _data_needs({nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None})[0]
+
+
+def _data_needs(stage_params: dict) -> tuple[dict[str, set[str]], object, object]:
+    """({dataset: stages}, data_dir, nq_path): the local dataset folders each stage reads
+    (compsense.runner.STAGE_DATA, plus the ones its train_sources and eval_datasets name; NanoBEIR
+    sets count as "nanobeir"), and the data_dir and nq_path settings of the profile."""
     from .runner import STAGE_DATA, stage_key
 
     needs: dict[str, set[str]] = {}
@@ -198,10 +204,71 @@ def _data_checks(stage_params: dict) -> list[Check]:
             name = str(name)
             name = "nanobeir" if name.lower().startswith("nano") else name
             needs.setdefault(name, set()).add(stage_key(nb))
+    return needs, data_dir, nq_path
+
+
+def load_manifest(path=None) -> dict:
+    """data/MANIFEST.json (`compsense.paths.manifest_path`): the external datasets' files, sizes,
+    sha256, licences and sources; {} when it is not there (an installed copy without the repo)."""
+    from .paths import manifest_path
+
+    path = manifest_path() if path is None else path
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return {}
+
+
+def manifest_check(name: str, root, entry: dict, used: str = "", checksums: bool = True) -> Check:
+    """One dataset folder against its manifest entry: the folder, each file, and (with `checksums`)
+    each file's size and sha256. A failed check names the files and says where to get them."""
+    from pathlib import Path
+
+    from .io import sha256_file
+    from .paths import MANIFEST
+
+    folder = Path(root) / entry.get("folder", name)
+    get = f"get it from {entry.get('get', 'see ' + MANIFEST)}"
+    fix = f"put {name}/ in {root} ({get}; {MANIFEST} lists its files and sha256)"
+    what = f"data {name}"
+    if not folder.is_dir():
+        return Check(what, False, f"no folder {folder} {used}".rstrip(), fix)
+    missing, changed = [], []
+    for rel, expected in sorted(entry.get("files", {}).items()):
+        path = folder / rel
+        if not path.is_file():
+            missing.append(str(path))
+        elif checksums and path.stat().st_size != expected.get("bytes", path.stat().st_size):
+            changed.append(f"{path} has {path.stat().st_size:,} bytes, expected {expected['bytes']:,}")
+        elif checksums and expected.get("sha256") and sha256_file(path) != expected["sha256"]:
+            changed.append(f"{path} has another sha256 than {expected['sha256'][:12]}...")
+    if missing or changed:
+        problems = ([f"missing {', '.join(missing)}"] if missing else []) + changed
+        return Check(what, False, f"{'; '.join(problems)} {used}".rstrip(),
+                     f"replace the files named with the release's ({get}; {MANIFEST} lists sizes and sha256)"
+                     if changed and not missing else fix)
+    state = "files and sha256 as in " + MANIFEST if checksums else "files found"
+    return Check(what, True, f"{state} in {folder} {used}".rstrip())
+
+
+def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check]:
+    """The local dataset folders each stage reads (`_data_needs`); NanoBEIR and NQ may come from the
+    hub instead. A dataset the manifest (data/MANIFEST.json) lists files for is checked file by file,
+    with sizes and sha256, except in the project's own smoke data (data/smoke), which only needs the
+    same file layout."""
+    from .data import available_datasets
+    from .models import hub_offline
+    from .paths import ENV_DATA_DIR, MANIFEST, local_data_dir, resolve, smoke_data_dir
+
+    needs, data_dir, nq_path = _data_needs(stage_params)
+    manifest = load_manifest() if manifest is None else manifest
+    listed = manifest.get("datasets", {})
     try:
         root = local_data_dir(data_dir, required=False)
     except FileNotFoundError:
         root = None
+    smoke = root is not None and smoke_data_dir().exists() and root == smoke_data_dir().resolve()
     complete = available_datasets(data_dir) if root else {}
     fix_root = (f"put the dataset folder in {root}" if root else
                 f"set {ENV_DATA_DIR}=/path/to/data (the folder with scifact/, mrpc/, ...) or the profile's data_dir")
@@ -214,15 +281,19 @@ def _data_checks(stage_params: dict) -> list[Check]:
             checks.append(Check(what, ok, f"{detail} {used}", "set nq_path to a local copy of "
                                 "sentence-transformers/natural-questions, or HF_HUB_OFFLINE=0 online"))
             continue
+        if root is not None and listed.get(name, {}).get("files"):
+            checks.append(manifest_check(name, root, listed[name], used, checksums=not smoke))
+            continue
         found = complete.get(name, bool(root and (root / name).is_dir()))
         if name == "nanobeir" and not found and not hub_offline():
             checks.append(Check(what, True, f"from the hub {used}"))
             continue
+        get = listed.get(name, {}).get("get")
         if name == "nanobeir":
             fix = (f"{fix_root}: nanobeir/<NanoName>/corpus.parquet, queries.parquet, qrels.parquet for each "
                    "set; or HF_HUB_OFFLINE=0 on a machine with hub access")
         else:
-            fix = f"{fix_root}: {name}/ (shared/data/SOURCES.md says where each dataset comes from)"
+            fix = f"{fix_root}: {name}/ ({f'get it from {get}; ' if get else ''}{MANIFEST} says where each dataset comes from)"
         state = f"{'found' if found else 'missing or incomplete'} in {root}" if root else "no data folder"
         checks.append(Check(what, found, f"{state} {used}", fix))
     return checks

@@ -6,6 +6,8 @@ import pytest
 from compsense import doctor
 from compsense.__main__ import main as cli
 from compsense.data import _LOCAL_FILES
+from compsense.io import sha256_file
+from compsense.paths import smoke_data_dir
 
 SMOKE_DATA = ("condaqa", "mrpc", "nfcorpus", "scifact", "stsb", "sugarcrepe")
 
@@ -13,42 +15,105 @@ SMOKE_DATA = ("condaqa", "mrpc", "nfcorpus", "scifact", "stsb", "sugarcrepe")
 def _data_dir(root, names=SMOKE_DATA):
     for name in names:
         (root / name).mkdir(parents=True)
-        for rel in _LOCAL_FILES.get(name, ()):
+        for rel in _LOCAL_FILES.get(name, ("corpus.jsonl",)):
             (root / name / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / name / rel).write_text("")
     return root
 
 
+def _manifest_of(root, names=SMOKE_DATA) -> dict:
+    """A manifest whose entries are the files found under root/<name>, with their sizes and sha256."""
+    datasets = {}
+    for name in names:
+        files = {str(p.relative_to(root / name)): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
+                 for p in sorted((root / name).rglob("*")) if p.is_file()}
+        datasets[name] = {"folder": name, "files": files, "get": f"https://example.org/{name}.zip"}
+    return {"datasets": datasets}
+
+
 @pytest.fixture
 def machine_ok(monkeypatch):
-    """Runner, kernel and lab extensions as found: the data and Chromium checks are under test."""
+    """Runner, kernel, lab extensions and backbones as found: the data and Chromium checks are under test."""
     monkeypatch.setattr(doctor, "_notebook_checks", lambda nbs: [doctor.Check("kernel python3", True, "stub")])
     monkeypatch.setattr(doctor, "_widget_checks", lambda: [])
     monkeypatch.setattr(doctor, "find_chromium", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(doctor, "_backbone_checks", lambda params: [doctor.Check("backbone stub", True, "stub")])
 
 
 def test_missing_data_exits_1_and_says_how_to_fix(tmp_path, monkeypatch, capsys, machine_ok):
-    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(_data_dir(tmp_path, ["mrpc", "nfcorpus"])))
-    assert cli(["doctor", "--profile", "smoke"]) == 1
+    full = _data_dir(tmp_path / "full")
+    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: _manifest_of(full))
+    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(_data_dir(tmp_path / "mine", ["mrpc", "nfcorpus"])))
+    assert cli(["doctor", "--profile", "local"]) == 1
     out = capsys.readouterr().out
     for name in ("scifact", "sugarcrepe", "stsb", "condaqa"):
         assert f"MISSING  data {name}" in out
-        assert f"fix: put the dataset folder in {tmp_path}: {name}/" in out
-    assert "ok       data mrpc" in out and "ok       backbone tiny-bert" in out
-    assert "4 missing for profile 'smoke'" in out
+        assert f"fix: put {name}/ in {tmp_path / 'mine'} (get it from https://example.org/{name}.zip;" in out
+    assert "ok       data mrpc" in out and "ok       data nfcorpus" in out
+    assert "4 missing for profile 'local'" in out
 
 
 def test_everything_there_exits_0(tmp_path, monkeypatch, capsys, machine_ok):
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(_data_dir(tmp_path)))
-    assert doctor.main("smoke", png=True) == 0
-    assert "everything profile 'smoke' needs is here" in capsys.readouterr().out
+    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: _manifest_of(tmp_path))
+    assert doctor.main("local", png=True) == 0
+    assert "everything profile 'local' needs is here" in capsys.readouterr().out
 
 
 def test_no_data_folder_names_the_variable(tmp_path, monkeypatch, machine_ok):
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path / "absent"))
-    data = [c for c in doctor.profile_checks("smoke", png=False) if c.what.startswith("data ")]
+    data = [c for c in doctor.profile_checks("local", png=False) if c.what.startswith("data ")]
     assert data and not any(c.ok for c in data)
-    assert all("COMPSENSE_DATA_DIR" in c.fix for c in data)
+    assert all("COMPSENSE_DATA_DIR" in c.fix or "nq_path" in c.fix for c in data)
+    assert any("data/MANIFEST.json" in c.fix for c in data)
+
+
+def test_smoke_profile_needs_only_the_projects_own_data(tmp_path, monkeypatch, capsys, machine_ok):
+    """data/smoke is committed: the smoke profile is complete in a fresh clone, whatever
+    COMPSENSE_DATA_DIR says (the profile's data_dir wins), and no checksum of the external sets applies."""
+    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path / "absent"))
+    checks = [c for c in doctor.profile_checks("smoke", png=False) if c.what.startswith("data ")]
+    assert {c.what for c in checks} == {f"data {name}" for name in SMOKE_DATA}
+    assert all(c.ok and str(smoke_data_dir()) in c.detail for c in checks), checks
+
+
+def test_manifest_check_names_each_missing_or_changed_file_and_where_to_get_it(tmp_path):
+    _data_dir(tmp_path, ["scifact"])
+    (tmp_path / "scifact" / "corpus.jsonl").write_text('{"_id": "1", "text": "x"}\n')
+    entry = _manifest_of(tmp_path, ["scifact"])["datasets"]["scifact"]
+    assert doctor.manifest_check("scifact", tmp_path, entry).ok
+
+    (tmp_path / "scifact" / "qrels" / "test.tsv").unlink()
+    check = doctor.manifest_check("scifact", tmp_path, entry)
+    assert not check.ok and f"missing {tmp_path / 'scifact' / 'qrels' / 'test.tsv'}" in check.detail
+    assert "https://example.org/scifact.zip" in check.fix and "data/MANIFEST.json" in check.fix
+
+    (tmp_path / "scifact" / "qrels" / "test.tsv").write_text("")
+    (tmp_path / "scifact" / "corpus.jsonl").write_text('{"_id": "2", "text": "y"}\n')  # same size, other bytes
+    check = doctor.manifest_check("scifact", tmp_path, entry)
+    assert not check.ok and f"{tmp_path / 'scifact' / 'corpus.jsonl'} has another sha256" in check.detail
+    assert "https://example.org/scifact.zip" in check.fix
+    (tmp_path / "scifact" / "corpus.jsonl").write_text("{}\n")
+    check = doctor.manifest_check("scifact", tmp_path, entry)
+    assert not check.ok and "has 3 bytes, expected 26" in check.detail
+    assert doctor.manifest_check("scifact", tmp_path, entry, checksums=False).ok  # layout only (smoke data)
+
+    check = doctor.manifest_check("nfcorpus", tmp_path, {"folder": "nfcorpus", "files": {}, "get": "BEIR"})
+    assert not check.ok and f"no folder {tmp_path / 'nfcorpus'}" in check.detail
+    assert check.fix.startswith(f"put nfcorpus/ in {tmp_path} (get it from BEIR;")
+
+
+def test_the_project_manifest_lists_every_external_dataset_the_profiles_read():
+    manifest = doctor.load_manifest()
+    listed = manifest["datasets"]
+    for profile in ("local", "study", "paper"):
+        assert set(doctor.profile_data_needs(profile)) <= set(listed), profile
+    for name, entry in listed.items():
+        assert entry["licence"] and entry["get"] and entry["name"], name
+        for rel, f in entry["files"].items():
+            assert len(f["sha256"]) == 64 and f["bytes"] > 0 and f["records"] > 0, (name, rel)
+    assert listed["nfcorpus"]["files"].keys() >= {"qrels/train.tsv", "qrels/test.tsv"}
+    assert manifest["smoke"]["folder"] == "data/smoke" and "scripts/make_smoke_data.py" in manifest["smoke"]["licence"]
 
 
 def test_png_needs_chromium(monkeypatch):
