@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from compsense.paths import ENV_DATA_DIR, local_data_dir
+from compsense.paths import ENV_DATA_DIR, MANIFEST, local_data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -567,7 +567,8 @@ def _error(where: str, problem: str, fix: str) -> DataError:
 def _read_text(path: Path) -> str:
     """The file's text (gunzipped for .gz, BOM dropped); bytes that are not UTF-8 are an error with a line."""
     if not path.is_file():
-        raise MissingDataError(f"{path}: file not found. Fix: check the path (see the data folder's SOURCES.md)")
+        raise MissingDataError(f"{path}: file not found. Fix: check the path ({MANIFEST} lists each dataset's "
+                               "files and where to get them)")
     raw = path.read_bytes()
     if path.suffix == ".gz":
         try:
@@ -751,8 +752,9 @@ def _glue_from_hub(task: str, split: str) -> list[SentencePair]:
     """GLUE's copy (nyu-mll/glue) for a machine without the original files."""
     if split == "test":
         raise MissingDataError(f"{task}: no local files, and GLUE's {task} test labels are hidden. Fix: put the "
-                               f"original files in <data folder>/{task}/ (see SOURCES.md)")
-    datasets = _hub_datasets(f"{task} ({split})", f"put the original files in <data folder>/{task}/ (see SOURCES.md) "
+                               f"original files in <data folder>/{task}/ ({MANIFEST} says where to get them)")
+    datasets = _hub_datasets(f"{task} ({split})", f"put the original files in <data folder>/{task}/ ({MANIFEST} "
+                             "says where to get them) "
                              f"and pass data_dir= or set {ENV_DATA_DIR}")
     hub_splits = {"train": ["train"], "dev": ["validation"], "all_train": ["train", "validation"]}[split]
     return [SentencePair(*_two_sentences(r["sentence1"], r["sentence2"], f"nyu-mll/glue {task} {s} {r['idx']}"),
@@ -792,7 +794,8 @@ def _local_folder(name: str, data_dir) -> Path | None:
 def _require_folder(name: str, data_dir) -> Path:
     folder = _data_root(data_dir) / name
     if not folder.is_dir():
-        raise MissingDataError(f"{folder}: not found. Fix: put the {name} files there (see SOURCES.md), or point "
+        raise MissingDataError(f"{folder}: not found. Fix: put the {name} files there ({MANIFEST} says where to get "
+                               "them), or point "
                                f"data_dir= / {ENV_DATA_DIR} at a folder that has {name}/")
     return folder
 
@@ -830,5 +833,5 @@ def _check_release_size(dataset: str, path: Path, count: int, unit: str) -> None
                        path.parent, SUBSET_MARKER)
         return
     raise _error(str(path), f"{count:,} {unit}, but the released file has {expected:,}, so this copy is truncated "
-                 "or altered", f"restore the original (SOURCES.md gives its size and md5), or, for a deliberate "
+                 "or altered", f"restore the original ({MANIFEST} gives its size and sha256), or, for a deliberate "
                  f"subset, create a file named {SUBSET_MARKER} in {path.parent}")

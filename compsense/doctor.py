@@ -183,7 +183,8 @@ def profile_data_needs(profile: str) -> dict[str, set[str]]:
     from .profiles import notebook_parameters, parameters_cell
     from .runner import notebooks
 
-    return _data_needs({nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None})[0]
+    stage_params = {nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None}
+    return _data_needs(stage_params)[0]
 
 
 def _data_needs(stage_params: dict) -> tuple[dict[str, set[str]], object, object]:
@@ -293,7 +294,8 @@ def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check
             fix = (f"{fix_root}: nanobeir/<NanoName>/corpus.parquet, queries.parquet, qrels.parquet for each "
                    "set; or HF_HUB_OFFLINE=0 on a machine with hub access")
         else:
-            fix = f"{fix_root}: {name}/ ({f'get it from {get}; ' if get else ''}{MANIFEST} says where each dataset comes from)"
+            where = f"get it from {get}; " if get else ""
+            fix = f"{fix_root}: {name}/ ({where}{MANIFEST} says where each dataset comes from)"
         state = f"{'found' if found else 'missing or incomplete'} in {root}" if root else "no data folder"
         checks.append(Check(what, found, f"{state} {used}", fix))
     return checks

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compsense.io import sha256_file  # noqa: E402
-from compsense.paths import MANIFEST, SMOKE_DATA_DIR, local_data_dir  # noqa: E402
+from compsense.io import sha256_file
+from compsense.paths import MANIFEST, SMOKE_DATA_DIR, local_data_dir
 
 PROFILES = ("local", "study", "paper")
 SUGARCREPE = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -107,7 +107,7 @@ def records(name: str, rel: str, path: Path) -> int:
     if name == "sugarcrepe":
         return len(json.loads(path.read_text(encoding="utf-8")))
     n = len(lines(path))
-    return n - 1 if rel.startswith("msr_") or rel.startswith("qrels/") else n
+    return n - 1 if rel.startswith(("msr_", "qrels/")) else n
 
 
 def counts(name: str, folder: Path) -> dict:

@@ -343,7 +343,8 @@ def nfcorpus_files(rng: random.Random) -> dict[str, str]:
     for t, (food, marker) in enumerate(topics):
         for k in range(rng.choice([2, 2, 3])):
             group, design = rng.choice(GROUPS), rng.choice(DESIGNS)
-            n, weeks, pct = rng.choice([24, 40, 60, 88, 120, 150, 240]), rng.choice([4, 6, 8, 12, 16, 26]), rng.randint(3, 21)
+            n, weeks = rng.choice([24, 40, 60, 88, 120, 150, 240]), rng.choice([4, 6, 8, 12, 16, 26])
+            pct = rng.randint(3, 21)
             way = rng.choice(["lowered", "raised", "did not change"])
             dose = rng.choice(["a daily serving of", "two servings a week of", "a cup a day of", "a handful of"])
             title = rng.choice([f"{cap(food)} and {marker} in {group}",
@@ -397,7 +398,7 @@ def scifact_files(rng: random.Random) -> dict[str, str]:
                 + rng.choice([f"The change was reversed once {factor} ended.",
                               "The change persisted for the rest of the season.",
                               f"Younger {organism} were affected more than older ones.",
-                              f"The response depended on the temperature of the site."]))
+                              "The response depended on the temperature of the site."]))
         doc_id = str(1000 + 37 * t)
         docs.append({"_id": doc_id, "title": title, "text": text})
         cited.append((factor, outcome, organism, way, doc_id))
