@@ -61,8 +61,7 @@ def dose_response(points: pd.DataFrame, metric: str = "ndcg@10"):
                                  (other, "markers+text", f"{backbone}: controls")):
             if part.empty:
                 continue
-            label = [f"{v} ({s:g})" if v.startswith(("A", "B")) and v != "B-all" else
-                     "base (not fine-tuned)" if v == "base" else v
+            label = [f"{v} ({s:g})" if v in ("A", "B") else "base" if v == "base" else v
                      for v, s in zip(part.variant, part.structural_share.fillna(0))]
             fig.add_trace(go.Scatter(
                 x=part.auc_gain, y=part["drop"], mode=mode, name=name, text=label, textposition="top center",
@@ -72,7 +71,12 @@ def dose_response(points: pd.DataFrame, metric: str = "ndcg@10"):
                                                        "<br>seeds %{customdata}<extra></extra>"))
     fig.add_hline(y=0, line_color="gray")
     fig.add_vline(x=0, line_color="gray")
-    fig.update_layout(title="Dose-response: cost against near-miss separation, both vs Model A of the same seed",
+    # room for the text labels at both ends, which plotly does not count when it sizes the axes
+    lo, hi = float(agg.auc_gain.min()), float(agg.auc_gain.max())
+    pad = 0.2 * max(hi - lo, 1e-3)
+    fig.update_xaxes(range=[min(lo, 0.0) - pad, max(hi, 0.0) + pad])
+    fig.update_layout(title="Dose-response: zero-shot cost against near-miss separation<br>"
+                            "<sup>both relative to Model A of the same seed; bars: std over seeds; base: not fine-tuned</sup>",
                       xaxis_title="held-out near-miss separation AUC, minus Model A's",
-                      yaxis_title=f"zero-shot Δ {metric} vs Model A")
+                      yaxis_title=f"zero-shot Δ {metric} vs Model A", margin=dict(r=40))
     return fig

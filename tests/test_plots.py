@@ -59,7 +59,9 @@ def test_dose_response_figure_sweep_line_controls_and_seed_bars():
         columns=["backbone", "variant", "seed", "structural_share", "drop", "auc_gain"])
     fig = dose_response(points)
     sweep, controls = fig.data
-    assert list(sweep.text) == ["A (0)", "B (0.19)", "B-share0.5 (0.5)"]
+    assert list(sweep.text) == ["A (0)", "B (0.19)", "B-share0.5"]
     assert list(sweep.y) == pytest.approx([0.0, -0.03, -0.05])
     assert sweep.error_y.array[1] == pytest.approx(0.01414, abs=1e-4) and sweep.error_y.array[2] == 0
-    assert set(controls.text) == {"C-identity", "base (not fine-tuned)"}
+    assert set(controls.text) == {"C-identity", "base"}
+    lo, hi = fig.layout.xaxis.range  # room for the labels at both ends of the sweep
+    assert lo < -0.01 and hi > 0.5
