@@ -15,7 +15,8 @@ def run_study(rows_by_data: dict, sizes: Sequence[str], seeds: Sequence[int], na
               regimes: Sequence[str], encoder, work_dir, sets: dict, backbone: str, results_path=None,
               recipe: str = "equal", device=None, include_special: bool = False, scorer_batch_size: int = 64,
               constants: dict | None = None, **train_kwargs):
-    """Train and evaluate every (training data, size, seed). Returns (training summary, tidy results).
+    """Train and evaluate every (training data, size, seed), seed by seed. Returns (training summary,
+    tidy results).
 
     rows_by_data: {train_data: training rows} (`verifier_data.training_rows`); sets: `nearmiss_eval.eval_sets`.
     Results carry train_data, size, recipe and verifier_variant columns; with `results_path` they
@@ -30,10 +31,12 @@ def run_study(rows_by_data: dict, sizes: Sequence[str], seeds: Sequence[int], na
 
     summaries, results = [], []
     cache_dir = workspace(work_dir, "cache")
-    for train_data, rows in rows_by_data.items():
-        for size in sizes:
-            variant = variant_name(train_data, size, recipe)
-            for seed in seeds:
+    # Seed by seed, as notebook 02's runs: a run cut short has every variant at the first seeds,
+    # side by side, rather than all seeds of the first variant and nothing of the others.
+    for seed in seeds:
+        for train_data, rows in rows_by_data.items():
+            for size in sizes:
+                variant = variant_name(train_data, size, recipe)
                 fitted, summary = fit_grid(names, regimes, encoder, rows, work_dir, seed=seed, device=device,
                                            include_special=include_special, size=size, recipe=recipe,
                                            variant=variant, **train_kwargs)

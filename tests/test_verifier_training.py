@@ -263,6 +263,9 @@ def test_run_study_trains_each_variant_and_seed_into_its_own_folder(tiny_encoder
     training, results = run_study(rows, ["small"], [1, 2], ["F1", "F2"], ["frozen"], tiny_encoder, tmp_path, sets,
                                   "tiny", results_path=tmp_path / "results.parquet", f2_learnable=True, **kwargs)
     assert len(training) == 2 * 2 * 2 and set(training.train_data) == {"identity", "paraphrase"}
+    # seed by seed: both variants of the first seed come before any of the second
+    assert list(training.drop_duplicates(["seed", "train_data"])[["seed", "train_data"]].itertuples(
+        index=False, name=None)) == [(1, "identity"), (1, "paraphrase"), (2, "identity"), (2, "paraphrase")]
     for variant in ("identity-small", "paraphrase-small"):
         for seed in (1, 2):
             assert (T.verifier_dir(tmp_path, variant, seed, "F2-frozen") / V.CONFIG_FILE).exists()
