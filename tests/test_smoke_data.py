@@ -141,3 +141,13 @@ def _env_points_at_smoke() -> bool:
 
     value = os.environ.get("COMPSENSE_DATA_DIR")
     return bool(value) and local_data_dir(value) == SMOKE.resolve()
+
+
+def test_smoke_near_misses_keep_a_sentence_shape():
+    """Every edit of a smoke sentence starts with a capital and keeps the final full stop."""
+    from compsense.negatives import perturb
+
+    sentences = {s for p in data.load_mrpc("all_train", SMOKE) for s in (p.sentence1, p.sentence2)}
+    edits = [nm.text for s in sorted(sentences) for nm in perturb(s, max_per_family=3)]
+    assert len(edits) > len(sentences)
+    assert all(t[0].isupper() and t.endswith(".") and "  " not in t for t in edits)
