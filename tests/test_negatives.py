@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -306,14 +305,12 @@ def test_non_english_text_gets_no_english_edits():
         assert perturb(text) == []
 
 
-def test_ten_thousand_words_take_under_a_second():
+def test_ten_thousand_words_in_one_text_are_handled():
+    # speed belongs in benchmarks/ (ratios measured side by side); tests never assert wall-clock time
     text = ("The company hired the consultant before the meeting , and shares rose 5 % to $ 4.56 while "
             "most analysts said the red car was not faster than the blue truck . ") * 400
     assert len(text.split()) >= 10_000
-    perturb(text[:2000])  # warm up lazily built tables
-    start = time.perf_counter()
     out = perturb(text)
-    assert time.perf_counter() - start < 1.0
     assert {nm.family for nm in out} >= {"negation", "binding", "spatial", "numeric"}
 
 
