@@ -28,7 +28,7 @@ def add_card_metrics(run_dir: str | os.PathLike, rows: pd.DataFrame) -> Path:
     the card's path."""
     from huggingface_hub import EvalResult, ModelCard
 
-    from .evaluate_cli import MTEB_SCORE_KEYS, MTEB_TASK_NAMES
+    from .evaluate_cli import MTEB_SCORE_KEYS, mteb_task_name
 
     run_dir = Path(run_dir)
     card_path, done_path = run_dir / "final" / "README.md", run_dir / "DONE.json"
@@ -46,7 +46,7 @@ def add_card_metrics(run_dir: str | os.PathLike, rows: pd.DataFrame) -> Path:
     card.data.model_name = card.data.model_name or run_dir.name
     card.data.eval_results = [
         EvalResult(task_type="retrieval", task_name=f"Retrieval ({r.regime})", dataset_type=f"BeIR/{r.dataset}",
-                   dataset_name=MTEB_TASK_NAMES.get(r.dataset, r.dataset), dataset_split=getattr(r, "split", "test"),
+                   dataset_name=mteb_task_name(r.dataset), dataset_split=getattr(r, "split", "test"),
                    metric_type=MTEB_SCORE_KEYS[r.metric], metric_value=round(float(r.value), 5))
         for r in rows.itertuples()]
     text = _strip_section(str(card)) + "\n" + _section(rows) + "\n"
