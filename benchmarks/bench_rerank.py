@@ -1,5 +1,5 @@
 """Reranking cost: corpus encoding rate, first-stage and per-verifier rerank ms per query at each K,
-and the size of the corpus token cache, with the path notebook 05 uses (`compsense.rerank`).
+and the size of the corpus token cache, with the path notebook 05 uses (`compsense.verifiers.rerank`).
 
 Verifiers are untrained (their speed does not depend on their weights); the corpus is a SciFact
 test subsample (queries, their relevant documents and distractors), and the per-document numbers
@@ -39,10 +39,10 @@ def main() -> None:
     import pandas as pd
     import torch
 
-    from compsense import rerank as R
-    from compsense import verifiers as V
-    from compsense.models import load_encoder
-    from compsense.retrieval import load_eval_datasets
+    from compsense.verifiers import rerank as R
+    from compsense.verifiers import architectures as V
+    from compsense.core.encoders import load_encoder
+    from compsense.retrieval.harness import load_eval_datasets
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """Training throughput, triplets/s: compsense's `train_model` path against plain sentence-transformers.
 
 Plain sentence-transformers is run with the paper authors' settings: one data-loader worker and the
-default batch sampler. compsense's path is `compsense.train.train_model` as the notebooks call it
+default batch sampler. compsense's path is `compsense.retrieval.training.train_model` as the notebooks call it
 (no-duplicates sampler, data-loader workers chosen for the device). Both train the same model
 (same initial weights) on the same triplets with MultipleNegativesRankingLoss (scale 10), the same
 batch size, length limit, learning-rate schedule and precision, interleaved, and are timed over
@@ -50,7 +50,7 @@ def synthetic_triplets(n: int, seed: int = 0) -> pd.DataFrame:
 
 
 def offline_triplets(n: int, seed: int = 0) -> pd.DataFrame:
-    from compsense.train import build_retrieval_triplets
+    from compsense.retrieval.training import build_retrieval_triplets
 
     df, _ = build_retrieval_triplets(max_rows=n, seed=seed)
     return df
@@ -58,7 +58,7 @@ def offline_triplets(n: int, seed: int = 0) -> pd.DataFrame:
 
 def build_model(name: str, arch_dir: str | None, seed: int):
     """The benchmark model. `minilm-l6-random`: MiniLM-L6's architecture and tokenizer, random weights."""
-    from compsense.models import quiet_transformers, _st_modules, load_encoder
+    from compsense.core.encoders import quiet_transformers, _st_modules, load_encoder
 
     if name != "minilm-l6-random":
         return load_encoder(name, seed=seed)
@@ -67,7 +67,7 @@ def build_model(name: str, arch_dir: str | None, seed: int):
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     if arch_dir is None:
-        from compsense.models import BACKBONES, _package_model_dir
+        from compsense.core.encoders import BACKBONES, _package_model_dir
 
         arch_dir = _package_model_dir(BACKBONES["minilm-l6"])
         if arch_dir is None:
@@ -112,7 +112,7 @@ def run_plain(model_dir: str, df: pd.DataFrame, args, precision: dict) -> float:
     from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
                                        SentenceTransformerTrainingArguments)
 
-    from compsense.train import _st_training_imports, _to_dataset
+    from compsense.retrieval.training import _st_training_imports, _to_dataset
 
     losses, _ = _st_training_imports()
     model = SentenceTransformer(model_dir, device=args.device)
@@ -132,8 +132,8 @@ def run_plain(model_dir: str, df: pd.DataFrame, args, precision: dict) -> float:
 
 
 def run_compsense(model_dir: str, df: pd.DataFrame, args, precision: dict) -> float:
-    """compsense.train.train_model, as the notebooks call it (checkpoints outside the timed window)."""
-    from compsense.train import TrainConfig, train_model
+    """compsense.retrieval.training.train_model, as the notebooks call it (checkpoints outside the timed window)."""
+    from compsense.retrieval.training import TrainConfig, train_model
 
     timer = step_timer(args.warmup)
     with tempfile.TemporaryDirectory() as out:
@@ -167,7 +167,7 @@ def main(argv=None) -> dict:
 
     import torch
 
-    from compsense.models import quiet_transformers
+    from compsense.core.encoders import quiet_transformers
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from compsense import verifiers as V  # noqa: E402
-from compsense.verifier_training import contrastive_loss  # noqa: E402
-from compsense.models import load_encoder  # noqa: E402
-from compsense.simmap import TokenCache, encode_tokens  # noqa: E402
+from compsense.verifiers import architectures as V  # noqa: E402
+from compsense.verifiers.training import contrastive_loss  # noqa: E402
+from compsense.core.encoders import load_encoder  # noqa: E402
+from compsense.verifiers.simmap import TokenCache, encode_tokens  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "compsense" / "resources" / "tiny_corpus.txt"
 

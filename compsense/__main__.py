@@ -55,20 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "estimate":
         return _estimate(args)
     if args.command == "bundle":
-        from .bundle import main as bundle
+        from compsense.pipeline.bundle import main as bundle
 
         return bundle(args.out, args.weights, args.data, args.python_version)
     if args.command == "doctor":
-        from .doctor import main as doctor
+        from compsense.pipeline.doctor import main as doctor
 
         return doctor(profile=args.profile, png=args.png)
     if args.command == "evaluate":
-        from .evaluate_cli import main as evaluate
+        from compsense.retrieval.evaluate import main as evaluate
 
         return evaluate(args.model, args.datasets, split=args.split, data_dir=args.data_dir, out=args.out,
                         batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device,
                         seed=args.seed, nanobeir_dataset_id=args.nanobeir_dataset_id)
-    from .runner import Refused, reproduce
+    from compsense.pipeline.runner import Refused, reproduce
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     try:
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _estimate(args) -> int:
-    from . import estimate as E
-    from .report import _md_table
+    from compsense.pipeline import estimate as E
+    from compsense.pipeline.report import _md_table
 
     rates = {}
     for spec in args.rate:
@@ -95,7 +95,7 @@ def _estimate(args) -> int:
     print(f"# Time estimate: profile {args.profile}, rates measured in {args.work_dir}\n")
     print(E.headline(est) + "\n")
     print(_md_table(E.display_frame(est)))
-    print("\nUnits (compsense.estimate.UNITS):")
+    print("\nUnits (compsense.pipeline.estimate.UNITS):")
     for (stage, component), unit in E.UNITS.items():
         print(f"  {stage} {component}: {unit}")
     if E.measured_profile(args.work_dir) == args.profile:

@@ -3,7 +3,7 @@
 For each dataset: its folder under the data folder, the files the loaders read with their size,
 sha256 and record count, counts of the whole set, the licence, and where to get it. Sizes, hashes
 and counts are measured on a data folder holding the copies the committed results were computed
-from (the folder `compsense.paths.local_data_dir` finds, or --data-dir); nothing else is read from
+from (the folder `compsense.core.paths.local_data_dir` finds, or --data-dir); nothing else is read from
 it. The descriptions below are the project's own. Entries of sets that load from the hub (NanoBEIR,
 NQ pairs) list no files. `python -m compsense doctor` checks a data folder against this file.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compsense.io import sha256_file
-from compsense.paths import MANIFEST, SMOKE_DATA_DIR, local_data_dir
+from compsense.core.storage import sha256_file
+from compsense.core.paths import MANIFEST, SMOKE_DATA_DIR, local_data_dir
 
 PROFILES = ("local", "study", "paper")
 SUGARCREPE = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -88,7 +88,7 @@ HUB_ONLY = {
         "licence": "each set keeps its BEIR source's licence",
         "upstream": "zeta-alpha-ai/Nano*; sentence-transformers/NanoBEIR-en",
         "get": "the hub (HF_HUB_OFFLINE=0), or a local copy under <data folder>/nanobeir/<NanoName>/"
-               "{corpus,queries,qrels}.parquet (see compsense.data.load_nanobeir)",
+               "{corpus,queries,qrels}.parquet (see compsense.data.datasets.load_nanobeir)",
     },
     "nq": {
         "name": "Natural Questions (query, answer-passage) pairs, the paper's Model A training data",
@@ -135,7 +135,7 @@ def counts(name: str, folder: Path) -> dict:
 
 def used_by() -> dict[str, dict[str, list[str]]]:
     """{dataset: {profile: [stages]}} as `compsense doctor` computes what each profile reads."""
-    from compsense.doctor import profile_data_needs
+    from compsense.pipeline.doctor import profile_data_needs
 
     out: dict[str, dict[str, list[str]]] = {}
     for profile in PROFILES:

@@ -4,7 +4,7 @@ The smoke profile (params/smoke.yaml) reads its data from here, so a fresh clone
 and test with no external data beside it. Every sentence is composed below from short hand-written
 word lists and templates; nothing is taken from MRPC, STS-B, SciFact, NFCorpus, SugarCrepe or
 CondaQA, whose licences do not allow copying. Only their FILE LAYOUTS are reproduced (the ones
-compsense.data reads), so the same loaders and notebooks run on both.
+compsense.data.datasets reads), so the same loaders and notebooks run on both.
 
     python scripts/make_smoke_data.py              # rewrites data/smoke/
     python scripts/make_smoke_data.py --out /tmp/x # somewhere else (tests/test_smoke_data.py does this)
@@ -15,7 +15,7 @@ float formatting and "\\n" line ends, so a re-run reproduces the committed files
 
 What is in it (sizes are chosen so every smoke notebook has enough rows, and the whole stays small):
 - mrpc/: paraphrase pairs (label 1) and pairs that differ in one detail (label 0) in MRPC's TSV
-  layout, GLUE's dev ids in dev_ids.tsv. The sentences hold what compsense.negatives edits:
+  layout, GLUE's dev ids in dev_ids.tsv. The sentences hold what compsense.data.negatives edits:
   negations to add and to remove, asymmetric verbs with two people (role swaps), two coloured
   objects (attribute swaps), left/right, above/below, before/after, numbers, more/less.
 - stsb/: sentence pairs with 0-5 similarity scores in the STS Benchmark layout.
@@ -27,7 +27,7 @@ What is in it (sizes are chosen so every smoke notebook has enough rows, and the
   captions describe each (imaginary) image, as the near-miss protocol needs.
 - condaqa/: passages around one negated sentence with their edits (paraphrase, scope, negation
   undone) and a question, in CondaQA's JSON-lines layout.
-Folders of fixed releases (mrpc, stsb, sugarcrepe) hold a SUBSET file: compsense.data then accepts
+Folders of fixed releases (mrpc, stsb, sugarcrepe) hold a SUBSET file: compsense.data.datasets then accepts
 a record count other than the release's (with a warning).
 """
 from __future__ import annotations
@@ -204,7 +204,7 @@ def sentence_pair(rng: random.Random, paraphrase: bool) -> tuple[str, str, str]:
             t = f"{cap(time)}, the {p1} did not {base} the {p2}."
         else:
             t = f"The {p1} did not {base} the {p2} on {other_day}."
-    elif kind in ("never", "always"):  # "has never": compsense.negatives' binding rule would carry a bare
+    elif kind in ("never", "always"):  # "has never": compsense.data.negatives' binding rule would carry a bare
         # "never" along with the subject ("The doctor watched the singer never")
         s = f"The {p1} has {kind} {part} the {p2} at the {place}."
         if paraphrase:

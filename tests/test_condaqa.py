@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from compsense.data import DataError, load_condaqa
-from compsense.nearmiss_eval import condaqa_pairs
+from compsense.data.datasets import DataError, load_condaqa
+from compsense.nearmiss.evaluation import condaqa_pairs
 
 ORIGINAL = "Cats purr. The shop does not open on Sundays. It sells bread."
 

@@ -1,4 +1,4 @@
-"""Tests for compsense.data: the loaders on tiny invented fixtures, every kind of bad input, and
+"""Tests for compsense.data.datasets: the loaders on tiny invented fixtures, every kind of bad input, and
 the real local datasets' known sizes when they are present."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from compsense import data
-from compsense.data import DataError, MissingDataError
-from compsense.paths import local_data_dir
+from compsense.data import datasets as data
+from compsense.data.datasets import DataError, MissingDataError
+from compsense.core.paths import local_data_dir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 
@@ -63,7 +63,7 @@ def beir_dir(root: Path, corpus=GOOD_CORPUS, queries=GOOD_QUERIES, qrels=GOOD_QR
 
 
 def test_tiny_beir_keeps_judged_queries_and_counts_every_skip(caplog):
-    with caplog.at_level(logging.INFO, logger="compsense.data"):
+    with caplog.at_level(logging.INFO, logger="compsense.data.datasets"):
         ds = data.load_beir(FIXTURES / "tiny_beir")
     assert (ds.name, ds.split) == ("tiny_beir", "test")
     assert ds.doc_ids == ["d1", "d2", "d3", "d4"]
@@ -211,7 +211,7 @@ def test_nanobeir_bad_local_copy(tmp_path):
 def test_nq_pairs_from_jsonl_csv_and_parquet(tmp_path, caplog):
     path = write(tmp_path / "nq.jsonl", jsonl({"query": "q one", "answer": "p one"}, {"query": " ", "answer": "p"},
                                               {"query": "q two", "answer": "p two"}))
-    with caplog.at_level(logging.WARNING, logger="compsense.data"):
+    with caplog.at_level(logging.WARNING, logger="compsense.data.datasets"):
         assert data.load_nq_pairs(path) == [data.QAPair("q one", "p one"), data.QAPair("q two", "p two")]
     assert "skipped 1 pairs with an empty query or passage" in caplog.text and "nq.jsonl:2" in caplog.text
     assert len(data.load_nq_pairs(path, limit=1)) == 1
@@ -235,7 +235,7 @@ def test_nq_pairs_bad_input(tmp_path):
 def test_load_sentences_formats(tmp_path, caplog):
     assert data.load_sentences(write(tmp_path / "s.txt", "One.\n\n  Two.  \n")) == ["One.", "Two."]
     assert data.load_sentences(write(tmp_path / "s.jsonl", jsonl({"text": "A."}, {"text": "B."}))) == ["A.", "B."]
-    with caplog.at_level(logging.WARNING, logger="compsense.data"):
+    with caplog.at_level(logging.WARNING, logger="compsense.data.datasets"):
         assert data.load_sentences(write(tmp_path / "s.csv", "id,sentence\n1,A.\n2,\n3,C.\n")) == ["A.", "C."]
     assert "skipped 1 empty sentences" in caplog.text and "s.csv:3" in caplog.text
 
@@ -459,7 +459,7 @@ def test_a_release_cut_at_a_line_boundary_is_an_error_with_both_counts(tmp_path,
     check_error(e, path, None, "868 pairs, but the released file has 1,725")
     assert "SUBSET" in str(e.value)
     write(tmp_path / "mrpc" / "SUBSET", "a sample\n")  # declared a deliberate sample: loads, with a warning
-    with caplog.at_level(logging.WARNING, logger="compsense.data"):
+    with caplog.at_level(logging.WARNING, logger="compsense.data.datasets"):
         assert len(data.load_mrpc("test", tmp_path)) == 868
     assert "868 of the release's 1725 pairs" in caplog.text
     write(tmp_path / "full" / "mrpc" / "msr_paraphrase_test.txt", mrpc_file(1725))

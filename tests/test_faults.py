@@ -12,8 +12,14 @@ import pandas as pd
 import pytest
 from miniproject import CODE, make_project, start_driver, statuses, summary, write_notebook
 
-from compsense import bundle, data, io, runner
-from compsense.data import DataError
+from compsense.pipeline import bundle
+
+from compsense.data import datasets as data
+
+from compsense.core import storage as io
+
+from compsense.pipeline import runner
+from compsense.data.datasets import DataError
 
 SLOW_STAGE = ("import time\nfrom pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
               "out.mkdir(parents=True, exist_ok=True)\ntime.sleep(4)\n(out / 'pairs.txt').write_text('p' * 10)")
@@ -132,7 +138,7 @@ def test_two_runs_at_once_one_refuses_the_other_completes(project):
 WRITER = """
 import sys
 import pandas as pd
-from compsense import io
+from compsense.core import storage as io
 i = 0
 while True:
     io.write_json(sys.argv[1], {"i": i, "pad": "x" * 300_000})

@@ -1,13 +1,13 @@
-"""compsense.geometry: histograms over [-1, 1], hand-computed separation numbers, pairing, tidy tables."""
+"""compsense.nearmiss.geometry: histograms over [-1, 1], hand-computed separation numbers, pairing, tidy tables."""
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from compsense import geometry as g
-from compsense.data import CaptionNearMiss, SentencePair
-from compsense.io import TIDY_COLUMNS, read_table
+from compsense.nearmiss import geometry as g
+from compsense.data.datasets import CaptionNearMiss, SentencePair
+from compsense.core.storage import TIDY_COLUMNS, read_table
 
 SENTENCES = [
     "The committee approved the budget on Monday.",
@@ -287,7 +287,7 @@ def test_find_models_lists_missing_checkpoints(tmp_path):
 
 
 def test_near_miss_figure_facets_and_reference_menu(scored):
-    from compsense.geometry_plots import near_miss_figure
+    from compsense.figures.geometry import near_miss_figure
 
     fig = near_miss_figure(scored)
     titles = [a.text for a in fig.layout.annotations]
@@ -299,7 +299,7 @@ def test_near_miss_figure_facets_and_reference_menu(scored):
 
 
 def test_separation_auc_figure_groups_bars_by_variant(scored):
-    from compsense.geometry_plots import separation_auc_figure
+    from compsense.figures.geometry import separation_auc_figure
 
     fig = separation_auc_figure(g.separation_metrics(scored))
     bars = [t for t in fig.data if t.type == "bar"]
@@ -308,7 +308,7 @@ def test_separation_auc_figure_groups_bars_by_variant(scored):
 
 
 def test_separation_auc_interval_brackets_the_auc_and_narrows_with_more_pairs():
-    from compsense.geometry import separation_auc, separation_auc_interval
+    from compsense.nearmiss.geometry import separation_auc, separation_auc_interval
 
     rng = np.random.default_rng(0)
     small = rng.normal(0.6, 0.1, 40), rng.normal(0.5, 0.1, 40)
@@ -323,8 +323,6 @@ def test_separation_auc_interval_brackets_the_auc_and_narrows_with_more_pairs():
 
 
 def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monkeypatch):
-    from compsense import models
-
     near = pd.DataFrame({"sentence1": ["the cat sat on the mat", "the dog ran left", "prices rose today", "a red cup"],
                          "sentence2": ["the cat did not sit on the mat", "the dog ran right", "prices fell today",
                                        "a blue cup"],
@@ -334,8 +332,8 @@ def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monke
     runs = pd.DataFrame([{"backbone": "tiny-bert", "variant": "base", "seed": 42, "model": "tiny-bert",
                           "model_stamp": "pretrained", "structural_share": None}])
     loads = []
-    real = models.load_encoder
-    monkeypatch.setattr(models, "load_encoder", lambda *a, **k: loads.append(a) or real(*a, **k))
+    real = g.load_encoder  # patched where geometry looks it up
+    monkeypatch.setattr(g, "load_encoder", lambda *a, **k: loads.append(a) or real(*a, **k))
     table = g.pooled_nearmiss_auc(runs, near, para, tmp_path)
     assert set(table.family) == {"all", "negation", "spatial", "binding"} and len(loads) == 1
     has_ci = table[table.family.isin(["all", "negation"])]

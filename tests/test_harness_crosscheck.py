@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.data import load_nanobeir
-from compsense.models import TINY_CORPUS, build_tiny_bert
-from compsense.retrieval import METRICS, evaluate_dataset, score_rankings
+from compsense.data.datasets import load_nanobeir
+from compsense.core.encoders import TINY_CORPUS, build_tiny_bert
+from compsense.retrieval.harness import METRICS, evaluate_dataset, score_rankings
 
 SETS = {"scifact": "NanoSciFact", "nfcorpus": "NanoNFCorpus"}
 # Our metric name -> the key sentence-transformers' evaluator reports (cosine similarity).

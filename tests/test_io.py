@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from compsense import io
+from compsense.core import storage as io
 
 
 def test_write_table_is_atomic_on_failure(tmp_path):

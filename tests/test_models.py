@@ -3,7 +3,7 @@ import time
 import numpy as np
 import pytest
 
-from compsense import models
+from compsense.core import encoders as models
 
 
 def test_tiny_bert_is_deterministic_and_fast(tiny_encoder):
@@ -75,7 +75,7 @@ def test_offline_status_names_every_backbone():
 
 
 def test_packaged_weights_are_checked_by_sha256(tmp_path):
-    from compsense.models import verify_sha256
+    from compsense.core.encoders import verify_sha256
 
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(b"weights")
@@ -88,3 +88,43 @@ def test_packaged_weights_are_checked_by_sha256(tmp_path):
     weights.write_bytes(b"weightz")  # changed after a check: checked again
     with pytest.raises(ValueError, match="damaged"):
         verify_sha256(weights, hashlib.sha256(b"weights").hexdigest(), fix="-")
+
+
+def test_encode_pooled_is_unit_length_and_the_three_kinds_agree_without_prompts(tiny_encoder):
+    import torch
+
+    texts = ["the kettle is on the stove", "the kettle is not on the stove", "a lamp stood by the door"]
+    kinds = {kind: models.encode_pooled(tiny_encoder, texts, kind) for kind in models.POOLED_KINDS}
+    for emb in kinds.values():
+        assert emb.dtype == torch.float32 and emb.shape == (3, models.embedding_dim(tiny_encoder))
+        assert torch.allclose(emb.norm(dim=-1), torch.ones(3), atol=1e-5)
+    assert torch.allclose(kinds["query"], kinds["document"]) and torch.allclose(kinds["query"], kinds["sentence"])
+    assert models.encode_pooled(tiny_encoder, [], "document").shape == (0, models.embedding_dim(tiny_encoder))
+
+
+def test_encode_pooled_uses_the_models_query_and_document_encoders():
+    import torch
+
+    class Prompted:
+        def __init__(self):
+            self.calls = []
+
+        def _fake(self, name):
+            def encode(texts, **kwargs):
+                self.calls.append(name)
+                return torch.tensor([[3.0, 4.0]] * len(texts))
+            return encode
+
+        def __getattr__(self, name):
+            if name in ("encode", "encode_query", "encode_document"):
+                return self._fake(name)
+            raise AttributeError(name)
+
+    fake = Prompted()
+    emb = models.encode_pooled(fake, ["q"], "query")
+    models.encode_pooled(fake, ["d"], "document")
+    models.encode_pooled(fake, ["s"], "sentence")
+    assert fake.calls == ["encode_query", "encode_document", "encode"]
+    assert torch.allclose(emb, torch.tensor([[0.6, 0.8]]))  # normalised again in float32
+    with pytest.raises(ValueError, match="kind='passage'"):
+        models.encode_pooled(fake, ["x"], "passage")

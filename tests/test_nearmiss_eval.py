@@ -3,7 +3,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from compsense import nearmiss_eval as N
+from compsense.nearmiss import evaluation as N
 
 
 def test_near_miss_table_on_a_toy_case():

@@ -1,4 +1,4 @@
-"""Tests for the structural near-miss generator (compsense.negatives).
+"""Tests for the structural near-miss generator (compsense.data.negatives).
 
 Evidence beyond unit behaviour, printed with -s:
 - yield per family on MRPC train sentences (skipped without the local MRPC files);
@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compsense.negatives import (
+from compsense.data.negatives import (
     FAMILIES, NearMiss, artefact_auc, audit_precision, candidates, edit_distance_table, load_audit,
     make_pairs, make_triplets, perturb, read_pairs, write_pairs, yield_table,
 )
-from compsense.negatives.quality import audit_rows, token_edit_distance
+from compsense.data.negatives.quality import audit_rows, token_edit_distance
 
 AUDIT_PATH = Path(__file__).parent / "fixtures" / "negatives_audit.jsonl"
 PAPER_FAMILIES = {"negation", "binding", "spatial"}
@@ -32,17 +32,17 @@ def texts(sentence: str, family: str) -> set[str]:
     return {nm.text for nm in candidates(sentence, family)}
 
 
-# --- MRPC, read through compsense.data when it is there, else with a tiny local reader ----------
+# --- MRPC, read through compsense.data.datasets when it is there, else with a tiny local reader ----------
 
 def _read_mrpc_train_sentences() -> list[str] | None:
     try:
-        from compsense.data import load_mrpc
+        from compsense.data.datasets import load_mrpc
 
         pairs = load_mrpc("train")
         return list(dict.fromkeys(s for p in pairs for s in (p.sentence1, p.sentence2)))
     except Exception:  # noqa: BLE001 - any failure falls back to reading the file directly
         pass
-    from compsense.paths import local_data_dir
+    from compsense.core.paths import local_data_dir
 
     folder = local_data_dir(required=False)
     path = folder / "mrpc" / "msr_paraphrase_train.txt" if folder else None
@@ -261,7 +261,7 @@ def test_same_seed_same_output_and_seeds_matter():
 
 
 def test_output_does_not_depend_on_the_process_hash_seed():
-    code = ("from compsense.negatives import perturb; "
+    code = ("from compsense.data.negatives import perturb; "
             "print([n.text for n in perturb('Shares rose 5 % after 12 firms hired 30 people .', seed=1)])")
     outputs = set()
     for hash_seed in ("1", "2"):

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compsense import profiles, runner
+from compsense.pipeline import profiles, stages
 
-NOTEBOOKS = runner.notebooks()
+NOTEBOOKS = stages.notebooks()
 
 
 def test_there_are_notebooks():

@@ -3,7 +3,7 @@ import logging
 import plotly.graph_objects as go
 import pytest
 
-from compsense import plots
+from compsense.figures import export as plots
 
 
 def _fig():
@@ -49,7 +49,7 @@ def test_broken_png_engine_keeps_the_html_and_warns(tmp_path, monkeypatch, caplo
 def test_dose_response_figure_sweep_line_controls_and_seed_bars():
     import pandas as pd
 
-    from compsense.report_plots import dose_response
+    from compsense.figures.ab import dose_response
 
     points = pd.DataFrame([
         ("m", "A", 42, 0.0, 0.0, 0.0), ("m", "A", 43, 0.0, 0.0, 0.0),

@@ -1,10 +1,10 @@
-"""compsense.profiles: a misspelt section or key, or an unsafe profile name, is an error naming it."""
+"""compsense.pipeline.profiles: a misspelt section or key, or an unsafe profile name, is an error naming it."""
 import json
 
 import pytest
 import yaml
 
-from compsense import profiles
+from compsense.pipeline import profiles
 
 
 @pytest.fixture

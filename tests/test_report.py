@@ -1,11 +1,13 @@
-"""The run report (compsense.report): long tables are cut with a count and the full table's path,
+"""The run report (compsense.pipeline.report): long tables are cut with a count and the full table's path,
 never silently; notebook 04's separation table is in it as the notebook shows it."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from compsense import doctor, report
+from compsense.pipeline import doctor
+
+from compsense.pipeline import report
 
 
 @pytest.fixture()

@@ -1,4 +1,4 @@
-"""compsense.rerank: a hand-made corpus where pooled cosine ranks wrongly and MaxSim does not,
+"""compsense.verifiers.rerank: a hand-made corpus where pooled cosine ranks wrongly and MaxSim does not,
 the fusion weight, K bounds, the corpus caches, and agreement with the retrieval harness."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from compsense import rerank as R
-from compsense import verifiers as V
-from compsense.verifier_training import verifier_dir
-from compsense.retrieval import HARNESS, evaluate
+from compsense.verifiers import rerank as R
+from compsense.verifiers import architectures as V
+from compsense.verifiers.training import verifier_dir
+from compsense.retrieval.harness import HARNESS, evaluate
 
 # Unit word vectors: pooled cosine ranks "w" (the direction of x + y) first for the query "x y",
 # while the relevant document holds x and y verbatim among noise tokens z.
@@ -227,7 +227,7 @@ def test_find_methods_falls_back_to_training_free_verifiers(encoder, tmp_path):
 
 
 def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
-    from compsense.data import BeirDataset
+    from compsense.data.datasets import BeirDataset
 
     ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
     methods, _ = R.find_methods(tmp_path, ["F0", "F1"], ["frozen"], encoder)
@@ -263,7 +263,7 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
 
 
 def test_find_methods_notes_a_frozen_verifier_trained_on_another_encoder(encoder, tiny_encoder, tmp_path):
-    from compsense.simmap import encoder_fingerprint
+    from compsense.verifiers.simmap import encoder_fingerprint
 
     folder = verifier_dir(tmp_path, "identity-small", 42, "F3-frozen")
     V.save(V.create("F3", seed=0), folder, extra={"settings": {"encoder": encoder_fingerprint(encoder)[:16]}})

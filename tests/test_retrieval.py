@@ -1,4 +1,4 @@
-"""compsense.retrieval: metrics on hand-computed rankings, agreement with sentence-transformers'
+"""compsense.retrieval.harness: metrics on hand-computed rankings, agreement with sentence-transformers'
 evaluator, the bootstrap, the eval subsample and Table 1."""
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 import torch
 
-from compsense import retrieval
-from compsense.retrieval import (HARNESS, PAPER_TABLE1, dose_response, evaluate, paired_bootstrap, query_metrics,
+from compsense.retrieval import harness as retrieval
+from compsense.retrieval.harness import (HARNESS, PAPER_TABLE1, dose_response, evaluate, paired_bootstrap, query_metrics,
                                  subsample, table1, top_k, variant_table)
 
-TINY_CORPUS = Path(retrieval.__file__).parent / "resources" / "tiny_corpus.txt"
+TINY_CORPUS = Path(retrieval.__file__).resolve().parents[1] / "resources" / "tiny_corpus.txt"
 
 
 class FakeEncoder:
@@ -80,7 +80,7 @@ def test_top_k_chunked_equals_full_sort_with_ties():
 def test_agrees_with_sentence_transformers_evaluator():
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
-    from compsense.models import build_tiny_bert
+    from compsense.core.encoders import build_tiny_bert
 
     model = build_tiny_bert(seed=3)
     lines = [ln.strip() for ln in TINY_CORPUS.read_text().splitlines() if ln.strip()]
@@ -242,7 +242,7 @@ def test_describe_result_states_the_interval_and_the_control():
 
 
 def test_nanobeir_sets_come_from_the_named_dataset_id(monkeypatch):
-    from compsense import data
+    from compsense.data import datasets as data
 
     asked = []
 

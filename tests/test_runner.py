@@ -5,7 +5,7 @@ import pytest
 import yaml
 from miniproject import make_project, start_driver, summary as _summary, write_notebook as _notebook
 
-from compsense import runner
+from compsense.pipeline import runner
 
 
 @pytest.fixture

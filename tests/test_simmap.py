@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from compsense.simmap import (
+from compsense.verifiers.simmap import (
     TokenCache,
     cross_similarity_maps,
     encode_tokens,
@@ -114,7 +114,7 @@ def test_token_cache_writes_once_and_reads_back(tiny_encoder, tmp_path):
 
 
 def test_token_cache_key_tracks_encoder_texts_and_settings(tmp_path):
-    from compsense.models import build_tiny_bert
+    from compsense.core.encoders import build_tiny_bert
 
     encoder = build_tiny_bert(seed=3)
     base = TokenCache(encoder, TEXTS, tmp_path, show_progress=False)
@@ -174,8 +174,8 @@ def test_encode_tokens_keeps_gradients(tiny_encoder):
 
 def test_cache_key_is_unambiguous_and_a_mismatched_file_is_refused(tmp_path):
     """Joining texts with a separator let ["a\\x00b"] and ["a", "b"] share a key (and a cache)."""
-    from compsense.models import build_tiny_bert
-    from compsense.simmap import cache_key
+    from compsense.core.encoders import build_tiny_bert
+    from compsense.verifiers.simmap import cache_key
 
     encoder = build_tiny_bert(seed=3)
     assert cache_key(encoder, ["a\x00b"], False) != cache_key(encoder, ["a", "b"], False)

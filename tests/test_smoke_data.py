@@ -9,9 +9,9 @@ import logging
 
 import pytest
 
-from compsense import data
-from compsense.paths import local_data_dir, repo_root, smoke_data_dir
-from compsense.profiles import load_profile
+from compsense.data import datasets as data
+from compsense.core.paths import local_data_dir, repo_root, smoke_data_dir
+from compsense.pipeline.profiles import load_profile
 
 SMOKE = smoke_data_dir()
 DATASETS = ("condaqa", "mrpc", "nfcorpus", "scifact", "stsb", "sugarcrepe")
@@ -51,7 +51,7 @@ def test_the_smoke_profile_reads_data_smoke_from_the_repo_root_whatever_the_cwd(
 
 
 def test_every_loader_reads_the_smoke_data(caplog):
-    with caplog.at_level(logging.WARNING, logger="compsense.data"):
+    with caplog.at_level(logging.WARNING, logger="compsense.data.datasets"):
         mrpc = {s: data.load_mrpc(s, SMOKE) for s in data.MRPC_SPLITS}
         stsb = {s: data.load_stsb(s, SMOKE) for s in data.STSB_SPLITS}
         sugarcrepe = data.load_sugarcrepe(data_dir=SMOKE)
@@ -77,7 +77,7 @@ def test_every_loader_reads_the_smoke_data(caplog):
 
 
 def test_smoke_sentences_give_near_misses_of_the_paper_families_on_both_sides():
-    from compsense.structural_data import build_pairs, mrpc_sentences
+    from compsense.data.structural import build_pairs, mrpc_sentences
 
     params = {**load_profile("smoke")["common"], **load_profile("smoke")["01_data_and_negatives"]}
     train = mrpc_sentences("train", SMOKE, limit=params["mrpc_train_sentences"], seed=params["seed"])
@@ -95,8 +95,8 @@ def test_smoke_sentences_give_near_misses_of_the_paper_families_on_both_sides():
 
 
 def test_smoke_data_make_retrieval_triplets_and_keep_scifact_zero_shot():
-    from compsense.regime import overlap, training_keys
-    from compsense.train import build_retrieval_triplets
+    from compsense.retrieval.regime import overlap, training_keys
+    from compsense.retrieval.training import build_retrieval_triplets
 
     df, stats = build_retrieval_triplets(sources=("mrpc", "stsb", "scifact"), data_dir=SMOKE, max_rows=None, seed=1)
     assert (df.negative != df.positive).all() and (df.negative != df.anchor).all()
@@ -110,7 +110,7 @@ def test_smoke_data_make_retrieval_triplets_and_keep_scifact_zero_shot():
 
 
 def test_smoke_near_miss_sets():
-    from compsense.nearmiss_eval import condaqa_pairs, sugarcrepe_pairs
+    from compsense.nearmiss.evaluation import condaqa_pairs, sugarcrepe_pairs
 
     positives, near_misses = sugarcrepe_pairs(data_dir=SMOKE)
     assert len(positives) == len(near_misses) == len(data.load_sugarcrepe(data_dir=SMOKE))  # each has a reference
@@ -145,7 +145,7 @@ def _env_points_at_smoke() -> bool:
 
 def test_smoke_near_misses_keep_a_sentence_shape():
     """Every edit of a smoke sentence starts with a capital and keeps the final full stop."""
-    from compsense.negatives import perturb
+    from compsense.data.negatives import perturb
 
     sentences = {s for p in data.load_mrpc("all_train", SMOKE) for s in (p.sentence1, p.sentence2)}
     edits = [nm.text for s in sorted(sentences) for nm in perturb(s, max_per_family=3)]

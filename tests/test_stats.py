@@ -1,11 +1,11 @@
-"""compsense.stats: the hierarchical bootstrap over seeds and queries, and Holm's correction."""
+"""compsense.core.stats: the hierarchical bootstrap over seeds and queries, and Holm's correction."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.stats import hierarchical_bootstrap, holm, paired_deltas
+from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
 
 
 def test_constant_difference_has_a_point_interval():

@@ -1,4 +1,4 @@
-"""compsense.train: training data, the A/B mix, the config, and train_model's skip / resume /
+"""compsense.retrieval.training: training data, the A/B mix, the config, and train_model's skip / resume /
 data-parallel behaviour on tiny-bert (a few steps at batch 8)."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.train import (TrainConfig, build_retrieval_triplets, load_structural_triplets, mix_structural,
+from compsense.retrieval.training import (TrainConfig, build_retrieval_triplets, load_structural_triplets, mix_structural,
                              plan_runs, read_train_logs, run_dir, train_model)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def structural_rows(n: int = 30, split: str = "train") -> pd.DataFrame:
 
 
 def _has_local_data() -> bool:
-    from compsense.paths import local_data_dir
+    from compsense.core.paths import local_data_dir
 
     root = local_data_dir(required=False)
     return root is not None and all((root / d).is_dir() for d in ("mrpc", "stsb", "scifact"))
@@ -76,7 +76,7 @@ def write_beir(root: Path, name: str, n_queries: int = 6, docs_per_query: int = 
 
 
 def test_beir_source_caps_pairs_per_query_and_keeps_eval_sets_zero_shot(tmp_path):
-    from compsense import data
+    from compsense.data import datasets as data
 
     write_beir(tmp_path, "nfcorpus", shared_doc="an abstract both collections hold")
     write_beir(tmp_path, "scifact", shared_doc="an abstract both collections hold")
@@ -103,8 +103,8 @@ def test_missing_nq_is_an_error_naming_the_offline_profile(tmp_path):
 def test_training_on_a_sets_train_split_makes_its_rows_in_domain(tmp_path):
     """regime is computed from the training texts: NFCorpus train -> NFCorpus test is in-domain (one
     corpus), SciFact (another collection, overlap excluded) is zero-shot."""
-    from compsense import data
-    from compsense.regime import IN_DOMAIN, ZERO_SHOT, overlap, read_training_keys, write_training_keys
+    from compsense.data import datasets as data
+    from compsense.retrieval.regime import IN_DOMAIN, ZERO_SHOT, overlap, read_training_keys, write_training_keys
 
     write_beir(tmp_path, "nfcorpus", shared_doc="an abstract both collections hold")
     write_beir(tmp_path, "scifact", shared_doc="an abstract both collections hold")
@@ -117,7 +117,7 @@ def test_training_on_a_sets_train_split_makes_its_rows_in_domain(tmp_path):
     assert sf == {"regime": ZERO_SHOT, "overlap_queries": 0, "overlap_docs": 0}
     # Without the exclusion the shared abstract makes SciFact in-domain: computed, not declared.
     leaky, _ = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, seed=0, max_pairs_per_query=None)
-    from compsense.regime import training_keys
+    from compsense.retrieval.regime import training_keys
     assert overlap(training_keys(leaky), sf_test) == {"regime": IN_DOMAIN, "overlap_queries": 0, "overlap_docs": 1}
     # Normalisation: case and spacing do not hide a copy.
     assert overlap(training_keys(pd.DataFrame({"anchor": ["  SCIFACT question   number 6 "]})), sf_test)["overlap_queries"] == 1
@@ -320,8 +320,8 @@ def test_model_card_names_base_sources_and_variant(trained):
 def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp_path):
     from huggingface_hub import ModelCard
 
-    from compsense.model_card import add_card_metrics, write_card_metrics
-    from compsense.train import _finished_problem
+    from compsense.retrieval.model_card import add_card_metrics, write_card_metrics
+    from compsense.retrieval.training import _finished_problem
 
     config = _copy_run(trained[0], tmp_path)
     rows = pd.DataFrame([
@@ -354,8 +354,8 @@ def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp
 
 
 def test_mnrl_by_hand_equals_the_library_loss():
-    from compsense.models import load_encoder
-    from compsense.train import mnrl_on_batch
+    from compsense.core.encoders import load_encoder
+    from compsense.retrieval.training import mnrl_on_batch
 
     model = load_encoder("tiny-bert", max_seq_length=32)
     batch = pd.concat([retrieval_rows(3), structural_rows(1)[["anchor", "positive", "negative"]]], ignore_index=True)
@@ -369,7 +369,7 @@ def test_mnrl_by_hand_equals_the_library_loss():
 
 
 def test_push_models_is_opt_in_and_uploads_each_trained_model(trained, monkeypatch):
-    from compsense.train import push_models
+    from compsense.retrieval.training import push_models
 
     config, final = trained
 

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from compsense import verifier_data as D
+from compsense.verifiers import data as D
 
 PARAPHRASES = pd.DataFrame({
     "sentence1": ["The dog chased the cat in the park.", "The company hired the consultant last year.",
@@ -34,7 +34,7 @@ def test_balanced_rows_pair_each_copy_row_with_a_paraphrase_row_whose_negative_e
     assert all(partner[a] == p for a, p in zip(para.anchor, para.positive))
     assert (para.negative != para.positive).all() and (identity.negative != identity.anchor).all()
     # nm(p) is an edit of p (of the row's family), and nm(s) one of s.
-    from compsense.negatives import candidates
+    from compsense.data.negatives import candidates
 
     for frame, source in ((para, "positive"), (identity, "anchor")):
         assert all(n in {c.text for c in candidates(x, f)} for x, n, f in zip(frame[source], frame.negative,
@@ -54,12 +54,10 @@ def test_balanced_rows_say_when_nothing_can_be_edited():
 
 
 def test_model_b_rows_mix_retrieval_and_identity_triplets_at_the_share(monkeypatch):
-    from compsense import train
-
     retrieval = pd.DataFrame({"anchor": [f"query {i}" for i in range(24)],
                               "positive": [f"passage {i}" for i in range(24)],
                               "negative": [f"passage {(i + 1) % 24}" for i in range(24)], "source": "toy"})
-    monkeypatch.setattr(train, "build_retrieval_triplets", lambda *a, **k: (retrieval.copy(), {}))
+    monkeypatch.setattr(D, "build_retrieval_triplets", lambda *a, **k: (retrieval.copy(), {}))
     table, counts = D.training_rows("model_b", _structural(), structural_share=0.25, families=["negation"], seed=1)
     assert list(table.columns) == D.ROW_COLUMNS
     assert counts["rows_by_kind"] == {"retrieval": 24, "identity": 8}  # 8 = 0.25 x 32, drawn from 4 (repeated)

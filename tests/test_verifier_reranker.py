@@ -1,13 +1,13 @@
-"""compsense.verifier_reranker: a verifier with CrossEncoder's predict / rank / save / load, run by
+"""compsense.verifiers.cross_encoder: a verifier with CrossEncoder's predict / rank / save / load, run by
 sentence-transformers' own CrossEncoderRerankingEvaluator."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compsense import verifiers as V
-from compsense.models import build_tiny_bert
-from compsense.verifier_reranker import VerifierReranker
+from compsense.verifiers import architectures as V
+from compsense.core.encoders import build_tiny_bert
+from compsense.verifiers.cross_encoder import VerifierReranker
 
 QUERY = "the cat sat on the mat"
 DOCS = ["the cat sat on the mat", "a dog barked at the mailman", "the cat did not sit on the mat",

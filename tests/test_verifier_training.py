@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
-from compsense import verifier_training as T
-from compsense import verifiers as V
+from compsense.verifiers import training as T
+from compsense.verifiers import architectures as V
 
 
 def _triplets(n=24):
@@ -64,7 +64,7 @@ def test_frozen_training_moves_verifier_weights_and_skips_parameter_free(tiny_en
 
 
 def test_end_to_end_training_changes_the_encoder():
-    from compsense.models import build_tiny_bert
+    from compsense.core.encoders import build_tiny_bert
 
     encoder = build_tiny_bert(seed=7)
     before = {k: v.clone() for k, v in encoder.state_dict().items()}
@@ -98,7 +98,7 @@ def test_fit_verifier_resumes_instead_of_retraining(tiny_encoder, tmp_path):
 
 
 def _loss_inputs(tiny_encoder, texts_p, texts_n, anchors):
-    from compsense.simmap import encode_tokens
+    from compsense.verifiers.simmap import encode_tokens
 
     tiny_encoder.eval()  # no dropout: the same embeddings score_pairs computes
     with torch.no_grad():
@@ -184,7 +184,7 @@ def test_training_positives_reads_mrpc_train_paraphrases():
 
 
 def test_paraphrase_positives_from_sentence_pairs():
-    from compsense.data import SentencePair
+    from compsense.data.datasets import SentencePair
 
     t = _triplets(2)
     pairs = [SentencePair(t.anchor[0], "A dog close to a ball.", 1, id1="1", id2="2", source="mrpc"),
@@ -215,7 +215,7 @@ def test_authors_loss_shape_is_every_positive_plus_the_own_hard_negative(tiny_en
 
 
 def test_authors_recipe_follows_their_shell_script():
-    from compsense.verifier_recipe import authors_budget, authors_recipe
+    from compsense.verifiers.recipe import authors_budget, authors_recipe
 
     # run_frozen_vs_e2e_experiment.sh, 4 minutes: F3 frozen at 50 samples/s, batch 32 -> 375 steps.
     f3 = authors_recipe("F3", "frozen", 33)
@@ -252,7 +252,7 @@ def test_fit_grid_keeps_variants_and_seeds_apart_and_reports_budgets(tiny_encode
 
 
 def test_run_study_trains_each_variant_and_seed_into_its_own_folder(tiny_encoder, tmp_path):
-    from compsense.verifier_study import run_study
+    from compsense.verifiers.study import run_study
 
     t = _triplets()
     rows = {"identity": t.assign(positive=t.anchor), "paraphrase": t}

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 import torch
 
-from compsense import verifiers as V
-from compsense.simmap import pad_to, similarity_map, token_embeddings
+from compsense.verifiers import architectures as V
+from compsense.verifiers.simmap import pad_to, similarity_map, token_embeddings
 
 QUERIES = ["A dog bites a man.", "The cat is not on the mat.", "Hi", "The red cup sits left of the blue box."]
 DOCS = ["A man bites a dog.", "The cat is on the mat.", "Hello there, friend", "The blue box sits left of the red cup."]
@@ -168,7 +168,7 @@ def test_loose_configs_and_pairs_are_refused(tmp_path):
     itself, None is not the text 'None' and a bare string is not a list of pairs."""
     import pandas as pd
 
-    from compsense import verifiers as V
+    from compsense.verifiers import architectures as V
 
     with pytest.raises(ValueError, match="true or false"):
         V.create("F1", include_special="false")

@@ -9,7 +9,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from compsense import plots
+from compsense.figures import export as plots
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = sorted((REPO / "figures").glob("*.html"))

@@ -1,0 +1,108 @@
+"""Where things live: the repo, local (non-redistributable) datasets, generated data, runs, figures.
+
+One setting says where local datasets live: the `data_dir` argument of any loader (a profile's
+`data_dir`; relative paths are taken from the repo root), else the environment variable
+COMPSENSE_DATA_DIR. By default the first `shared/data` found beside or above the repo is used (the
+layout of this project's machines). Datasets are read in place, never copied. The smoke profile
+reads the project's own data/smoke; data/MANIFEST.json lists the external datasets of the others.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_DATA_DIR = "COMPSENSE_DATA_DIR"
+SMOKE_DATA_DIR = "data/smoke"  # relative to the repo root
+MANIFEST = "data/MANIFEST.json"
+
+
+def repo_root() -> Path:
+    """The checkout root (the folder that holds pyproject.toml), or the cwd for an installed copy."""
+    here = Path(__file__).resolve().parents[2]
+    if (here / "pyproject.toml").exists():
+        return here
+    return Path.cwd()
+
+
+def local_data_dir(data_dir: str | os.PathLike | None = None, required: bool = True) -> Path | None:
+    """The folder holding local datasets (mrpc/, stsb/, scifact/, sugarcrepe/, ...)."""
+    if data_dir is None:
+        data_dir = os.environ.get(ENV_DATA_DIR) or None
+    if data_dir is not None:
+        path = _data_path(data_dir)
+        if not path.is_dir():
+            raise FileNotFoundError(
+                f"local data dir {path} does not exist; set {ENV_DATA_DIR} (or pass data_dir=) "
+                f"to the folder that holds mrpc/, stsb/, scifact/, sugarcrepe/ ({MANIFEST} lists each "
+                "dataset and where to get it)"
+            )
+        return path.resolve()
+    for base in [repo_root(), *repo_root().parents, Path.cwd(), *Path.cwd().parents]:
+        for candidate in (base / "shared" / "data", base / "../shared/data"):
+            if candidate.is_dir():
+                return candidate.resolve()
+    if required:
+        raise FileNotFoundError(
+            "no local data dir found: set the environment variable "
+            f"{ENV_DATA_DIR}=/path/to/data (the folder with mrpc/, stsb/, scifact/, sugarcrepe/), "
+            f"or pass data_dir= to the loader; {MANIFEST} lists each dataset and where to get it"
+        )
+    return None
+
+
+def _data_path(data_dir: str | os.PathLike) -> Path:
+    """A data folder setting as a path. A relative one is taken from the repo root, as every notebook
+    parameter is (notebooks run with notebooks/ as their cwd), unless only the cwd has it (a path
+    typed on the command line)."""
+    path = Path(data_dir).expanduser()
+    if path.is_absolute():
+        return path
+    from_root, from_cwd = repo_root() / path, Path.cwd() / path
+    return from_cwd if from_cwd.is_dir() and not from_root.is_dir() else from_root
+
+
+def smoke_data_dir() -> Path:
+    """The project's own small datasets (data/smoke, written by scripts/make_smoke_data.py): the smoke
+    profile's data folder."""
+    return repo_root() / SMOKE_DATA_DIR
+
+
+def manifest_path() -> Path:
+    """data/MANIFEST.json: every external dataset the local and paper profiles read, with its files,
+    counts, sha256, licence and where to get it (checked by `python -m compsense doctor`)."""
+    return repo_root() / MANIFEST
+
+
+def generated_dir() -> Path:
+    """Bulk files the notebooks generate (git-ignored): pairs, triplets, caches."""
+    return _ensure(repo_root() / "data" / "generated")
+
+
+def runs_dir() -> Path:
+    """Checkpoints, tidy result tables and executed notebooks (git-ignored)."""
+    return _ensure(Path(os.environ.get("COMPSENSE_RUNS_DIR", repo_root() / "runs")))
+
+
+def figures_dir() -> Path:
+    return _ensure(Path(os.environ.get("COMPSENSE_FIGURES_DIR", repo_root() / "figures")))
+
+
+def _ensure(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def resolve(path: str | os.PathLike) -> Path:
+    """A path from a notebook parameter: relative paths are taken from the repo root, not the cwd
+    (papermill and JupyterLab run notebooks from notebooks/)."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else repo_root() / path
+
+
+def workspace(work_dir: str | os.PathLike, *parts: str) -> Path:
+    """A folder under the profile's work_dir (e.g. runs/smoke): where stages pass files to each other.
+
+    Layout: negatives/ (pairs, triplets), models/<backbone>/<variant>-seed<seed>/, verifiers/,
+    results/ (tidy tables), cache/ (token embeddings).
+    """
+    return _ensure(resolve(work_dir).joinpath(*parts))

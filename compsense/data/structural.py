@@ -1,0 +1,114 @@
+"""Where the structural near-miss data of the pipeline comes from, and where it goes.
+
+The paper built its structural negatives from MRPC sentences. Here the train split is made from
+MRPC's (GLUE) train sentences and the test split from MRPC's test sentences, so the held-out
+near-misses (notebooks 03, 04) come from sentences whose paraphrase pairs no model trained on,
+and a sentence with all its near-misses sits on one side only. A user's own sentence list can be
+added to either side. Outputs: {work_dir}/negatives/pairs.parquet and triplets.parquet.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+from pathlib import Path
+
+import pandas as pd
+
+from compsense.data.negatives import make_pairs, make_triplets, read_pairs, write_pairs
+from compsense.data.negatives.pairs import source_id_of
+from compsense.core.paths import workspace
+from compsense.data.datasets import load_mrpc, load_sentences
+
+log = logging.getLogger(__name__)
+
+
+def mrpc_sentences(split: str, data_dir=None, limit: int | None = None, seed: int = 0) -> list[tuple[str, str]]:
+    """Distinct MRPC sentences of a split as (source_id, sentence), a seeded sample of `limit` of them.
+
+    The source id is MRPC's own sentence id (`mrpc-<id>`), so results can be traced back to the corpus.
+    """
+    seen: dict[str, tuple[str, str]] = {}
+    for pair in load_mrpc(split, data_dir=data_dir):
+        for sid, text in ((pair.id1, pair.sentence1), (pair.id2, pair.sentence2)):
+            seen.setdefault(text, (f"mrpc-{sid}", text))
+    sentences = sorted(seen.values())
+    if limit is not None and limit < len(sentences):
+        sentences = sorted(random.Random(seed).sample(sentences, limit))
+    return sentences
+
+
+def user_sentences(path: str | os.PathLike) -> list[tuple[str, str]]:
+    return [(source_id_of(s), s) for s in load_sentences(path)]
+
+
+def build_pairs(train_sources: list[tuple[str, str]], test_sources: list[tuple[str, str]], families=None,
+                seed: int = 0, max_per_family: int = 1) -> tuple[pd.DataFrame, dict]:
+    """Near-miss pairs with the split fixed by where each source came from.
+
+    A sentence present on both sides is kept on the test side only (counted in the stats), so no
+    test sentence is ever trained on.
+    """
+    test_texts = {text for _, text in test_sources}
+    kept_train = [(sid, text) for sid, text in train_sources if text not in test_texts]
+    parts = []
+    for split, sources in (("train", kept_train), ("test", test_sources)):
+        if sources:
+            df = make_pairs(sources, families=families, seed=seed, max_per_family=max_per_family,
+                            test_fraction=1.0 if split == "test" else 0.0)
+            parts.append(df.assign(split=split))
+    pairs = pd.concat(parts, ignore_index=True) if parts else make_pairs([], families=families)
+    stats = {
+        "train_sources": len(kept_train), "test_sources": len(test_sources),
+        "dropped_train_sources_also_in_test": len(train_sources) - len(kept_train),
+        "train_sources_with_near_miss": int(pairs.loc[pairs.split == "train", "source_id"].nunique()),
+        "test_sources_with_near_miss": int(pairs.loc[pairs.split == "test", "source_id"].nunique()),
+        "pairs": len(pairs),
+    }
+    if stats["dropped_train_sources_also_in_test"]:
+        log.warning("%d train sentences also occur in the test sources; kept them on the test side only",
+                    stats["dropped_train_sources_also_in_test"])
+    return pairs, stats
+
+
+def counts_table(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Pairs and distinct source sentences per family and split."""
+    grouped = pairs.groupby(["family", "split"])
+    return grouped.agg(pairs=("sentence2", "size"), sources=("source_id", "nunique")).reset_index()
+
+
+def write_outputs(pairs: pd.DataFrame, work_dir) -> dict[str, Path]:
+    """Write pairs.parquet and triplets.parquet under {work_dir}/negatives/ (atomically)."""
+    out = workspace(work_dir, "negatives")
+    return {"pairs": write_pairs(pairs, out / "pairs.parquet"),
+            "triplets": write_pairs(make_triplets(pairs), out / "triplets.parquet")}
+
+
+def read_outputs(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
+    out = workspace(work_dir, "negatives")
+    return read_pairs(out / "pairs.parquet"), read_pairs(out / "triplets.parquet")
+
+
+def yield_figure(yields: pd.DataFrame, title: str = "Near-miss yield per family"):
+    import plotly.express as px
+
+    fig = px.bar(yields, x="family", y="yield", text=yields["yield"].map("{:.0%}".format),
+                 hover_data=["n_with_near_miss", "n_sentences"], title=title)
+    return fig.update_layout(yaxis_tickformat=".0%", yaxis_range=[0, 1])
+
+
+def artefact_figure(aucs: pd.DataFrame, target: float = 0.65):
+    """Blind bag-of-words AUC per family, with the 0.65 target and chance marked."""
+    import plotly.express as px
+
+    fig = px.bar(aucs, x="family", y="auc", color="source", barmode="group", range_y=[0, 1],
+                 title="Artefact check: can a blind bag-of-words spot the near-miss? (0.5 = no)")
+    fig.add_hline(y=target, line_dash="dash", annotation_text=f"target ≤ {target}")
+    return fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+
+
+def edit_distance_figure(distances: pd.DataFrame):
+    import plotly.express as px
+
+    return px.histogram(distances, x="edit_distance", color="family", barmode="group",
+                        title="Edit size: token edit distance between a sentence and its near-miss")

@@ -1,0 +1,1 @@
+"""Figures of particular notebooks (problem, geometry, ab) and saving them (export). Reads what the science layers wrote."""

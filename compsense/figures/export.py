@@ -1,0 +1,62 @@
+"""Saving figures: interactive HTML always, a PNG beside it where an export engine (kaleido) exists.
+
+Every HTML figure loads plotly.js from one `plotly.min.js` in the same folder (the copy plotly.py
+ships, written when missing or of another version), so figures draw offline, the project's default,
+without each file carrying its own 4.8 MB copy.
+
+Plots read tidy tables and never recompute results; the figure-making functions of each stage live
+in that stage's module, this module only writes them out.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from compsense.core.storage import atomic_path
+from compsense.core.paths import resolve
+
+log = logging.getLogger(__name__)
+
+PLOTLY_JS = "plotly.min.js"  # the src of every figure's script tag, relative to the HTML file
+
+
+def save_figure(fig, name: str, figures_dir: str | os.PathLike = "figures", png: bool = True) -> dict[str, Path]:
+    """Write `fig` (a plotly Figure) as figures_dir/name.html, and name.png when kaleido works."""
+    out_dir = resolve(figures_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    html = out_dir / f"{name}.html"
+    with atomic_path(html) as tmp:
+        fig.write_html(tmp, include_plotlyjs=PLOTLY_JS, full_html=True)
+    written["html"] = html
+    written["plotly_js"] = write_plotly_js(out_dir)
+    if png and _png_engine_available():
+        target = out_dir / f"{name}.png"
+        try:
+            with atomic_path(target) as tmp:
+                fig.write_image(tmp, format="png", scale=2)
+            written["png"] = target
+        except Exception as err:  # an engine present but broken (no Chrome for kaleido >= 1): HTML still stands
+            log.warning("PNG export of %s failed (%s); the HTML was written", name, err)
+    return written
+
+
+def write_plotly_js(out_dir: str | os.PathLike) -> Path:
+    """figures_dir/plotly.min.js: plotly.py's bundled plotly.js, rewritten only when it differs."""
+    from plotly.offline import get_plotlyjs
+
+    target = Path(out_dir) / PLOTLY_JS
+    bundled = get_plotlyjs()
+    if not target.exists() or target.read_text(encoding="utf-8") != bundled:
+        with atomic_path(target) as tmp:
+            tmp.write_text(bundled, encoding="utf-8")
+    return target
+
+
+def _png_engine_available() -> bool:
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return False
+    return True

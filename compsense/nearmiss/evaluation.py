@@ -1,0 +1,469 @@
+"""The near-miss test with real positives: does a scorer prefer a true paraphrase to a minimal,
+meaning-changing edit of the same sentence?
+
+Notebook 04 asks it of pooled cosines (Base, Model A, Model B) and of every verifier, on notebook
+01's held-out near-misses against MRPC paraphrases and, when its files are here, on SugarCrepe
+with another caption of the same image as the query. A scorer is any function from
+(query, document) pairs to scores, so cosines and verifiers are judged by the same code:
+
+- `near_miss_table`: AUC, pairwise accuracy and mean scores per scorer and family (a long table);
+- `paraphrase_positives` / `mrpc_positives`, `sugarcrepe_pairs` / `optional_sugarcrepe`: the pairs;
+- `cosine_scorer`, `pooled_cosine_scorers`, `verifier_scorer`, `verifier_scorers`: the scorers;
+- `figure_near_miss_scores`, `separation_view`, `to_tidy`: views and tidy results.
+
+Notebook 03 (`compsense.nearmiss.geometry`) measures where near-misses sit in the pooled space with its own
+pairing protocols; the docstrings of `paraphrase_positives` and `sugarcrepe_pairs` say how they differ.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+from compsense.nearmiss.geometry import pair_cosines, positive_pairs, separation_auc
+from compsense.verifiers.architectures import Verifier, as_pairs, score_pairs
+from compsense.core.encoders import load_encoder
+from compsense.core.paths import local_data_dir, resolve
+from compsense.core.storage import tidy
+from compsense.data.datasets import load_condaqa, load_mrpc, load_sugarcrepe
+
+def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sentence1"):
+    """Per scorer and near-miss family: AUC, pairwise accuracy and mean scores, as a long table
+    with columns scorer, family, metric, value, n.
+
+    positives: (query, paraphrase) pairs (DataFrame with sentence1, sentence2). near_misses:
+    (query, near-miss) pairs with a `family` column. Metrics:
+    - auc: ROC-AUC of all positive scores against the family's near-miss scores (1 = every
+      paraphrase outscores every near-miss); needs no pairing.
+    - pairwise_accuracy: over near-misses whose `match_on` key (by default the query sentence) has
+      at least one positive, the share of (positive, near-miss) comparisons the positive wins
+      (ties count half); n = near-misses matched, NaN when none is.
+    - mean_score: the family's mean near-miss score, and (family "paraphrase") the positives' mean:
+      the view of the paper's Figure 3. Scales differ between scorers; compare within a scorer.
+    Each scorer is called once, on positives and near-misses together (texts are encoded once).
+    """
+    import pandas as pd
+
+    pos, neg = _as_frame(positives, "positives"), _as_frame(near_misses, "near_misses")
+    if "family" not in neg.columns:
+        raise ValueError("near_misses needs a `family` column (negation, role swap, ...)")
+    if match_on not in pos.columns or match_on not in neg.columns:
+        raise ValueError(f"match_on={match_on!r} must be a column of both positives and near_misses")
+    if pos.empty or neg.empty:
+        raise ValueError(f"near_miss_table needs positives and near-misses (got {len(pos)} and {len(neg)})")
+    rows = []
+    for scorer_name, scorer in scorers.items():
+        scores = np.asarray(scorer(as_pairs(pos) + as_pairs(neg)), dtype=float)
+        pos_scores, neg_scores = scores[: len(pos)], scores[len(pos):]
+        by_key: dict = {}
+        for key, s in zip(pos[match_on], pos_scores):
+            by_key.setdefault(key, []).append(s)
+        rows.append(dict(scorer=scorer_name, family="paraphrase", metric="mean_score",
+                         value=float(pos_scores.mean()), n=len(pos)))
+        families = sorted(neg["family"].astype(str).unique())
+        for family in families + ["all"]:
+            sel = np.ones(len(neg), bool) if family == "all" else (neg["family"].astype(str) == family).to_numpy()
+            fam_scores, fam_keys = neg_scores[sel], neg[match_on].to_numpy()[sel]
+            wins = [np.mean([(p > s) + 0.5 * (p == s) for p in by_key[k]]) for k, s in zip(fam_keys, fam_scores)
+                    if k in by_key]
+            rows += [
+                dict(scorer=scorer_name, family=family, metric="mean_score", value=float(fam_scores.mean()),
+                     n=int(sel.sum())),
+                dict(scorer=scorer_name, family=family, metric="auc", value=_auc(pos_scores, fam_scores),
+                     n=int(sel.sum())),
+                dict(scorer=scorer_name, family=family, metric="pairwise_accuracy",
+                     value=float(np.mean(wins)) if wins else float("nan"), n=len(wins)),
+            ]
+    return pd.DataFrame(rows, columns=["scorer", "family", "metric", "value", "n"])
+
+
+def self_match_table(scorers: dict, positives, near_misses=None):
+    """The sanity checks a near-miss test needs: does each scorer rank a sentence's exact copy above
+    its paraphrase (family "self_match"), and above its near-miss (family "copy_vs_near_miss", when
+    `near_misses` are given)? Long table like `near_miss_table`: auc of the copies' scores against
+    the others', pairwise_accuracy of score(s, s) > score(s, other) per pair (ties half),
+    mean_score of the copies.
+
+    Why: near-misses are near-copies and paraphrases are rewordings, so a verifier can separate
+    them by penalising token overlap. Then it also ranks a sentence's copy below its paraphrase and
+    below its near-miss (measured on the local profile: F4 trained on paraphrase positives reaches
+    near-miss AUC 0.92 with self-match AUC 0.04 and copy > near-miss 0.34). A scorer that reads the
+    edit is near 1 on both; one that does not gives itself away.
+    """
+    import pandas as pd
+
+    pos = _as_frame(positives, "positives")
+    if pos.empty:
+        raise ValueError("self_match_table needs positive (sentence, paraphrase) pairs")
+    checks = {"self_match": as_pairs(pos)}
+    if near_misses is not None:
+        checks["copy_vs_near_miss"] = as_pairs(_as_frame(near_misses, "near_misses"))
+    # One call per scorer over every check's copies and pairs, so shared texts are encoded once.
+    pairs = [pair for others in checks.values() for pair in [(q, q) for q, _ in others] + others]
+    rows = []
+    for scorer_name, scorer in scorers.items():
+        scores, start = np.asarray(scorer(pairs), dtype=float), 0
+        for family, others in checks.items():
+            n = len(others)
+            same, other = scores[start: start + n], scores[start + n: start + 2 * n]
+            start += 2 * n
+            rows += [
+                dict(scorer=scorer_name, family=family, metric="mean_score", value=float(same.mean()), n=len(same)),
+                dict(scorer=scorer_name, family=family, metric="auc", value=_auc(same, other), n=len(same)),
+                dict(scorer=scorer_name, family=family, metric="pairwise_accuracy",
+                     value=float(np.mean((same > other) + 0.5 * (same == other))), n=len(same)),
+            ]
+    return pd.DataFrame(rows, columns=["scorer", "family", "metric", "value", "n"])
+
+
+def paraphrase_positives(paraphrases, near_misses, max_unmatched: int | None = None, seed: int = 0):
+    """Positive (query, paraphrase) pairs for `near_miss_table` from labelled paraphrase pairs
+    (MRPC SentencePairs or a table with sentence1, sentence2, label).
+
+    Only label-1 pairs count. A pair whose sentence2 is a near-miss source is flipped so that the
+    source is the query: then score(s, paraphrase) and score(s, near-miss) share their query and
+    pairwise accuracy can be computed. Pairs touching no source are kept as well (up to
+    `max_unmatched`, sampled by `seed`): the AUC compares against all positives, matched or not.
+    Columns: sentence1, sentence2, matched.
+
+    Not notebook 03's protocol (`geometry.attach_paraphrases`), on purpose: there each near-miss
+    keeps one paraphrase of its anchor (the first), the anchor may sit on either side of the pair
+    and is also found by source id, and a tie counts as a failure. Here the query is always the
+    near-miss's sentence1 (notebook 01 writes the source there, and a verifier's score depends on
+    which text is the query), every paraphrase of the source is compared, and ties count half.
+    The label-1 selection of MRPC is shared: see `mrpc_positives`.
+    """
+    import pandas as pd
+
+    table = _as_frame(paraphrases, "paraphrases")
+    if "label" in table.columns:
+        table = table[table["label"].astype(float) == 1]
+    sources = set(_as_frame(near_misses, "near_misses")["sentence1"])
+    rows = []
+    for s1, s2 in zip(table["sentence1"], table["sentence2"]):
+        if s1 in sources:
+            rows.append((s1, s2, True))
+        if s2 in sources:
+            rows.append((s2, s1, True))
+        if s1 not in sources and s2 not in sources:
+            rows.append((s1, s2, False))
+    out = pd.DataFrame(rows, columns=["sentence1", "sentence2", "matched"]).drop_duplicates(["sentence1", "sentence2"])
+    unmatched = out[~out.matched]
+    if max_unmatched is not None and len(unmatched) > max_unmatched:
+        unmatched = unmatched.sample(n=max_unmatched, random_state=seed)
+    return pd.concat([out[out.matched], unmatched], ignore_index=True)
+
+
+def sugarcrepe_pairs(examples=None, data_dir=None, max_examples: int | None = None, seed: int = 0):
+    """SugarCrepe as a text-only near-miss test: (positives, near_misses) for `near_miss_table`
+    with match_on="example_id".
+
+    SugarCrepe asks whether an image is matched to its caption rather than to a minimally edited
+    negative caption. With no image, we let another human caption of the same COCO image stand in
+    for it: for each example, the query r is a different caption of the same image (chosen by
+    `seed`), the positive is (r, caption) and the near-miss is (r, negative caption). Comparing
+    score(caption, caption) with score(caption, negative) instead would be trivial (identity wins)
+    and is not used. Examples whose image has no other caption (551 of 7,511) are dropped; where r
+    does not mention the edited detail the test is noisy for every scorer alike.
+
+    A different protocol from notebook 03's `geometry.sugarcrepe_pairs`, which scores
+    (caption, negative caption) directly and compares those cosines with MRPC paraphrase cosines:
+    a statement about where near-misses sit in the pooled space, not a ranking test with
+    positives of the same images. `max_examples` samples over all subsets, not per subset.
+    """
+    examples = load_sugarcrepe(data_dir=data_dir) if examples is None else list(examples)
+    images = _sugarcrepe_images(examples, data_dir)
+    captions: dict[str, list[str]] = {}
+    for ex in examples:
+        captions.setdefault(images[ex.example_id], [])
+        if ex.caption not in captions[images[ex.example_id]]:
+            captions[images[ex.example_id]].append(ex.caption)
+    rng = np.random.default_rng(seed)
+    pos, neg = [], []
+    for ex in examples:
+        others = sorted(c for c in captions[images[ex.example_id]] if c.strip() != ex.caption.strip())
+        if not others:
+            continue
+        reference = others[int(rng.integers(len(others)))]
+        pos.append((reference, ex.caption, ex.example_id))
+        neg.append((reference, ex.negative_caption, ex.example_id, ex.subset))
+    return _paired_frames(pos, neg, "example_id", max_examples, seed)
+
+
+def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examples: int | None = None,
+                  seed: int = 0):
+    """CondaQA as a negation near-miss test nobody here wrote: (positives, near_misses) for
+    `near_miss_table` with match_on="passage_id".
+
+    Crowd workers edited each Wikipedia passage around a negation cue: a paraphrase of the negated
+    sentence (edit 1) and the negation undone (edit 3, family "affirmative"). The query is the
+    original (edit 0); the positive its paraphrase edit, the near-miss its negation-undone edit.
+    unit "passage" scores whole passages (median ~120 words: the edit lies beyond a 128-token
+    window in about a quarter of them, and a truncating encoder then sees two identical texts);
+    unit "sentence" (default) cuts all three to the sentence(s) around the edits, at the same
+    place in each (`_edited_region`). Passages lacking edit 1 or 3 are dropped.
+    """
+    if unit not in ("sentence", "passage"):
+        raise ValueError(f"unit must be 'sentence' or 'passage', got {unit!r}")
+    records = load_condaqa(data_dir=data_dir) if records is None else list(records)
+    by_passage: dict[str, dict[int, str]] = {}
+    for rec in records:
+        by_passage.setdefault(str(rec["passage_id"]), {})[int(rec["edit_id"])] = rec["text"]
+    pos, neg = [], []
+    for pid in sorted(by_passage):
+        edits = by_passage[pid]
+        if not {0, 1, 3} <= set(edits) or edits[1] == edits[0] or edits[3] == edits[0]:
+            continue
+        texts = [edits[0], edits[1], edits[3]]
+        if unit == "sentence":
+            texts = _edited_region(*texts)
+        pos.append((texts[0], texts[1], pid))
+        neg.append((texts[0], texts[2], pid, "affirmative"))
+    return _paired_frames(pos, neg, "passage_id", max_examples, seed)
+
+
+def _paired_frames(pos: list, neg: list, key: str, max_examples: int | None, seed: int):
+    """(positives, near_misses) frames from parallel rows, the same `max_examples` rows of each."""
+    import pandas as pd
+
+    positives = pd.DataFrame(pos, columns=["sentence1", "sentence2", key])
+    near_misses = pd.DataFrame(neg, columns=["sentence1", "sentence2", key, "family"])
+    if max_examples is not None and len(near_misses) > max_examples:
+        keep = near_misses.sample(n=max_examples, random_state=seed).index
+        positives = positives.loc[keep].reset_index(drop=True)
+        near_misses = near_misses.loc[keep].reset_index(drop=True)
+    return positives, near_misses
+
+
+def _edited_region(original: str, *edits: str) -> list[str]:
+    """The sentence(s) of `original` that any edit changes, and the same stretch of each edit.
+
+    Texts agree before the first change and after the last one, so a cut made inside the common
+    prefix and inside the common suffix (counted from the end) falls at the same place in all.
+    """
+    start, tail = len(original), len(original)
+    for edit in edits:
+        prefix = _common_prefix(original, edit)
+        suffix = _common_prefix(original[prefix:][::-1], edit[prefix:][::-1])
+        start, tail = min(start, prefix), min(tail, suffix)
+    ends = [m.end() for m in _SENTENCE_END.finditer(original)]
+    begin = max([e for e in ends if e <= start], default=0)
+    changed_end = len(original) - tail
+    finish = min([e for e in ends if e >= changed_end], default=len(original))
+    back = len(original) - finish  # characters after the cut, identical in every text
+    return [t[begin:len(t) - back].strip() for t in (original, *edits)]
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def optional_condaqa(data_dir=None, unit: str = "sentence", max_examples: int | None = None, seed: int = 0):
+    """`condaqa_pairs`, or (None, None, why) when the CondaQA file is not here."""
+    try:
+        positives, near_misses = condaqa_pairs(data_dir=data_dir, unit=unit, max_examples=max_examples, seed=seed)
+    except FileNotFoundError as err:
+        return None, None, f"CondaQA skipped: {err}"
+    return positives, near_misses, f"CondaQA: {len(near_misses)} passages with a paraphrase and a negation-undone edit"
+
+
+def _sugarcrepe_images(examples, data_dir) -> dict[str, str]:
+    """example_id -> COCO image file. The loader's records carry no image, so read it from the
+    same JSON files (`<subset>.json`, key -> {filename, ...}); an `image` attribute wins if present."""
+    if all(getattr(ex, "image", None) for ex in examples):
+        return {ex.example_id: ex.image for ex in examples}
+
+    folder = local_data_dir(data_dir) / "sugarcrepe"
+    images = {}
+    for subset in sorted({ex.subset for ex in examples}):
+        data = json.loads((folder / f"{subset}.json").read_text(encoding="utf-8"))
+        images.update({f"{subset}/{key}": rec["filename"] for key, rec in data.items()})
+    missing = [ex.example_id for ex in examples if ex.example_id not in images]
+    if missing:
+        raise KeyError(f"no image file for SugarCrepe examples {missing[:3]} in {folder}")
+    return images
+
+
+def verifier_scorer(encoder, verifier: Verifier, batch_size: int = 64, cache_dir=None, device=None):
+    """A scorer for `near_miss_table`: pairs -> verifier scores."""
+    return lambda pairs: score_pairs(encoder, verifier, pairs, batch_size=batch_size, cache_dir=cache_dir,
+                                     device=device)
+
+
+def cosine_scorer(encoder, batch_size: int = 64):
+    """A scorer for `near_miss_table`: pairs -> pooled cosine (what the retriever itself ranks by)."""
+    return lambda pairs: pair_cosines(encoder, pairs, batch_size=batch_size)
+
+
+def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=None, batch_size: int = 64):
+    """Pooled-cosine scorers for Base (`encoder`) and for Model A / Model B where notebook 02 left
+    `{work_dir}/models/<backbone>/<A|B>-seed<seed>/final/`. Returns (scorers, notes on what is missing)."""
+    scorers, notes = {"cosine Base": cosine_scorer(encoder, batch_size)}, []
+    for variant in ("A", "B"):
+        final = resolve(work_dir) / "models" / backbone / f"{variant}-seed{seed}" / "final"
+        if (final / "modules.json").exists():
+            scorers[f"cosine Model {variant}"] = cosine_scorer(load_encoder(final, device=device), batch_size)
+        else:
+            notes.append(f"Model {variant}: no checkpoint at {final} (run notebook 02 for this profile); row skipped")
+    return scorers, notes
+
+
+def figure_near_miss_scores(table, title: str = "Mean score on paraphrases and near-misses"):
+    """Figure 3's view: mean score per family (and on paraphrases), one group of bars per scorer."""
+    import plotly.express as px
+
+    data = table[table.metric == "mean_score"]
+    fig = px.bar(data, x="scorer", y="value", color="family", barmode="group", title=title,
+                 labels={"value": "mean score", "scorer": ""}, hover_data=["n"])
+    fig.update_layout(legend_title_text="pairs", template="plotly_white")
+    return fig
+
+
+def separation_view(table):
+    """AUC and pairwise accuracy, one row per scorer and family (wide, for display)."""
+    data = table[table.metric.isin(["auc", "pairwise_accuracy"])]
+    return data.pivot_table(index=["scorer"], columns=["metric", "family"], values="value", sort=False)
+
+
+def _auc(pos_scores, neg_scores) -> float:
+    if len(pos_scores) == 0 or len(neg_scores) == 0:
+        return float("nan")
+    return separation_auc(pos_scores, neg_scores)
+
+
+def _as_frame(data, what: str):
+    import pandas as pd
+
+    if hasattr(data, "columns"):
+        frame = data.reset_index(drop=True)
+    else:
+        records = list(data)
+        if records and hasattr(records[0], "__dataclass_fields__"):
+            from dataclasses import asdict
+
+            frame = pd.DataFrame([asdict(r) for r in records])
+        else:
+            frame = pd.DataFrame(records, columns=["sentence1", "sentence2"][: len(records[0])] if records else None)
+    if not {"sentence1", "sentence2"} <= set(frame.columns):
+        raise ValueError(f"{what} needs sentence1 and sentence2 columns, got {list(frame.columns)}")
+    return frame
+
+
+def verifier_scorers(fitted: dict, batch_size: int = 64, cache_dir=None, device=None) -> dict:
+    """{label: scorer} for `near_miss_table` from `fit_grid`'s result (each with its own encoder).
+
+    Frozen verifiers share the backbone, so their token embeddings are cached on disk once for all;
+    an end-to-end encoder serves one verifier only, so its embeddings stay in memory.
+    """
+    return {label: verifier_scorer(enc, verifier, batch_size=batch_size, device=device,
+                                   cache_dir=cache_dir if history["regime"] == "frozen" else None)
+            for label, (verifier, enc, history) in fitted.items()}
+
+
+def mrpc_positives(heldout, data_dir=None, split: str = "test", max_unmatched: int | None = None, seed: int = 0):
+    """`paraphrase_positives` from MRPC `split` (test by default: Model A may train on MRPC train).
+
+    The paraphrases are `geometry.positive_pairs` of MRPC (label 1), as in notebook 03."""
+    return paraphrase_positives(positive_pairs(load_mrpc(split, data_dir=data_dir)), heldout,
+                                max_unmatched=max_unmatched, seed=seed)
+
+
+def optional_sugarcrepe(data_dir=None, max_examples: int | None = None, seed: int = 0):
+    """`sugarcrepe_pairs`, or (None, None, why) when the SugarCrepe files are not here."""
+    try:
+        positives, near_misses = sugarcrepe_pairs(data_dir=data_dir, max_examples=max_examples, seed=seed)
+    except FileNotFoundError as err:
+        return None, None, f"SugarCrepe skipped: {err}"
+    return positives, near_misses, f"SugarCrepe: {len(near_misses)} examples with another caption of their image"
+
+
+def to_tidy(table, dataset: str, backbone: str, seed: int, verifier_variant: str = "", **constants):
+    """`near_miss_table` rows as tidy results (variant = scorer; family and n kept as columns).
+
+    `verifier_variant` (notebook 04's "<train_data>-<size>" folder) goes into the run name and a
+    column of its own, so variants and seeds sit side by side in one results file; a table with a
+    `dataset` column (`evaluate_sets`) keeps it and ignores `dataset`."""
+    rows = [dict(variant=r.scorer, family=r.family, metric=r.metric, value=r.value, n=r.n,
+                 dataset=getattr(r, "dataset", dataset)) for r in table.itertuples(index=False)]
+    run = f"{backbone}/verifiers/{verifier_variant}/seed{seed}" if verifier_variant else f"{backbone}/verifiers-seed{seed}"
+    out = tidy(rows, run=run, backbone=backbone, seed=seed, verifier_variant=verifier_variant, **constants)
+    return out
+
+
+def eval_sets(heldout, data_dir=None, mrpc_split: str = "test", max_pairs: int | None = None, seed: int = 0,
+              condaqa_unit: str = "sentence"):
+    """Notebook 04's near-miss sets: {dataset: (positives, near_misses, match_on)} and notes on the
+    ones missing. "negatives-heldout": notebook 01's held-out families against MRPC-`mrpc_split`
+    paraphrases; "sugarcrepe" and "condaqa": external sets nobody here wrote or tuned on."""
+    sets = {"negatives-heldout": (mrpc_positives(heldout, data_dir=data_dir, split=mrpc_split,
+                                                 max_unmatched=max_pairs, seed=seed), heldout, "sentence1")}
+    notes = []
+    for name, (pos, neg, note), key in (
+            ("sugarcrepe", optional_sugarcrepe(data_dir=data_dir, max_examples=max_pairs, seed=seed), "example_id"),
+            ("condaqa", optional_condaqa(data_dir=data_dir, unit=condaqa_unit, max_examples=max_pairs, seed=seed),
+             "passage_id")):
+        notes.append(note)
+        if neg is not None:
+            sets[name] = (pos, neg, key)
+    return sets, notes
+
+
+def evaluate_sets(scorers: dict, sets: dict):
+    """`near_miss_table` and `self_match_table` of every scorer on every set, as one long table with a
+    `dataset` column (the self-match rows are families self_match and copy_vs_near_miss)."""
+    import pandas as pd
+
+    frames = []
+    for dataset, (positives, near_misses, match_on) in sets.items():
+        frames.append(near_miss_table(scorers, positives, near_misses, match_on=match_on).assign(dataset=dataset))
+        frames.append(self_match_table(scorers, positives, near_misses).assign(dataset=dataset))
+    return pd.concat(frames, ignore_index=True)
+
+
+CHECKS = {"auc": ("all", "auc"), "self_match": ("self_match", "auc"),
+          "copy_vs_near_miss": ("copy_vs_near_miss", "pairwise_accuracy")}
+
+
+def separation_table(results, datasets=None, decimals: int = 3):
+    """The result table of notebook 04: one row per scorer x training data x size (verifiers split
+    into name and regime), one column per dataset x check, each "mean ± std" over seeds (the
+    value alone with one seed). Checks: near-miss AUC over all families, self-match AUC
+    (score(s, s) against score(s, paraphrase)) and copy > near-miss (pairwise accuracy)."""
+    import pandas as pd
+
+    parts = []
+    for check, (family, metric) in CHECKS.items():
+        sel = results[(results.family == family) & (results.metric == metric)]
+        parts.append(sel.assign(check=check))
+    data = pd.concat(parts, ignore_index=True)
+    if datasets is not None:
+        data = data[data.dataset.isin(datasets)]
+    for col in ("train_data", "size"):
+        if col not in data.columns:
+            data[col] = ""
+    data = data.fillna({"train_data": "", "size": ""})
+    keys = ["variant", "train_data", "size"]
+    stats = data.groupby(keys + ["dataset", "check"], sort=False).value.agg(["mean", "std", "count"]).reset_index()
+    stats["cell"] = [f"{m:.{decimals}f}" if n < 2 else f"{m:.{decimals}f} ± {sd:.{decimals}f}"
+                     for m, sd, n in zip(stats["mean"], stats["std"], stats["count"])]
+    wide = stats.pivot_table(index=keys, columns=["dataset", "check"], values="cell", aggfunc="first", sort=False)
+    datasets_seen = list(dict.fromkeys(stats["dataset"]))
+    wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(CHECKS).index(c[1])))]
+    wide.insert(0, "seeds", stats.groupby(keys, sort=False)["count"].max())
+    name_regime = [v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "") for v in
+                   wide.index.get_level_values("variant")]
+    wide.index = pd.MultiIndex.from_tuples([(n, r, d, s) for (n, r), (_, d, s) in zip(name_regime, wide.index)],
+                                           names=["scorer", "regime", "train_data", "size"])
+    return wide
+
+
+TIDY_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "family", "verifier_variant"]

@@ -1,0 +1,456 @@
+"""Time estimates from measured throughput: seconds = work units of the target profile / measured rate.
+
+A run leaves measurements behind: DONE.json (or, unfinished, train_log.jsonl) per trained model,
+verifier.json per verifier, and the executed notebooks, whose papermill metadata holds each
+cell's duration and the parameters the stage ran with. A rate is the units / seconds of one such
+measurement, and every estimate row names the file it came from and the device it was measured
+on. Nothing is guessed: a component no run measured, or whose data settings differ from the
+measured ones (other datasets, caps, in-batch negatives), is "not measured", and the total says
+how many rows it leaves out. Rates measured elsewhere (a benchmarks/bench_training.py --out JSON,
+or `rates=`) are used only with their citation.
+
+The one modelling assumption: with a backbone no run measured, a unit takes (its parameter count /
+the measured backbone's) times as long. It needs `n_parameters` on both Backbone entries of
+compsense.core.encoders.BACKBONES; where a count is absent the row is "not measured".
+"""
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from compsense.core.paths import repo_root, resolve
+from compsense.pipeline.profiles import notebook_parameters
+from compsense.core.encoders import BACKBONES
+from compsense.pipeline.stages import notebooks, stage_key
+from compsense.retrieval.training import TrainConfig, plan_runs
+
+UNITS = {
+    ("00", "notebook"): "notebook runs at the same settings",
+    ("01", "negatives"): "notebook runs at the same sentence settings",
+    ("02", "train"): "triplets trained: trained runs (A, B, share-sweep extras) x steps x batch",
+    ("02", "evaluate"): "texts encoded: models evaluated (base + trained) x (queries + docs); "
+                        "the rate also pays for data loading, bootstrap and figures",
+    ("03", "score"): "models scored (base + variants x seeds), each on the pairs its settings select",
+    ("04", "train"): "triplets a verifier sees: budget_examples (0 for frozen F0/F1: nothing to train)",
+    ("04", "score"): "scorers (3 cosines + verifiers x regimes) on the held-out pairs",
+    ("05", "rerank"): "candidates scored: verifiers x regimes x queries x max(ks) (plus corpus encodings)",
+    ("06", "notebook"): "notebook runs at the same settings",
+}
+# Settings under which a measured rate transfers; a difference makes the row "not measured".
+SAME = {
+    ("00", "notebook"): ["backbone"], ("06", "notebook"): ["backbone"],
+    ("01", "negatives"): ["mrpc_train_sentences", "mrpc_test_sentences", "user_sentences_path", "families",
+                          "max_per_family"],
+    ("02", "evaluate"): ["max_seq_length", "eval_extra_docs"],
+    ("03", "score"): ["families", "negatives_split", "max_pairs_per_family", "mrpc_split", "max_positives",
+                      "n_reference_pairs", "sugarcrepe_subsets", "sugarcrepe_per_subset", "max_seq_length"],
+    ("04", "train"): ["batch_size", "in_batch_negatives", "max_seq_length", "include_special"],
+    ("04", "score"): ["max_pairs", "train_split", "heldout_split", "mrpc_split", "max_seq_length", "include_special"],
+    ("05", "rerank"): ["first_stage", "eval_extra_docs", "max_seq_length", "cache_dtype"],
+}
+NOTED = {("02", "train"): ["batch_size", "max_seq_length"]}  # differences noted, rate still used
+REST = {"00": "notebook", "01": "negatives", "02": "evaluate", "03": "score", "04": "score", "05": "rerank",
+        "06": "notebook"}  # the part of a stage timed by its notebook's cells, training cells excluded
+TRAIN_CELL = {"02": "run_grid(", "04": "run_study("}  # cells timed by DONE.json / verifier.json instead
+UNTRAINED = {("F0", "frozen"), ("F1", "frozen")}  # no trainable parameters, frozen encoder
+NOT_MEASURED = "not measured"
+
+
+def stage_params(profile: str) -> dict[str, dict]:
+    """Each stage's parameters, exactly as the runner injects them (the same set papermill records
+    in an executed notebook, which the measured settings come from), keyed by notebook prefix."""
+    return {stage_key(nb): notebook_parameters(profile, nb) for nb in notebooks() if nb.stem[:2].isdigit()}
+
+
+def work_units(profile: str, work_dir=None) -> pd.DataFrame:
+    """The work `profile` asks for, per stage, component and backbone (see UNITS). Dataset sizes
+    come from the result tables of the run in `work_dir`; unknown sizes give NaN units."""
+    sizes = run_sizes(resolve(work_dir)) if work_dir is not None else {}
+    rows = [r for stage, p in sorted(stage_params(profile).items()) for r in _units(stage, p, sizes)]
+    return pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "unit", "settings", "note"])
+
+
+def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
+    def row(component, backbone, units, settings=None, note=""):
+        keys = SAME.get((stage, component.split()[0]), []) + NOTED.get((stage, component), [])
+        return {"stage": stage, "component": component, "backbone": backbone, "units": units,
+                "unit": UNITS[(stage, component.split()[0])], "note": note,
+                "settings": settings or {k: p.get(k) for k in keys}}
+
+    if stage == "02":
+        runs = plan_runs(p["backbones"], p["seeds"], p["variants"], p["structural_share"], p.get("share_sweep") or (),
+                         sweep_all_seeds=p.get("sweep_all_seeds") or (), first_seed_only=p.get("first_seed_only") or ())
+        texts, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "texts")
+        out = []
+        for b in p["backbones"]:
+            mine = [r for r in runs if r.backbone == b]
+            cfg = TrainConfig.paper(b, max_steps=p.get("max_steps"), batch_size=p.get("batch_size"))
+            trained = sum(r.variant != "base" for r in mine)
+            out.append(row("train", b, trained * cfg.max_steps * cfg.batch_size,
+                           {"batch_size": cfg.batch_size, "max_seq_length": p.get("max_seq_length")}))
+            out.append(row("evaluate", b, len(mine) * texts, note=note))
+        return out
+    if stage == "03":
+        return [row("score", b, 1 + len(p["seeds"]) * len(p["variants"])) for b in p["backbones"]]
+    if stage == "04":
+        # every (training data, seed) trains each verifier once per size; sizes train at their own rates
+        repeats = len(p.get("train_data") or [None]) * len(p.get("verifier_seeds") or [None])
+        trains = [row(_verifier_component(v, r, size), p["backbone"],
+                      0 if (v, r) in UNTRAINED else repeats * p["budget_examples"])
+                  for size in p.get("sizes") or ["small"] for v in p["verifiers"] for r in p["regimes"]]
+        scorers = len(p["verifiers"]) * len(p["regimes"]) * repeats * len(p.get("sizes") or ["small"])
+        return trains + [row("score", p["backbone"], 3 + scorers)]
+    if stage == "05":
+        queries, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "queries")
+        return [row("rerank", p["backbone"], len(p["verifiers"]) * len(p["regimes"]) * queries * max(p["ks"]),
+                    note=note)]
+    return [row(REST[stage], p.get("backbone") or "", 1)]
+
+
+def _sized(datasets, max_queries, sizes: dict, kind: str) -> tuple[float, str]:
+    """Σ over datasets of their measured size (texts = queries + docs, or queries); NaN if unknown."""
+    names = [f"{d}@q{max_queries}" if max_queries else str(d) for d in datasets]
+    unknown = [n for n in names if n not in sizes]
+    if unknown:
+        return math.nan, f"size of {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} unknown: no run " \
+                         "in this work_dir evaluated it (results/retrieval.parquet, rerank.parquet)"
+    return float(sum(sizes[n][0] + (sizes[n][1] if kind == "texts" else 0) for n in names)), ""
+
+
+def run_sizes(work: Path) -> dict[str, tuple[int, int]]:
+    """Dataset name -> (queries, docs), as the run's result tables recorded them."""
+    sizes = {}
+    for name in ("retrieval", "rerank"):
+        path = work / "results" / f"{name}.parquet"
+        if path.exists():
+            table = pd.read_parquet(path, columns=["dataset", "n_queries", "n_docs"]).dropna().drop_duplicates()
+            sizes.update({r.dataset: (int(r.n_queries), int(r.n_docs)) for r in table.itertuples()})
+    return sizes
+
+
+# ---------------------------------------------------------------------------------------------
+# What a run measured
+
+
+def measured_rates(work_dir, summary_json=None) -> pd.DataFrame:
+    """Per stage, component and backbone: units and seconds a run measured, the rate, its source
+    file and device, and the settings it ran with. `summary_json` limits the notebook timings to
+    that run (and the runs its skipped stages point to); by default every run in work_dir counts."""
+    work = resolve(work_dir)
+    if not work.is_dir():
+        raise FileNotFoundError(f"{work}: no such run folder; pass the work_dir of a run (e.g. runs/local)")
+    device = run_device(work)
+    execs = _executions(work, summary_json)
+    backbone04 = next((e["params"].get("backbone") for e in reversed(execs) if e["stage"] == "04"), None)
+    rows = _train_rates(work, device) + _verifier_rates(work, device, backbone04) + _notebook_rates(work, execs, device)
+    df = pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "seconds", "source", "device",
+                                     "settings"])
+    df["rate"] = df.units / df.seconds
+    return df
+
+
+def _train_rates(work: Path, device: str) -> list[dict]:
+    """Triplets per second per backbone from DONE.json (or an unfinished run's train_log.jsonl)."""
+    found: dict[str, list] = {}
+    for folder in sorted(p for p in work.glob("models/*/*") if p.is_dir()):
+        done = folder / "DONE.json"
+        m = _from_done(done, device) if done.exists() else _from_log(folder, device)
+        if m:
+            found.setdefault(folder.parent.name, []).append(m)
+    rows = []
+    for backbone, ms in found.items():
+        settings = {k: _one(m[2][k] for m in ms) for k in NOTED[("02", "train")]}
+        files = sorted({m[3] for m in ms})
+        rows.append({"stage": "02", "component": "train", "backbone": backbone, "units": sum(m[0] for m in ms),
+                     "seconds": sum(m[1] for m in ms), "device": _one(m[4] for m in ms), "settings": settings,
+                     "source": f"{_rel(work)}/models/{backbone}/*/{', '.join(files)} ({len(ms)} runs)"})
+    return rows
+
+
+def _from_done(path: Path, run_dev: str):
+    d = json.loads(path.read_text())
+    cfg, seconds = d.get("config", {}), d.get("duration_s") or 0
+    units = (d["triplets_per_s"] * seconds if d.get("triplets_per_s")
+             else d["global_step"] * cfg["batch_size"] * d.get("world_size", 1))
+    torch_version = d.get("versions", {}).get("torch", "")
+    device = cfg.get("device") or (f"cpu (torch {torch_version} build, in DONE.json)"
+                                   if torch_version.endswith("+cpu") else run_dev)
+    return (units, seconds, cfg, "DONE.json", device) if seconds > 0 and units > 0 else None
+
+
+def _from_log(folder: Path, run_dev: str):
+    """An unfinished run: the steps and seconds between the first and last logged step of its
+    latest session (batch size from run_config.json)."""
+    log, cfg_path = folder / "train_log.jsonl", folder / "run_config.json"
+    if not (log.exists() and cfg_path.exists()):
+        return None
+    recs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    starts = [i for i, r in enumerate(recs) if r.get("event") in ("start", "resume")]
+    session = recs[starts[-1]:] if starts else recs
+    steps = [r for r in session if "step" in r and "loss" in r]
+    if len(steps) < 2:
+        return None
+    recipe = json.loads(cfg_path.read_text())["recipe"]
+    seconds = (datetime.fromisoformat(steps[-1]["time"]) - datetime.fromisoformat(steps[0]["time"])).total_seconds()
+    units = (steps[-1]["step"] - steps[0]["step"]) * recipe["batch_size"] * session[0].get("world_size", 1)
+    return (units, seconds, recipe, "train_log.jsonl", run_dev) if seconds > 0 and units > 0 else None
+
+
+def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[dict]:
+    """Examples per second per verifier and regime, from verifier.json's training history."""
+    rows = []
+    # verifiers/<train_data>-<size>/seed<s>/<name>-<regime>/verifier.json (older runs: verifiers/<name>-<regime>/)
+    for path in sorted(work.glob("verifiers/**/verifier.json")):
+        d = json.loads(path.read_text())
+        h = d.get("history", {})
+        if not h.get("trained") or not h.get("seconds") or not h.get("examples_seen"):
+            continue
+        rec = {**d.get("settings", {}), **h}
+        size = d.get("size") or d.get("settings", {}).get("verifier_kwargs", {}).get("size", "small")
+        rows.append({"stage": "04", "component": _verifier_component(h["verifier"], h["regime"], size),
+                     "backbone": backbone,
+                     "units": h["examples_seen"], "seconds": h["seconds"], "source": _rel(path), "device": device,
+                     "settings": {k: rec.get(k, "not recorded") for k in SAME[("04", "train")]}})
+    return rows
+
+
+def _verifier_component(name: str, regime: str, size: str = "small") -> str:
+    """`train F3-frozen`; the authors' sizes train at other rates: `train F3-frozen (paper size)`."""
+    return f"train {name}-{regime}" + ("" if size == "small" else f" ({size} size)")
+
+
+def _executions(work: Path, summary_json=None) -> list[dict]:
+    """Finished executed notebooks (oldest first): stage, parameters, duration, training-cell seconds."""
+    if summary_json:
+        summary = json.loads(Path(summary_json).read_text())
+        outs = [Path(s.get("output") or s.get("last_output") or "") for s in summary.get("stages", {}).values()]
+        # the runner records absolute paths, maybe of another checkout: prefer the copy beside summary_json
+        mapped = [Path(summary_json).resolve().parent.parent / p.parent.name / p.name for p in outs]
+        paths = [m if m.is_file() else p for m, p in zip(mapped, outs)]
+    else:
+        paths = sorted(work.glob("*/[0-9][0-9]_*.ipynb"))
+    execs = []
+    for path in (p for p in paths if p.is_file()):
+        nb = json.loads(path.read_text())
+        pm = nb.get("metadata", {}).get("papermill", {})
+        if pm.get("duration") is None or pm.get("exception"):
+            continue
+        stage = path.name[:2]
+        trained = sum((c.get("metadata", {}).get("papermill", {}).get("duration") or 0) for c in nb.get("cells", [])
+                      if stage in TRAIN_CELL and TRAIN_CELL[stage] in "".join(c.get("source", "")))
+        execs.append({"stage": stage, "path": path, "params": pm.get("parameters", {}),
+                      "seconds": pm["duration"] - trained})
+    return execs
+
+
+def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
+    """Per stage, the rest of the stage (training cells excluded) from its slowest execution:
+    re-runs that find finished models and caches do less work, so the slowest is the coldest."""
+    best: dict[str, dict] = {}
+    sizes = run_sizes(work)
+    for e in execs:
+        if e["stage"] not in REST or e["seconds"] <= 0:
+            continue
+        try:
+            rows = [r for r in _units(e["stage"], e["params"], sizes) if r["component"] == REST[e["stage"]]]
+        except (KeyError, TypeError):  # run by hand with parameters the runner would have injected missing
+            continue
+        units = sum(r["units"] for r in rows)
+        if not rows or math.isnan(units):
+            continue
+        row = {"stage": e["stage"], "component": REST[e["stage"]], "units": units, "seconds": e["seconds"],
+               "backbone": ",".join(sorted({str(r["backbone"]) for r in rows})), "settings": rows[0]["settings"],
+               "source": f"{_rel(e['path'])} (papermill cell durations"
+                         f"{', training cells excluded' if e['stage'] in TRAIN_CELL else ''})", "device": device}
+        if e["stage"] not in best or units / e["seconds"] < best[e["stage"]]["units"] / best[e["stage"]]["seconds"]:
+            best[e["stage"]] = row
+    return list(best.values())
+
+
+def run_device(work: Path) -> str:
+    """The device the run recorded: rerank_cost.parquet's column, else the torch build in DONE.json."""
+    cost = work / "results" / "rerank_cost.parquet"
+    if cost.exists():
+        devices = sorted(pd.read_parquet(cost, columns=["device"]).device.dropna().astype(str).unique())
+        if devices:
+            return f"{', '.join(devices)} (the run's device, recorded in {_rel(cost)})"
+    for done in sorted(work.glob("models/*/*/DONE.json")):
+        torch_version = json.loads(done.read_text()).get("versions", {}).get("torch", "")
+        if torch_version.endswith("+cpu"):
+            return f"cpu (torch {torch_version} in {_rel(done)})"
+    return "not recorded"
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimate
+
+
+def estimate(target_profile: str, work_dir, summary_json=None, bench=None, rates: dict | None = None) -> pd.DataFrame:
+    """Seconds per stage/component/backbone of `target_profile` at the rates measured in `work_dir`,
+    and a last `total` row (measured rows only; its `source` counts the rows left out).
+
+    bench: a benchmarks/bench_training.py --out JSON: its compsense triplets/s is the 02 train rate
+    of its model on its device. rates: rates measured elsewhere, cite them:
+    {(stage, component, backbone or None): {"rate": units/s, "device": ..., "source": ...}}.
+    """
+    overrides = {**(_bench_rate(bench) if bench else {}), **_check_rates(rates or {})}
+    measured = measured_rates(work_dir, summary_json)
+    rows = [_estimate_row(u, measured, overrides) for u in work_units(target_profile, work_dir).to_dict("records")]
+    df = pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "unit", "rate", "seconds", "source",
+                                     "device", "assumption"])
+    left_out = int(df.seconds.isna().sum())
+    total = {"stage": "total", "component": "measured rows", "seconds": df.seconds.sum(min_count=1),
+             "device": "; ".join(sorted(set(df.device.dropna()))),
+             "source": f"{left_out} row(s) {NOT_MEASURED}: the total leaves them out (a lower bound)"
+             if left_out else "every row measured"}
+    return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+
+
+def _estimate_row(u: dict, measured: pd.DataFrame, overrides: dict) -> dict:
+    out = {k: u[k] for k in ("stage", "component", "backbone", "units", "unit")}
+
+    def done(rate=math.nan, source=NOT_MEASURED, device=None, assumption=""):
+        return {**out, "rate": rate, "seconds": u["units"] / rate if rate == rate else math.nan,
+                "source": source, "device": device, "assumption": assumption}
+
+    if u["units"] == 0:
+        return {**done(source="nothing to do"), "seconds": 0.0}
+    if u["units"] != u["units"]:
+        return done(source=f"{NOT_MEASURED}: {u['note']}")
+    for key in ((u["stage"], u["component"], u["backbone"]), (u["stage"], u["component"], None)):
+        if key in overrides:
+            o = overrides[key]
+            return done(o["rate"], o["source"], o["device"], "measured elsewhere (cited)")
+    same = measured[(measured.stage == u["stage"]) & (measured.component == u["component"])]
+    exact = same[same.backbone.isna() | same.backbone.apply(lambda b: str(u["backbone"]) in str(b).split(","))]
+    if not exact.empty:
+        m = exact.iloc[0]
+        diff = {k: (m.settings.get(k), v) for k, v in u["settings"].items() if m.settings.get(k) != v}
+        text = _strict_diff(u, m.settings)
+        if text:
+            return done(source=f"{NOT_MEASURED} at these settings ({text}); measured: {m.source}")
+        noted = ", ".join(f"measured at {k}={a}, target {b}" for k, (a, b) in diff.items())
+        return done(m.rate, m.source, m.device, noted)
+    return _scaled(u, same, done, overrides)
+
+
+def _strict_diff(u: dict, measured_settings: dict) -> str:
+    """The settings (SAME) under which a measurement does not transfer to `u`, as 'k a -> b' text."""
+    strict = SAME.get((u["stage"], u["component"].split()[0]), [])
+    return ", ".join(f"{k} {measured_settings.get(k)!r} -> {v!r}" for k, v in u["settings"].items()
+                     if k in strict and measured_settings.get(k) != v)
+
+
+def _scaled(u: dict, same: pd.DataFrame, done, overrides: dict) -> dict:
+    """A backbone no run measured: a measured backbone's rate x its parameter count / the target's.
+    A rate measured elsewhere (cited, e.g. on a GPU) is preferred to the run's own."""
+    count = {name: getattr(b, "n_parameters", None) for name, b in BACKBONES.items()}
+    cited = [(b, o["rate"], o["source"], o["device"]) for (stage, component, b), o in overrides.items()
+             if stage == u["stage"] and component == u["component"] and b]
+    # A measurement at other data settings does not transfer to another backbone either.
+    comparable = [m for m in same.itertuples() if not _strict_diff(u, m.settings)]
+    if not cited and same.shape[0] and not comparable:
+        m = same.iloc[0]
+        return done(source=f"{NOT_MEASURED} for {u['backbone']}: measured for {m.backbone} at other settings "
+                           f"({_strict_diff(u, m.settings)}); measured: {m.source}")
+    for backbone, rate, source, device in cited + [(m.backbone, m.rate, m.source, m.device) for m in comparable]:
+        if count.get(backbone) and count.get(u["backbone"]):
+            return done(rate * count[backbone] / count[u["backbone"]], source, device,
+                        f"scaled from {backbone} by parameter count ({count[backbone]:,} / "
+                        f"{count[u['backbone']]:,})")
+    why = "no run measured it" if same.empty else (
+        f"measured for {', '.join(same.backbone.astype(str))} only, and compsense/core/encoders.py BACKBONES has no "
+        f"n_parameters to scale by")
+    return done(source=f"{NOT_MEASURED} for {u['backbone']}: {why}")
+
+
+def _bench_rate(path) -> dict:
+    path = resolve(path)
+    data = json.loads(path.read_text())
+    missing = [k for k in ("model", "device", "compsense_triplets_per_s") if k not in data]
+    if missing:
+        raise ValueError(f"{path}: missing {missing}; write it with benchmarks/bench_training.py --out {path.name}")
+    backbone = data["model"].removesuffix("-random")
+    source = (f"{_rel(path)} (bench_training.py: batch {data.get('batch_size')}, {data.get('precision')}, "
+              f"{data.get('data')} data)")
+    return {("02", "train", backbone): {"rate": float(data["compsense_triplets_per_s"]), "device": data["device"],
+                                        "source": source}}
+
+
+def _check_rates(rates: dict) -> dict:
+    for key, r in rates.items():
+        if not (isinstance(r, dict) and r.get("rate") and r.get("source") and r.get("device")):
+            raise ValueError(f"rates[{key!r}] = {r!r}: a rate measured elsewhere needs 'rate', 'device' and "
+                             "'source' (cite the measurement)")
+    return rates
+
+
+# ---------------------------------------------------------------------------------------------
+# Presentation
+
+
+def headline(est: pd.DataFrame) -> str:
+    """One paragraph: the total, on which devices its rates were measured, what it leaves out."""
+    total = est.iloc[-1]
+    devices = est.iloc[:-1].dropna(subset=["device"]).groupby("device").size()
+    on = "; ".join(f"{d} ({n} rows)" for d, n in devices.items()) or "no device"
+    kinds = {_kind(d) for d in devices.index}
+    secs = total.seconds if total.seconds == total.seconds else 0.0
+    verdict = {frozenset({"cpu"}): "These are CPU measurements: this is a CPU estimate, not a GPU (H200) one.",
+               frozenset({"gpu"}): "Every rate was measured on a GPU: this is an estimate for that GPU."}.get(
+        frozenset(kinds), "The rows mix devices (or do not record one): the total is an estimate for no single "
+                          "device; read the rows per device.")
+    return (f"Estimated total: {secs:,.0f} s ({secs / 60:,.1f} min) over the measured rows; {total.source}. "
+            f"Rates measured on: {on}. {verdict}")
+
+
+def _kind(device: str) -> str:
+    d = device.lower()
+    return "gpu" if any(w in d for w in ("cuda", "nvidia", "gpu", "h100", "h200")) else "cpu" if "cpu" in d else "?"
+
+
+def display_frame(est: pd.DataFrame) -> pd.DataFrame:
+    """The estimate with numbers as readable strings (for markdown and the report)."""
+    def num(v, fmt):
+        return "–" if v is None or v != v else format(v, fmt)
+    out = est.drop(columns=["unit"]).copy()
+    out["units"] = out.units.map(lambda v: num(v, ",.0f"))
+    out["rate"] = out.rate.map(lambda v: num(v, ".4g"))
+    out["seconds"] = out.seconds.map(lambda v: num(v, ",.1f"))
+    return out.fillna("")
+
+
+def stage_comparison(est: pd.DataFrame, work_dir) -> pd.DataFrame:
+    """Estimated seconds per stage beside the recorded ones: stages.json (latest success, which may
+    have skipped finished work) and the slowest ok execution in the run folders' summary.json."""
+    work = resolve(work_dir)
+    state = json.loads((work / "stages.json").read_text()) if (work / "stages.json").exists() else {}
+    slowest: dict[str, float] = {}
+    for path in work.glob("*/summary.json"):
+        for k, s in json.loads(path.read_text()).get("stages", {}).items():
+            if s.get("status") == "ok":
+                slowest[k] = max(slowest.get(k, 0.0), s["seconds"])
+    per = est.iloc[:-1].groupby("stage").seconds.sum(min_count=1)
+    return pd.DataFrame([{"stage": k, "estimated_s": per.get(k), "stages.json_s": state.get(k, {}).get("seconds"),
+                          "slowest_summary_s": slowest.get(k)} for k in sorted(set(per.index) | set(state))])
+
+
+def measured_profile(work_dir) -> str | None:
+    """The profile the run in work_dir ran (from its summaries), or None."""
+    for path in sorted(resolve(work_dir).glob("*/summary.json"), reverse=True):
+        return json.loads(path.read_text()).get("profile")
+    return None
+
+
+def _one(values):
+    vals = {json.dumps(v, sort_keys=True, default=str) for v in values}
+    return json.loads(vals.pop()) if len(vals) == 1 else "mixed"
+
+
+def _rel(path: Path) -> str:
+    path = Path(path)
+    return str(path.relative_to(repo_root())) if path.is_relative_to(repo_root()) else str(path)

@@ -1,0 +1,119 @@
+"""Profiles (smoke, local, paper): one YAML per profile in params/ that papermill injects.
+
+A profile file has a `common` section (parameters every notebook may declare) and one section per
+notebook stem. A notebook receives `common` merged with its own section, restricted to the
+parameters its `parameters` cell declares (papermill would otherwise inject unknown names).
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from compsense.core.paths import repo_root
+
+PROFILES = ("smoke", "local", "study", "paper")
+# A profile name becomes params/<name>.yaml and runs/<name>/: no separators, no '..'.
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def params_dir() -> Path:
+    return repo_root() / "params"
+
+
+def check_profile_name(profile: str) -> str:
+    """`profile`, if it is safe to use in params/<profile>.yaml and runs/<profile>/ (else ValueError)."""
+    if not isinstance(profile, str) or not _PROFILE_NAME.fullmatch(profile) or ".." in profile:
+        raise ValueError(f"profile name {profile!r}: use letters, digits, '-', '_' and '.' only (no '/', no '..'); "
+                         "it names params/<profile>.yaml and the folder runs/<profile>/")
+    return profile
+
+
+def load_profile(profile: str) -> dict:
+    """params/<profile>.yaml, checked: a section or key no notebook declares (a typo) is an error naming it."""
+    path = params_dir() / f"{check_profile_name(profile)}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in params_dir().glob("*.yaml")))
+        raise FileNotFoundError(f"{path}: no such profile; known profiles: {known}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict) or "common" not in data:
+        raise ValueError(f"{path}: a profile must be a mapping with a `common` section")
+    check_profile_keys(path, data)
+    return data
+
+
+def check_profile_keys(path: Path, data: dict) -> None:
+    """Every section is `common` or a notebook's stem, and every key is a parameter that notebook (for
+    `common`: some notebook) declares; otherwise a misspelt `max_step:` would silently leave the default."""
+    folder = params_dir().parent / "notebooks"
+    declared = {nb.stem: set(declared_parameters(nb)) for nb in sorted(folder.glob("*.ipynb"))
+                if parameters_cell(nb) is not None}
+    if not declared:
+        return  # no notebooks beside params/ (an installed copy): nothing to check against
+    for section, values in data.items():
+        if section != "common" and section not in declared:
+            raise ValueError(f"{path}: unknown section `{section}`{_did_you_mean(section, declared)}; sections are "
+                             f"`common` and the notebooks' names: {', '.join(declared)}")
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: section `{section}` must be a mapping of parameter names to values")
+        known = set().union(*declared.values()) if section == "common" else declared[section]
+        for key in values:
+            if key not in known:
+                owner = "any notebook" if section == "common" else f"{section}.ipynb"
+                raise ValueError(f"{path}: `{section}.{key}` is not a parameter of {owner}{_did_you_mean(key, known)}; "
+                                 "fix the name, or declare it in the notebook's `parameters` cell")
+
+
+def _did_you_mean(name, choices) -> str:
+    close = difflib.get_close_matches(str(name), sorted(choices), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def parameters_cell(notebook: str | Path) -> str | None:
+    """Source of the cell tagged `parameters`, or None when the notebook has none."""
+    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            src = cell["source"]
+            return "".join(src) if isinstance(src, list) else src
+    return None
+
+
+def declared_parameters(notebook: str | Path) -> dict:
+    """Names and default values assigned in the notebook's `parameters` cell."""
+    src = parameters_cell(notebook)
+    if src is None:
+        raise ValueError(f"{notebook}: no code cell tagged `parameters`; add one (papermill needs it)")
+    declared = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    declared[target.id] = ast.literal_eval(node.value)
+    return declared
+
+
+def notebook_parameters(profile: str, notebook: str | Path) -> dict:
+    """The parameters papermill injects into `notebook` for `profile`.
+
+    Raises when the notebook declares a parameter the profile does not set: a profile must set
+    every parameter, or a batch run would silently fall back to the smoke defaults.
+    """
+    notebook = Path(notebook)
+    data = load_profile(profile)
+    merged = {**(data.get("common") or {}), **(data.get(notebook.stem) or {})}
+    declared = declared_parameters(notebook)
+    missing = sorted(set(declared) - set(merged))
+    if missing:
+        raise KeyError(
+            f"params/{profile}.yaml does not set {missing} declared by {notebook.name}; "
+            f"add them under `common:` or `{notebook.stem}:`"
+        )
+    return {k: merged[k] for k in declared}

@@ -1,0 +1,429 @@
+"""Run the notebooks in order with papermill: one command from a clone to executed notebooks.
+
+Each stage (one notebook) runs with the profile's parameters into runs/<profile>/<timestamp>/.
+A stage is skipped, and says so, only when its notebook, parameters, the compsense code it imports,
+its upstream stages' results, the data files it reads (sizes and hashes), the data dir and the
+library versions are all as at its last success, and the files it wrote under work_dir are still
+there with the same sizes; otherwise it runs and says why. A failing stage stops the stages that
+depend on it, keeps everything done so far, and the summary names the failing cell and the command
+to re-run it. One run at a time per profile and work_dir (a lock; a second run is refused), and
+stages.json is re-read and merged under that lock. See docs/promises.md.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import socket
+import time
+import traceback
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
+from compsense.core.paths import local_data_dir, repo_root, resolve
+from compsense.pipeline.profiles import load_profile, notebook_parameters
+from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
+from compsense.pipeline.report import build_report
+
+def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
+    """Hash of what a stage's result depends on: the notebook, its parameters, the compsense code it
+    imports (directly or through other modules; `code_dependencies`), the package's resources and
+    its upstream stages' fingerprints. A change to a module the notebook never reaches (the
+    explorer's widgets for notebook 02, say) does not re-run it."""
+    h = hashlib.sha256()
+    h.update(notebook.read_bytes())
+    h.update(json.dumps(params, sort_keys=True, default=str).encode())
+    package = repo_root() / "compsense"
+    resources = [p for p in (package / "resources").rglob("*") if p.is_file()]  # none when the folder is missing
+    for src in sorted(set(code_dependencies(notebook)) | set(resources)):
+        h.update(src.relative_to(repo_root()).as_posix().encode())
+        h.update(src.read_bytes())
+    for up in upstream:
+        h.update(up.encode())
+    return h.hexdigest()
+
+
+def code_dependencies(notebook: Path) -> list[Path]:
+    """The compsense source files a notebook's code cells import, followed through every import
+    (absolute or relative, at top level or inside functions) of the modules they reach.
+
+    Why not hash the whole package: then any edit re-runs every stage. Why static (ast) and not
+    the modules a run actually loaded: a skip decision must be made before the run.
+    """
+    package = repo_root() / "compsense"
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+               for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    todo = [(_python_only(src), "") for src in sources]  # (code, the package its relative imports start from)
+    seen: dict[str, Path] = {}
+    _visit(package, "compsense", seen, todo)  # every import of compsense runs its __init__
+    while todo:
+        code, package_of = todo.pop()
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        for name in _imported_modules(tree, package_of):
+            for candidate in _module_and_parents(name):
+                _visit(package, candidate, seen, todo)
+    return sorted(seen.values())
+
+
+def _visit(package: Path, dotted: str, seen: dict, todo: list) -> None:
+    """Record `dotted`'s source file, once, and queue its code with the package it belongs to."""
+    if dotted in seen:
+        return
+    path = _module_file(package, dotted)
+    if path is not None:
+        seen[dotted] = path
+        package_of = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+        todo.append((path.read_text(encoding="utf-8"), package_of))
+
+
+def _python_only(cell: str) -> str:
+    """A cell's source without IPython magics and shell escapes (`%time`, `!ls`), which ast rejects."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in cell.splitlines())
+
+
+def _imported_modules(tree, package_of: str) -> set[str]:
+    """Dotted compsense modules named by the imports in `tree`, relative ones resolved from the
+    package `package_of` (`from compsense import x` names the submodule compsense.x when there is
+    one; the caller checks)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "compsense")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_of.split(".")
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "compsense":
+                continue
+            names.add(target)
+            names.update(f"{target}.{a.name}" for a in node.names)
+    return names
+
+
+def _module_and_parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _module_file(package: Path, dotted: str) -> Path | None:
+    rel = Path(*dotted.split(".")[1:]) if "." in dotted else Path()
+    root = package / rel
+    if (root / "__init__.py").exists():
+        return root / "__init__.py"
+    if root.with_suffix(".py").exists() and dotted != "compsense":
+        return root.with_suffix(".py")
+    return None
+
+
+class Refused(RuntimeError):
+    """`reproduce` will not start (another run holds the lock, a bad --only, a damaged stages.json);
+    the message says why and what to do."""
+
+
+def reproduce(profile: str, only: list[str] | None = None, force: bool = False, out: str | None = None) -> int:
+    import papermill
+    from tqdm.auto import tqdm
+
+    try:
+        common = load_profile(profile)["common"]  # checks the name (no '/', '..') and every key first
+    except (ValueError, FileNotFoundError) as err:
+        raise Refused(str(err)) from None
+    stages = select_stages(only)
+    work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
+    profile_dir = resolve(f"runs/{profile}")
+    with run_lock(profile_dir, f"profile {profile}"), \
+            run_lock(work_dir if work_dir not in (None, profile_dir) else None, f"work_dir {work_dir}"):
+        state_path = profile_dir / "stages.json"
+        state = read_state(state_path)
+        run_dir = resolve(out) if out else new_run_dir(profile_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        summary = {"profile": profile, "run_dir": str(run_dir), "started": run_dir.name, "stages": {}}
+        failed: set[str] = set()
+        libraries = library_versions()
+        print(f"compsense reproduce: profile {profile}, {len(stages)} stage(s), run folder {run_dir}")
+        for nb in tqdm(stages, desc=f"reproduce [{profile}]", unit="stage"):
+            key = stage_key(nb)
+            blocked = [d for d in DEPENDS_ON.get(key, []) if d in failed]
+            if blocked:
+                failed.add(key)
+                summary["stages"][key] = {"status": "not run", "reason": f"depends on failed stage(s) {blocked}"}
+                print(f"  [{key}] not run: depends on failed stage(s) {blocked}")
+                continue
+            params = notebook_parameters(profile, nb)
+            parts = {"code": fingerprint(nb, params, []),
+                     "upstream": {d: state.get(d, {}).get("fingerprint", "") for d in DEPENDS_ON.get(key, [])},
+                     "inputs": stage_inputs(key, params, libraries)}
+            fp = _digest(parts)
+            stage_work = resolve(params["work_dir"]) if "work_dir" in params else None
+            why = "--force" if force else rerun_reason(state.get(key), parts, fp, stage_work)
+            if why is None:
+                summary["stages"][key] = {"status": "skipped", "reason": "unchanged since its last success",
+                                          "last_output": state[key].get("output")}
+                print(f"  [{key}] skipped: notebook, parameters, code, data and outputs unchanged since "
+                      f"{state[key].get('finished')} (--force re-runs it)")
+                continue
+            print(f"  [{key}] runs: {why}")
+            output = run_dir / nb.name
+            before = _snapshot(stage_work, run_dir)
+            started = time.time()
+            try:
+                papermill.execute_notebook(str(nb), str(output), parameters=params, cwd=str(nb.parent),
+                                           kernel_name="python3", progress_bar=True, log_output=False)
+            except Exception as err:
+                failed.add(key)
+                summary["stages"][key] = {**_failure(err, nb, output, profile, key, time.time() - started),
+                                          "reason": why}
+                print(f"  [{key}] FAILED in {summary['stages'][key]['cell']}: {summary['stages'][key]['error']}\n"
+                      f"        re-run from here: {summary['stages'][key]['rerun']}")
+                continue
+            seconds = round(time.time() - started, 1)
+            written = _written_since(before, _snapshot(stage_work, run_dir))
+            record = {"fingerprint": fp, "parts": parts, "output": str(output), "seconds": seconds,
+                      "work_dir": str(stage_work) if stage_work else None, "outputs": written,
+                      "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            state = record_stage(state_path, key, record)
+            summary["stages"][key] = {"status": "ok", "seconds": seconds, "output": str(output), "reason": why}
+            print(f"  [{key}] ok in {seconds:.0f} s -> "
+                  f"{output.relative_to(repo_root()) if output.is_relative_to(repo_root()) else output}")
+        summary["finished"] = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        write_json(run_dir / "summary.json", summary)
+        print(f"summary: {run_dir / 'summary.json'}")
+        if "work_dir" in common:
+            written = build_report(common["work_dir"], common.get("figures_dir", "figures"), run_dir, summary)
+            print(f"report:  {written['html']}\n         {written['md']}")
+    return 1 if failed else 0
+
+
+def select_stages(only: list[str] | None) -> list[Path]:
+    """The notebooks `only` names (all when None); a prefix that names no stage is refused, not ignored."""
+    found = notebooks()
+    if not only:
+        return found
+    unknown = [o for o in only if not any(stage_key(nb).startswith(o) for nb in found)]
+    if unknown or not all(o.strip() for o in only):
+        raise Refused(f"--only {','.join(only)}: no stage matches {unknown or ['(empty)']}; "
+                      f"the stages are {', '.join(stage_key(nb) for nb in found)}")
+    return [nb for nb in found if any(stage_key(nb).startswith(o) for o in only)]
+
+
+# ----------------------------------------------------------------------------------------------
+# What a skip checks besides the code: the data a stage reads, the libraries, and its outputs.
+
+LIBRARIES = ("torch", "transformers", "sentence-transformers", "numpy", "pandas", "scikit-learn", "scipy",
+             "pyarrow", "tokenizers", "safetensors")
+# Folders under work_dir that hold no stage result: deleting them never re-runs a stage.
+NOT_OUTPUTS = ("cache",)
+
+
+def library_versions() -> dict[str, str]:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+def stage_inputs(key: str, params: dict, libraries: dict) -> dict:
+    """{'data_dir', 'files': {path: 'size:sha256'}, 'libraries'}: the data a stage reads, as resolved now."""
+    try:
+        root = local_data_dir(params.get("data_dir"), required=False)
+    except FileNotFoundError:
+        root = None  # the stage itself will say so; the setting is still part of the record
+    folders, files = set(STAGE_DATA.get(key, [])), []
+    for value in params.values():
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str) or not item.strip():
+                continue
+            if root is not None and "/" not in item and (root / item).is_dir():
+                folders.add(item)
+            elif resolve(item).is_file():
+                files.append(resolve(item))
+    for name in sorted(folders):
+        if root is not None and (root / name).is_dir():
+            files += sorted(f for f in (root / name).rglob("*") if f.is_file())
+    return {"data_dir": str(root) if root else params.get("data_dir"),
+            "files": {str(f): file_digest(f) for f in files}, "libraries": libraries}
+
+
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def rerun_reason(record: dict | None, parts: dict, fp: str, work_dir: Path | None) -> str | None:
+    """Why a stage must run again, or None when its last success still stands (same notebook,
+    parameters, code, upstream results, data files, data dir and libraries; outputs all present
+    with the sizes they had)."""
+    if not record:
+        return "no earlier success recorded"
+    if "parts" not in record:
+        return "its record predates data and output checks"
+    old = record["parts"]
+    if old.get("code") != parts["code"]:
+        return "notebook, parameters or compsense code changed"
+    changed = [d for d in parts["upstream"] if old.get("upstream", {}).get(d) != parts["upstream"][d]]
+    if changed:
+        return f"upstream stage(s) {', '.join(changed)} produced new results"
+    was, now = old.get("inputs", {}), parts["inputs"]
+    if was.get("data_dir") != now["data_dir"]:
+        return f"data dir changed: {was.get('data_dir')} -> {now['data_dir']}"
+    files = sorted(set(was.get("files", {})) ^ set(now["files"])) or sorted(
+        f for f in now["files"] if was["files"][f] != now["files"][f])
+    if files:
+        return f"data changed: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}"
+    libs = [f"{k} {was.get('libraries', {}).get(k)} -> {v}" for k, v in now["libraries"].items()
+            if was.get("libraries", {}).get(k) != v]
+    if libs:
+        return f"library versions changed: {', '.join(libs)}"
+    if record.get("fingerprint") != fp:
+        return "its record does not match what it ran with"
+    base = Path(record.get("work_dir") or work_dir or ".")
+    for rel, size in sorted(record.get("outputs", {}).items()):
+        path = base / rel
+        if not path.is_file():
+            return f"output {path} is missing"
+        if path.stat().st_size != size:
+            return f"output {path} changed size ({size} -> {path.stat().st_size} bytes)"
+    return None
+
+
+def _snapshot(work_dir: Path | None, run_dir: Path) -> dict[str, tuple[int, int]]:
+    """{path relative to work_dir: (size, mtime_ns)} of the files a stage may have written."""
+    if work_dir is None or not work_dir.is_dir():
+        return {}
+    found = {}
+    for path in work_dir.rglob("*"):
+        rel = path.relative_to(work_dir)
+        if (rel.parts[0] in NOT_OUTPUTS or any(p.startswith(".") for p in rel.parts) or path.is_relative_to(run_dir)
+                or rel.as_posix() == "stages.json" or not path.is_file()):
+            continue
+        st = path.stat()
+        found[rel.as_posix()] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _written_since(before: dict, after: dict) -> dict[str, int]:
+    """{path: size} of files new or rewritten between two snapshots: the stage's outputs."""
+    return {rel: size for rel, (size, mtime) in sorted(after.items()) if before.get(rel) != (size, mtime)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Two runs at once: a lock per profile and work_dir, unique run folders, stages.json merged.
+
+LOCK_NAME = ".reproduce.lock"
+
+
+@contextmanager
+def run_lock(folder: Path | None, what: str):
+    """Hold `folder`/.reproduce.lock for the duration, or raise Refused naming who holds it. The OS
+    releases the lock when its process ends, killed or not, so a crash never leaves a stale lock."""
+    if folder is None:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    fh = open(path, "a+", encoding="utf-8")
+    try:
+        _lock_file(fh)
+    except OSError:
+        fh.seek(0)
+        holder = fh.read().strip() or "a process that has not written its id yet"
+        fh.close()
+        raise Refused(f"another `compsense reproduce` is running on {what} ({holder}; lock {path}). Two runs at "
+                      "once would overwrite each other's outputs: wait for it to finish, or use another profile "
+                      "or work_dir. The lock goes away by itself when that process ends, even if it is killed.") from None
+    try:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}, "
+                 f"started {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()  # closing releases the lock
+
+
+def _lock_file(fh) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def new_run_dir(profile_dir: Path) -> Path:
+    """runs/<profile>/<UTC timestamp>, with -2, -3, ... when a run started in the same second."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    profile_dir.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = profile_dir / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise Refused(f"{profile_dir}: 999 run folders named {stamp}-*; pass --out")
+
+
+STATE_RECOVER = ("delete it (or restore a copy): every stage then runs once more, and stages that keep their own "
+                 "checkpoints (training) resume from them")
+
+
+def read_state(path: Path) -> dict:
+    """stages.json, or {} before the first success; a damaged one is refused with how to recover."""
+    if not path.exists():
+        return {}
+    try:
+        state = read_json(path, recover=STATE_RECOVER)
+    except CorruptFile as err:
+        raise Refused(str(err)) from None
+    if not isinstance(state, dict) or not all(isinstance(v, dict) and "fingerprint" in v for v in state.values()):
+        raise Refused(f"{path}: not a stage record (expected {{stage: {{fingerprint, ...}}}}). Fix: {STATE_RECOVER}")
+    return state
+
+
+def record_stage(path: Path, key: str, record: dict) -> dict:
+    """Merge one stage's success into stages.json as it is on disk now (read-merge-write, atomic);
+    a file it wrote stops counting as an output of any other stage. Returns the merged state."""
+    state = read_state(path)
+    for other in state.values():
+        for rel in record["outputs"]:
+            if other.get("work_dir") == record["work_dir"]:
+                other.get("outputs", {}).pop(rel, None)
+    state[key] = record
+    write_json(path, state)
+    return state
+
+
+def _failure(err: Exception, nb: Path, output: Path, profile: str, key: str, seconds: float) -> dict:
+    cell = getattr(err, "exec_count", None)
+    cell_index = getattr(err, "cell_index", None)
+    where = f"cell {cell_index}" if cell_index is not None else f"execution count {cell}" if cell else "setup"
+    return {
+        "status": "failed",
+        "seconds": round(seconds, 1),
+        "cell": where,
+        "error": f"{getattr(err, 'ename', type(err).__name__)}: {getattr(err, 'evalue', str(err))}"[:500],
+        "output": str(output),
+        "traceback": traceback.format_exception_only(type(err), err)[-1][:2000],
+        "rerun": f"python -m compsense reproduce --profile {profile} --only {key}",
+    }

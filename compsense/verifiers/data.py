@@ -1,0 +1,156 @@
+"""What a verifier trains on: notebook 04's training rows, one kind per `train_data`, and how much
+token overlap alone could tell a row's positive from its negative.
+
+    identity    notebook 01's structural identity triplets (s, s, nm(s)) alone
+    paraphrase  (s, p, nm(s)): an MRPC-train paraphrase p in the positive's place (`with_paraphrase_positives`)
+    mixed       paraphrase where s has one, identity elsewhere
+    model_b     the authors' verifier data: their Model B mixture, retrieval triplets plus structural
+                identity triplets (`run_frozen_vs_e2e_experiment.sh` trains on
+                data/unified_negatives_with_nq_train.csv, the file run_experiments.sh trains Model B on)
+    balanced    beyond the paper: (s, s, nm(s)) and (s, p, nm(p)) for MRPC/STS-B train paraphrases,
+                plus retrieval rows
+
+Why "balanced": with identity rows the positive is a copy and the near-miss a near-copy; with
+(s, p, nm(s)) the near-miss overlaps the anchor more than the paraphrase does. Either way token
+overlap decides, and a verifier can win by measuring it (notebook 04's self-match check caught F4
+ranking a sentence's copy below its near-miss). In (s, s, nm(s)) and (s, p, nm(p)) the negative is
+a one-edit change of the positive, so it overlaps the anchor about as much as the positive does:
+only the edit tells them apart. `overlap_report` measures that per kind of row.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from compsense.data.datasets import load_mrpc, load_stsb
+from compsense.data.negatives import make_pairs
+from compsense.nearmiss.geometry import positive_pairs
+from compsense.retrieval.training import build_retrieval_triplets, mix_structural, select_structural
+from compsense.verifiers.training import training_positives
+
+TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced")
+ROW_COLUMNS = ["anchor", "positive", "negative", "row_kind", "family"]
+
+
+def training_rows(kind: str, structural, data_dir=None, retrieval_sources=("nfcorpus",),
+                  structural_share: float = 0.19, families=None, max_retrieval_rows: int | None = None,
+                  max_paraphrase_pairs: int | None = None, seed: int = 42, retrieval_kwargs: dict | None = None):
+    """Notebook 04's training rows of `kind` (see the module docstring). Returns (table, counts);
+    the table has anchor, positive, negative, row_kind (identity / paraphrase / retrieval), family.
+
+    structural: notebook 01's train-split triplets. model_b and balanced add retrieval triplets
+    from `retrieval_sources` (`train.build_retrieval_triplets`, at most `max_retrieval_rows`) so
+    that structural rows make up `structural_share` of all rows (`train.mix_structural`; 0.19 is
+    the authors' Model B share, `train.PAPER_STRUCTURAL_SHARE`); model_b keeps `families` only
+    (None: all; the authors' three: negation, binding, spatial). `retrieval_kwargs` go to
+    `build_retrieval_triplets` (max_pairs_per_query, exclude_datasets), as notebook 02 passes them.
+    """
+    if kind not in TRAIN_DATA:
+        raise ValueError(f"train_data must be one of {TRAIN_DATA}, got {kind!r}")
+    if kind in ("identity", "paraphrase", "mixed"):
+        table, counts = training_positives(structural, kind, data_dir=data_dir)
+        table = table.assign(row_kind=table["positive_kind"])
+        return _rows(table), {"train_data": kind, **counts}
+
+    if kind == "model_b":
+        pool = select_structural(structural, families).assign(row_kind="identity")
+    else:
+        pool, para_counts = balanced_structural_rows(data_dir=data_dir, max_pairs=max_paraphrase_pairs, seed=seed)
+    retrieval, stats = build_retrieval_triplets(list(retrieval_sources), data_dir=data_dir,
+                                                max_rows=max_retrieval_rows, seed=seed, **(retrieval_kwargs or {}))
+    # mix_structural names a structural row's `source` after its family; carry the row kind in it.
+    tagged = pool.assign(family=pool["row_kind"] + "/" + pool["family"].astype(str))
+    mixed = mix_structural(retrieval, tagged, structural_share, seed=seed)
+    structural_rows = mixed["kind"] == "structural"
+    row_kind = np.where(structural_rows, mixed["source"].str.split("/").str[0], "retrieval")
+    family = np.where(structural_rows, mixed["source"].str.split("/", n=1).str[-1], "")
+    table = mixed.assign(row_kind=row_kind, family=family)
+    counts = {"train_data": kind, **mixed.attrs.get("mix", {}), "retrieval_sources": list(retrieval_sources),
+              "rows_by_kind": table["row_kind"].value_counts().to_dict()}
+    if kind == "balanced":
+        counts.update(para_counts)
+    return _rows(table), counts
+
+
+PAPER_FAMILIES = ("negation", "binding", "spatial")  # as compsense.retrieval.training.PAPER_STRUCTURAL_FAMILIES
+
+
+def balanced_structural_rows(data_dir=None, paraphrases=None, max_pairs: int | None = None, seed: int = 42,
+                             prefer=PAPER_FAMILIES, balance: bool = True):
+    """(s, s, nm(s)) and (s, p, nm(p)) for paraphrase pairs (s, p) where both sentences have a
+    near-miss, with nm(s) and nm(p) of the same family where one exists (so both kinds of row
+    of an anchor ask about the same kind of edit), a family of `prefer` (the paper's three) when
+    possible: otherwise MRPC's many numbers make most rows numeric edits. Returns (table, counts).
+
+    paraphrases: a table with sentence1, sentence2 (default: MRPC train label 1 and STS-B train
+    score >= 4, `geometry.positive_pairs`; nothing from MRPC test, the held-out source). Near-misses
+    come from `negatives.make_pairs(balance=True)`, as notebook 01's, so no traded word gives a row
+    away (`balance=False` keeps every edit, for small inputs). `max_pairs` keeps a seeded sample of the pairs. The identity rows keep their overlap
+    gap (a copy against a near-copy) and teach copy > near-miss; the paraphrase rows are the ones
+    overlap cannot solve.
+    """
+    if paraphrases is None:
+        paraphrases = positive_pairs(load_mrpc("train", data_dir=data_dir) + load_stsb("train", data_dir=data_dir))
+    pairs = paraphrases[["sentence1", "sentence2"]].astype(str)
+    pairs = pairs[pairs.sentence1.str.strip() != pairs.sentence2.str.strip()].drop_duplicates().reset_index(drop=True)
+    if max_pairs is not None and len(pairs) > max_pairs:
+        pairs = pairs.sample(n=max_pairs, random_state=seed).reset_index(drop=True)
+    sentences = sorted(set(pairs.sentence1) | set(pairs.sentence2))
+    near = make_pairs(sentences, seed=seed, test_fraction=0.0, balance=balance)
+    by_sentence: dict[str, dict[str, str]] = {}
+    for s, nm, fam in zip(near.sentence1, near.sentence2, near.family):
+        by_sentence.setdefault(s, {}).setdefault(fam, nm)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s, p in zip(pairs.sentence1, pairs.sentence2):
+        if s not in by_sentence or p not in by_sentence:
+            continue
+        shared = _preferred(set(by_sentence[s]) & set(by_sentence[p]), prefer)
+        if shared:
+            fam_s = fam_p = shared[rng.integers(len(shared))]
+        else:
+            own_s, own_p = _preferred(set(by_sentence[s]), prefer), _preferred(set(by_sentence[p]), prefer)
+            fam_s, fam_p = own_s[rng.integers(len(own_s))], own_p[rng.integers(len(own_p))]
+        rows.append((s, s, by_sentence[s][fam_s], "identity", fam_s))
+        rows.append((s, p, by_sentence[p][fam_p], "paraphrase", fam_p))
+    table = pd.DataFrame(rows, columns=ROW_COLUMNS)
+    if table.empty:
+        raise ValueError(f"no paraphrase pair of {len(pairs)} has near-misses on both sides; check the "
+                         "paraphrases (MRPC/STS-B train sentences) and the negatives' families")
+    counts = {"paraphrase_pairs": len(pairs), "pairs_with_near_misses": len(table) // 2,
+              "same_family": int(sum(a == b for a, b in zip(table.family[::2], table.family[1::2])))}
+    return table, counts
+
+
+def _preferred(families: set, prefer) -> list[str]:
+    """The families of `prefer` among `families` if any, else all of them (sorted: seeded picks repeat)."""
+    return sorted(families & set(prefer)) or sorted(families)
+
+
+def overlap_report(table) -> pd.DataFrame:
+    """Per kind of row: n, mean token Jaccard of anchor-positive and of anchor-negative, and their
+    difference. A difference near 0 means overlap cannot tell the positive from the negative."""
+    rows = []
+    for kind, group in table.groupby("row_kind", sort=True):
+        pos = np.array([token_jaccard(a, b) for a, b in zip(group.anchor, group.positive)])
+        neg = np.array([token_jaccard(a, b) for a, b in zip(group.anchor, group.negative)])
+        rows.append({"row_kind": kind, "n": len(group), "jaccard_anchor_positive": pos.mean(),
+                     "jaccard_anchor_negative": neg.mean(), "difference": pos.mean() - neg.mean()})
+    return pd.DataFrame(rows)
+
+
+def token_jaccard(a: str, b: str) -> float:
+    """|A & B| / |A | B| over lower-cased word tokens (1.0 for two empty texts)."""
+    ta, tb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(ta & tb) / len(ta | tb) if ta | tb else 1.0
+
+
+_WORD = re.compile(r"\w+(?:'\w+)?")
+
+
+def _rows(table) -> pd.DataFrame:
+    if "family" not in table.columns:
+        table = table.assign(family="")
+    return table[ROW_COLUMNS].astype({"family": str}).reset_index(drop=True)

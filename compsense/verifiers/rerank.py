@@ -1,0 +1,679 @@
+"""Reranking with verifiers: pooled cosine finds the top-K, a verifier over token similarity maps
+re-orders them (the paper's Figure 2), and what that costs.
+
+Why two stages: a verifier reads a full token-token map per (query, document), far too slow for a
+whole corpus but cheap for K candidates. Notebook 04 asks whether a verifier can tell near-misses
+apart; this module asks whether that sensitivity survives as retrieval quality, and at what price.
+
+- First stage: exact search by pooled cosine with `retrieval.top_k` (ties to the smaller doc id,
+  documents sorted by id), the ranking `retrieval.evaluate` scores, so the encoder-only rows here
+  are the harness's numbers and fusion weight 1 reproduces them.
+- Second stage: score = w * pooled cosine + (1 - w) * verifier score over the top-K, re-sorted
+  (stable: equal scores keep their first-stage order); w = 0 is the paper's pure rerank. The
+  verifier scores the top max(K) once; every smaller K and every w re-use those scores, since the
+  top-K of an exact search is a prefix of its top-100.
+- Caches: the corpus's pooled embeddings and token embeddings are computed once per (encoder
+  weights, corpus texts, max length, storage dtype) and kept under cache_dir, keyed by
+  `simmap.cache_key`. Token embeddings (a `simmap.TokenCache`) are stored in float16 by default: SciFact at max length 128 is ~5,183 x 126 x 384
+  values, ~0.5 GB in float16 against ~1 GB in float32, and each end-to-end verifier has its own
+  encoder, hence its own cache (cosines move by < 1e-3). On a GPU the cache sits on the device and
+  candidates are gathered there.
+- Evaluation: `retrieval.score_rankings`, the one harness. Documents below the top-K keep their
+  first-stage order, so recall@100 is the first stage's whatever K.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from compsense.retrieval.harness import (HARNESS, MAX_K, METRICS, RetrievalResult, document_text, paired_bootstrap,
+                        score_rankings, top_k)
+from compsense.verifiers.simmap import (TokenCache, cache_key, encoder_device, encoder_fingerprint, similarity_map, storage_dtype,
+                     token_embeddings)
+from compsense.core.stats import holm
+from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
+from compsense.core.paths import workspace
+from compsense.core.storage import append_results, atomic_path, tidy
+from compsense.nearmiss.geometry import checkpoint_dir
+from compsense.verifiers import architectures as V
+from compsense.verifiers.architectures import device_of, score_maps
+from compsense.verifiers.training import REGIMES, verifier_dir
+
+log = logging.getLogger(__name__)
+
+RERANK_HARNESS = f"{HARNESS} + rerank v1"
+KS = (10, 20, 50, 100)
+# One tidy row per run x dataset x metric x reranking setting.
+TIDY_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "verifier", "regime", "k", "weight"]
+PER_QUERY_KEY = [k for k in TIDY_KEY if k != "metric"] + ["qid"]
+ENCODER_ONLY = "encoder-only"
+TRAINING_FREE = ("F0", "F1", "F2")
+
+
+# ---------------------------------------------------------------------------------------------
+# Caches
+
+
+def pooled_embeddings(encoder, texts: Sequence[str], cache_dir=None, batch_size: int = 64,
+                      show_progress: bool = False) -> tuple[torch.Tensor, int]:
+    """L2-normalised pooled document embeddings [N, D] (float32, CPU), as `retrieval.evaluate`
+    computes them, read from `cache_dir/pooled-<key>.safetensors` when there. Returns (embeddings,
+    number of texts encoded: 0 when read from disk)."""
+    from safetensors.torch import load_file, save_file
+
+
+    path = None
+    if cache_dir is not None:
+        path = Path(cache_dir) / f"pooled-{cache_key(encoder, texts, include_special=False)}.safetensors"
+        if path.exists():
+            return load_file(str(path))["embeddings"], 0
+    emb = encode_pooled(encoder, texts, "document", batch_size, show_progress).cpu().contiguous()
+    if path is not None:
+        with atomic_path(path) as tmp:
+            save_file({"embeddings": emb}, str(tmp))
+    return emb, len(texts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Two-stage retrieval
+
+
+@dataclass
+class Candidates:
+    """First-stage top-k of each query: pooled cosines (descending) and row numbers into doc_ids."""
+
+    qids: list[str]
+    scores: torch.Tensor  # [Q, k]
+    indices: torch.Tensor  # [Q, k]
+
+    @property
+    def k(self) -> int:
+        return int(self.scores.shape[1])
+
+    def top(self, k: int) -> "Candidates":
+        """The top-k of a deeper search (a prefix: exact search with a stable tie order)."""
+        if k > self.k:
+            raise ValueError(f"asked for the top {k} of a first stage that kept {self.k}; search deeper")
+        return Candidates(self.qids, self.scores[:, :k], self.indices[:, :k])
+
+
+class Reranker:
+    """One corpus under one encoder: pooled first stage and verifier reranking over cached embeddings.
+
+    `token_encoder` (default: `encoder`) gives the token embeddings the verifier reads; an
+    end-to-end verifier reads its own fine-tuned encoder's. The corpus is encoded at most once per
+    encoder and cache_dir (pooled at construction, tokens on the first verifier that needs them);
+    `corpus_encoded` counts the documents this object ran through an encoder.
+    """
+
+    def __init__(self, encoder, corpus: dict[str, dict], cache_dir=None, token_encoder=None,
+                 batch_size: int = 64, candidate_batch: int = 256, device=None, dtype="float16",
+                 show_progress: bool = False):
+        if not corpus:
+            raise ValueError("Reranker needs a non-empty corpus")
+        if candidate_batch < 1 or batch_size < 1:
+            raise ValueError(f"batch sizes must be >= 1, got {batch_size}, {candidate_batch}")
+        self.encoder = encoder
+        self.token_encoder = token_encoder if token_encoder is not None else encoder
+        self.doc_ids = sorted(corpus)  # ties go to the smaller id, as in retrieval.evaluate
+        self.doc_texts = [document_text(corpus[d]) for d in self.doc_ids]
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.batch_size, self.candidate_batch = batch_size, candidate_batch
+        self.device = torch.device(device) if device is not None else encoder_device(encoder)
+        self.dtype = storage_dtype(dtype)
+        self.show_progress = show_progress
+        self.timings = {"corpus_pooled_s": 0.0, "corpus_tokens_s": 0.0}  # one-off encoding (or reading) cost
+        start = time.perf_counter()
+        self.doc_emb, self.corpus_encoded = pooled_embeddings(encoder, self.doc_texts, self.cache_dir, batch_size,
+                                                              show_progress)
+        self.timings["corpus_pooled_s"] = time.perf_counter() - start
+        self._doc_emb_device = self.doc_emb.to(self.device)
+        self._tokens: dict[bool, TokenCache] = {}
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def release(self) -> None:
+        """Drop the corpus token embeddings from memory (they stay on disk)."""
+        self._tokens.clear()
+
+    @property
+    def index_megabytes(self) -> float:
+        return self.doc_emb.numel() * self.doc_emb.element_size() / 2**20
+
+    def search(self, queries: dict[str, str], k: int = MAX_K) -> Candidates:
+        """Exact top-k by pooled cosine (k is capped at the corpus size)."""
+        k = _check_k(k, len(self))
+        if not queries:
+            raise ValueError("search needs at least one query")
+        qids = list(queries)
+        q_emb = encode_pooled(self.encoder, [queries[q] for q in qids], "query", self.batch_size).to(self.device)
+        scores, idx = top_k(q_emb, self._doc_emb_device, k)
+        _sync(self.device)
+        return Candidates(qids, scores.float(), idx)
+
+    def corpus_tokens(self, include_special: bool = False) -> TokenCache:
+        """The corpus's token embeddings under `token_encoder`, from disk or computed once."""
+        if include_special not in self._tokens:
+            start = time.perf_counter()
+            cache = TokenCache(self.token_encoder, self.doc_texts, self.cache_dir, include_special=include_special,
+                               batch_size=self.batch_size, device=self.device, show_progress=self.show_progress,
+                               dtype=self.dtype)
+            self.timings["corpus_tokens_s"] += time.perf_counter() - start
+            self.corpus_encoded += cache.encoded
+            self._tokens[include_special] = cache.to(self.device) if self.device.type == "cuda" else cache
+        return self._tokens[include_special]
+
+    def verifier_scores(self, verifier, queries: dict[str, str], candidates: Candidates) -> torch.Tensor:
+        """Verifier scores [Q, k] of every (query, candidate), in batches of `candidate_batch` pairs."""
+        docs = self.corpus_tokens(verifier.include_special)
+        target = device_of(verifier, self.device)
+        q_tokens = token_embeddings(self.token_encoder, [queries[q] for q in candidates.qids],
+                                    include_special=verifier.include_special, batch_size=self.batch_size,
+                                    device=self.device).to(target)
+        n_q, k = candidates.indices.shape
+        q_rows = torch.arange(n_q).repeat_interleave(k).tolist()
+        d_rows = candidates.indices.reshape(-1).tolist()
+        out = []
+        for start in range(0, len(d_rows), self.candidate_batch):
+            q = q_tokens.select(q_rows[start:start + self.candidate_batch])
+            d = docs.batch(d_rows[start:start + self.candidate_batch], device=target)
+            out.append(score_maps(verifier, *similarity_map(q, d)).float().cpu())
+        _sync(target)
+        return torch.cat(out).view(n_q, k)
+
+    def rerank(self, verifier, queries: dict[str, str], k: int = 100, weight: float = 0.0,
+               candidates: Candidates | None = None) -> dict[str, list[tuple[str, float]]]:
+        """{query id: [(doc id, fused score), ...]} for the top-k, best first.
+
+        `candidates` (a deeper first stage) saves the search; weight 1 never calls the verifier.
+        """
+        _check_weight(weight)
+        k = _check_k(k, len(self))
+        cands = self.search(queries, k) if candidates is None else candidates.top(min(k, candidates.k))
+        if weight == 1.0:
+            v_scores = torch.zeros_like(cands.scores)
+        else:
+            if verifier is None:
+                raise ValueError("rerank needs a verifier unless weight == 1 (the pooled ranking)")
+            v_scores = self.verifier_scores(verifier, queries, cands)
+        return ranked(cands, fuse(cands.scores, v_scores, weight), self.doc_ids)
+
+
+def rerank(encoder, verifier, corpus: dict[str, dict], queries: dict[str, str], k: int = 100, weight: float = 0.0,
+           cache_dir=None, token_encoder=None, batch_size: int = 64, candidate_batch: int = 256, device=None,
+           dtype="float16", show_progress: bool = False) -> dict[str, list[tuple[str, float]]]:
+    """Retrieve the top-k of each query by pooled cosine (exact search), rescore them with
+    w * pooled + (1 - w) * verifier, re-sort: {query id: [(doc id, score), ...]}, best first.
+
+    `corpus` maps doc id -> {"title", "text"} (as `retrieval.evaluate`); with `cache_dir` the
+    corpus's pooled and token embeddings are encoded once and read from disk on later calls. For
+    many verifiers or K over one corpus, build one `Reranker` and call its `rerank`.
+    """
+    reranker = Reranker(encoder, corpus, cache_dir=cache_dir, token_encoder=token_encoder, batch_size=batch_size,
+                        candidate_batch=candidate_batch, device=device, dtype=dtype, show_progress=show_progress)
+    return reranker.rerank(verifier, queries, k=k, weight=weight)
+
+
+def fuse(pooled: torch.Tensor, verifier_scores: torch.Tensor, weight: float) -> torch.Tensor:
+    """weight * pooled + (1 - weight) * verifier, exact at the ends (w = 0: verifier, w = 1: pooled)."""
+    _check_weight(weight)
+    if weight == 1.0:
+        return pooled.clone()
+    if weight == 0.0:
+        return verifier_scores.clone()
+    return weight * pooled + (1.0 - weight) * verifier_scores
+
+
+def ranked(candidates: Candidates, scores: torch.Tensor, doc_ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+    """Candidates re-sorted by `scores` [Q, k]; equal scores keep the first-stage order."""
+    order = torch.sort(scores, dim=1, descending=True, stable=True).indices
+    idx, scores = candidates.indices.gather(1, order).tolist(), scores.gather(1, order).tolist()
+    return {q: [(doc_ids[i], float(s)) for i, s in zip(row_i, row_s)]
+            for q, row_i, row_s in zip(candidates.qids, idx, scores)}
+
+
+def full_rankings(reranked: dict[str, list[tuple[str, float]]], first_stage: Candidates, doc_ids: Sequence[str],
+                  depth: int = MAX_K) -> dict[str, list[str]]:
+    """Doc ids to `depth`: the reranked top-K, then the rest of the first stage in its own order."""
+    out = {}
+    for q, row in zip(first_stage.qids, first_stage.indices.tolist()):
+        head = [d for d, _ in reranked.get(q, [])]
+        seen = set(head)
+        tail = [doc_ids[i] for i in row if doc_ids[i] not in seen]
+        out[q] = (head + tail)[:depth]
+    return out
+
+
+def score_result(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]], name: str, n_docs: int,
+                 harness: str = RERANK_HARNESS) -> RetrievalResult:
+    """`retrieval.score_rankings` over the judged queries, as a RetrievalResult."""
+    qrels = {q: {d: r for d, r in rel.items() if r > 0} for q, rel in qrels.items()}
+    qrels = {q: rel for q, rel in qrels.items() if rel}
+    per_query = score_rankings(rankings, qrels)
+    return RetrievalResult(name=name, metrics={m: float(per_query[m].mean()) for m in METRICS},
+                           per_query=per_query, n_docs=n_docs, harness=harness)
+
+
+# ---------------------------------------------------------------------------------------------
+# What to rerank with: encoders and verifiers from notebooks 02 and 04
+
+
+@dataclass
+class Method:
+    """One verifier in one regime, with the encoder whose token embeddings it reads."""
+
+    label: str  # "F3-frozen": the variant name notebook 04 uses in verifiers.parquet
+    name: str  # "F3"
+    regime: str  # "frozen" | "end2end"
+    verifier: object
+    encoder: object
+    source: str  # "notebook 04" or "training-free (untrained)"
+
+
+def baseline_encoders(backbone: str, work_dir, seed: int, device=None, max_seq_length: int | None = 128,
+                      variants: Sequence[str] = ("A", "B")) -> tuple[dict, list[str]]:
+    """{"base": encoder, "A": ..., "B": ...} for the checkpoints notebook 02 left, and notes on the missing."""
+    with quiet_transformers():
+        encoders = {"base": load_encoder(backbone, device=device, max_seq_length=max_seq_length, seed=seed)}
+        notes = []
+        for variant in variants:
+            path = checkpoint_dir(work_dir, backbone, variant, seed)
+            if (path / "modules.json").exists():
+                encoders[variant] = load_encoder(path, device=device, max_seq_length=max_seq_length)
+            else:
+                notes.append(f"Model {variant}: no checkpoint at {path}; run notebooks/02_training_ab.ipynb for "
+                             "this profile (its encoder-only line is left out)")
+    return encoders, notes
+
+
+def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_encoder, device=None,
+                 max_seq_length: int | None = 128, fallback: bool = True, include_special: bool = False,
+                 variant: str = "identity-small", seed: int = 42) -> tuple[list[Method], list[str]]:
+    """The verifiers of one notebook-04 variant and seed (`verifier_training.verifier_dir`:
+    {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/), each with its encoder (the
+    backbone when frozen, its own fine-tuned copy when end-to-end), and notes.
+
+    A missing frozen F0, F1 or F2 is replaced, with `fallback`, by an untrained one: F0 and F1 have
+    no parameters (notebook 04 does not train them frozen either), F2 keeps lam = tau = 0.1.
+    Raises when nothing at all can rerank.
+    """
+    methods, notes = [], []
+    for regime in regimes:
+        if regime not in REGIMES:
+            raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+        for name in V.verifier_names(names):
+            label = f"{name}-{regime}"
+            folder = verifier_dir(work_dir, variant, seed, label)
+            complete = (folder / V.CONFIG_FILE).exists() and (folder / V.WEIGHTS_FILE).exists()
+            if regime == "end2end":
+                complete = complete and (folder / "encoder" / "modules.json").exists()
+            if complete:
+                verifier = V.load(folder, device=device)
+                encoder = base_encoder
+                if regime == "frozen":
+                    notes += _encoder_mismatch(label, folder, base_encoder)
+                if regime == "end2end":
+                    with quiet_transformers():
+                        encoder = load_encoder(folder / "encoder", device=device, max_seq_length=max_seq_length)
+                methods.append(Method(label, name, regime, verifier, encoder, "notebook 04"))
+            elif fallback and regime == "frozen" and name in TRAINING_FREE:
+                verifier = V.create(name, include_special=include_special).eval()
+                if device is not None:
+                    verifier.to(device)
+                methods.append(Method(label, name, regime, verifier, base_encoder, "training-free (untrained)"))
+                notes.append(f"{label}: no saved verifier at {folder}; using an untrained {name} "
+                             f"({'parameter-free, identical to notebook 04' if name != 'F2' else 'lam = tau = 0.1'})")
+            else:
+                notes.append(f"{label}: no saved verifier at {folder}; run notebooks/04_verifiers.ipynb for this "
+                             "profile (left out)")
+    if not methods:
+        raise FileNotFoundError(f"no verifier to rerank with under {verifier_dir(work_dir, variant, seed, '')}: run "
+                                "notebooks/04_verifiers.ipynb for this profile first, or include 'frozen' in "
+                                "regimes for the training-free F0-F2")
+    return methods, notes
+
+
+def _encoder_mismatch(label: str, folder, encoder) -> list[str]:
+    """A note when a frozen verifier was trained on token embeddings of another encoder than the one
+    it will now read (notebook 04 run with another backbone): it still scores, on maps it never saw."""
+    trained_on = (V.read_info(folder).get("settings") or {}).get("encoder")
+    here = encoder_fingerprint(encoder)[:16]
+    if trained_on and trained_on != here:
+        return [f"{label}: trained on another encoder's token embeddings (fingerprint {trained_on}, this "
+                f"backbone's {here}); re-run notebooks/04_verifiers.ipynb with this backbone for comparable scores"]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid: every encoder-only baseline and every method x K x weight, with costs
+
+
+@dataclass
+class GridResult:
+    results: pd.DataFrame  # tidy: TIDY_KEY + value, harness, n_queries, n_docs, first_stage, ...
+    per_query: pd.DataFrame  # PER_QUERY_KEY + METRICS
+    cost: pd.DataFrame  # one row per method (or baseline) x dataset x K
+
+
+def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], work_dir, backbone: str, seed: int,
+             ks: Sequence[int] = KS, weights: Sequence[float] = (0.0,), first_stage: str = "own",
+             batch_size: int = 64, candidate_batch: int = 256, cost_queries: int | None = 20, cost_repeats: int = 3,
+             device=None, dtype="float16", show_progress: bool = True, write: bool = True, **labels) -> GridResult:
+    """Rerank every dataset with every method at every K and weight, and evaluate the encoder-only
+    baselines, through the retrieval harness. With `write`, results go to {work_dir}/results/
+    rerank.parquet (tidy), rerank_per_query.parquet and rerank_cost.parquet (rows with the same
+    key are replaced), and caches to {work_dir}/cache/rerank/.
+
+    first_stage: "own" (as the authors' script) retrieves with the encoder the verifier reads, so
+    an end-to-end verifier reranks its fine-tuned encoder's top-K and that encoder's encoder-only
+    row is reported too; "base" always reranks the Base encoder's top-K.
+    Costs (`time_first_stage`, `time_rerank`): ms per query on the first `cost_queries` queries,
+    best of `cost_repeats` after a warm-up, for the first stage and for reranking at each K.
+    Re-running after an interruption re-encodes nothing (the caches are on disk): only the
+    verifier scoring is repeated.
+    """
+    from tqdm.auto import tqdm
+
+
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] < 1:
+        raise ValueError(f"ks must be positive integers, got {ks}")
+    for w in weights:
+        _check_weight(w)
+    if first_stage not in ("own", "base"):
+        raise ValueError(f"first_stage must be 'own' or 'base', got {first_stage!r}")
+    if "base" not in baselines:
+        raise ValueError("baselines needs the 'base' encoder: the first stage of every frozen verifier")
+    cache_dir = workspace(work_dir, "cache", "rerank")
+    depth = max(MAX_K, ks[-1])
+    common = dict(backbone=backbone, seed=seed, **labels)
+    rows, per_query, cost = [], [], []
+
+    def record(result: RetrievalResult, variant, verifier, regime, k, weight, first):
+        ident = dict(run=f"{backbone}/{variant}-seed{seed}", variant=variant, verifier=verifier, regime=regime,
+                     k=int(k), weight=float(weight), first_stage=first)
+        rows.append(result.to_tidy(**common, **ident))
+        per_query.append(result.per_query_table(**common, **ident))
+
+    for ds in datasets:
+        queries = {q: ds.queries[q] for q in ds.qrels if q in ds.queries}
+        timed = dict(list(queries.items())[:cost_queries]) if cost_queries else queries
+        first_stages: dict[int, tuple[Reranker, Candidates]] = {}
+
+        def stage(encoder, label, token_encoder=None):
+            key = (id(encoder), id(token_encoder))
+            if key not in first_stages:
+                reranker = Reranker(encoder, ds.corpus, cache_dir, token_encoder=token_encoder, batch_size=batch_size,
+                                    candidate_batch=candidate_batch, device=device, dtype=dtype,
+                                    show_progress=show_progress)
+                candidates = reranker.search(queries, depth)
+                first_stages[key] = (reranker, candidates)
+            return first_stages[key]
+
+        def encoder_only(encoder, variant, regime):
+            reranker, cands = stage(encoder, variant)
+            rankings = {q: [reranker.doc_ids[i] for i in row[:MAX_K]]
+                        for q, row in zip(cands.qids, cands.indices.tolist())}
+            record(score_result(rankings, ds.qrels, ds.name, len(reranker), harness=HARNESS),
+                   variant, "none", regime, MAX_K, 1.0, variant)
+            cost.append(dict(dataset=ds.name, variant=variant, verifier="none", regime=regime, k=MAX_K,
+                             first_stage_ms=time_first_stage(reranker, timed, depth, cost_repeats), rerank_ms=0.0,
+                             n_timed=len(timed), index_mb=reranker.index_megabytes, token_cache_mb=0.0,
+                             device=str(reranker.device)))
+
+        for variant, encoder in baselines.items():
+            encoder_only(encoder, variant, ENCODER_ONLY)
+        for method in tqdm(methods, desc=f"rerank {ds.name}", unit="verifier", disable=not show_progress):
+            base = baselines["base"]
+            if method.encoder is base:
+                reranker, cands = stage(base, "base")
+                first = "base"
+            elif first_stage == "own":
+                encoder_only(method.encoder, f"{method.label}/encoder", method.regime)
+                reranker, cands = stage(method.encoder, method.label)
+                first = f"{method.label}/encoder"
+            else:
+                reranker, cands = stage(base, "base", token_encoder=method.encoder)
+                first = "base"
+            v_scores = reranker.verifier_scores(method.verifier, queries, cands.top(min(ks[-1], cands.k)))
+            for k in ks:
+                top = cands.top(min(k, cands.k))
+                for w in weights:
+                    fused = fuse(top.scores, v_scores[:, :top.k], w)
+                    rankings = full_rankings(ranked(top, fused, reranker.doc_ids), cands, reranker.doc_ids)
+                    record(score_result(rankings, ds.qrels, ds.name, len(reranker)), method.label, method.name,
+                           method.regime, k, w, first)
+            first_ms = time_first_stage(reranker, timed, depth, cost_repeats)
+            tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
+            for k in ks:
+                cost.append(dict(dataset=ds.name, variant=method.label, verifier=method.name, regime=method.regime,
+                                 k=int(k), first_stage_ms=first_ms,
+                                 rerank_ms=time_rerank(reranker, method.verifier, timed, k, cost_repeats),
+                                 n_timed=len(timed), index_mb=reranker.index_megabytes, token_cache_mb=tokens_mb,
+                                 device=str(reranker.device)))
+            if method.encoder is not base:
+                reranker.release()  # an end-to-end encoder serves this one method: free its token cache
+        log.info("%s: reranked with %d methods at K=%s", ds.name, len(methods), ks)
+
+    results = pd.concat(rows, ignore_index=True) if rows else tidy([])
+    per_query_df = pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame()
+    cost_df = pd.DataFrame(cost)
+    if write and rows:
+        out = workspace(work_dir, "results")
+        append_results(results, out / "rerank.parquet", key=TIDY_KEY)
+        append_results(per_query_df, out / "rerank_per_query.parquet", key=PER_QUERY_KEY)
+        append_results(cost_df, out / "rerank_cost.parquet", key=["dataset", "variant", "k"])
+    return GridResult(results, per_query_df, cost_df)
+
+
+def time_first_stage(reranker: Reranker, queries: dict[str, str], k: int = MAX_K, repeats: int = 3) -> float:
+    """Milliseconds per query of the first stage (pooled query encoding + exact search), best of
+    `repeats` (the minimum is the least disturbed by other processes on a shared machine)."""
+    return 1000 * _best_of(lambda: reranker.search(queries, k), repeats) / len(queries)
+
+
+def time_rerank(reranker: Reranker, verifier, queries: dict[str, str], k: int, repeats: int = 3) -> float:
+    """Milliseconds per query of reranking K candidates (query token embeddings, maps, verifier),
+    best of `repeats`, the corpus token cache already loaded."""
+    cands = reranker.search(queries, k)
+    reranker.corpus_tokens(verifier.include_special)
+    return 1000 * _best_of(lambda: reranker.verifier_scores(verifier, queries, cands), repeats) / len(queries)
+
+
+def _best_of(fn, repeats: int) -> float:
+    fn()  # warm-up: lazy initialisation and allocator caches stay out of the timing
+    best = float("inf")
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables and statistics
+
+
+def bootstrap_vs_baseline(per_query: pd.DataFrame, baseline: str = "base", metric: str = "ndcg@10",
+                          n: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Paired bootstrap (reranked - encoder-only `baseline`) per method, K and weight, queries paired
+    on (dataset, qid): mean delta, 95% BCa CI, permutation p-value, and `p_holm`, Holm-adjusted over
+    every row of the table (it makes many comparisons: ~80 in the paper profile). Empty when the
+    baseline has no rows."""
+    base = per_query[(per_query.variant == baseline) & (per_query.verifier == "none")]
+    reranked = per_query[per_query.verifier != "none"]
+    columns = ["variant", "verifier", "regime", "k", "weight", "baseline", "metric", "mean_delta", "ci_low",
+               "ci_high", "p_value", "p_holm", "n_queries"]
+    if base.empty or reranked.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for (variant, verifier, regime, k, weight), grp in reranked.groupby(
+            ["variant", "verifier", "regime", "k", "weight"], sort=False):
+        stats = paired_bootstrap(base, grp, metric=metric, n=n, seed=seed)
+        rows.append(dict(variant=variant, verifier=verifier, regime=regime, k=int(k), weight=float(weight),
+                         baseline=baseline, metric=metric, **stats))
+    out = pd.DataFrame(rows)
+    out["p_holm"] = holm(out.p_value)
+    return out[columns]
+
+
+def summary_table(results: pd.DataFrame, metric: str = "ndcg@10", weight: float = 0.0) -> pd.DataFrame:
+    """Methods x K (mean over datasets) at one weight, encoder-only rows in the K = 100 column's place."""
+    df = results[results.metric == metric]
+    reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
+    wide = reranked.pivot_table(index=["variant", "regime"], columns="k", values="value", aggfunc="mean", sort=False)
+    wide.columns = [f"K={k}" for k in wide.columns]
+    only = df[df.verifier == "none"].groupby(["variant", "regime"], sort=False).value.mean().rename("encoder only")
+    return pd.concat([only.to_frame(), wide]).reset_index()
+
+
+def cost_table(cost: pd.DataFrame) -> pd.DataFrame:
+    """Per method: first-stage ms per query, rerank ms per query at each K, total at the largest K,
+    and the memory (MB) of the pooled index and of the cached corpus token embeddings.
+    Means over datasets."""
+    if cost.empty:
+        return cost
+    first = cost.groupby("variant", sort=False).agg(
+        regime=("regime", "first"), first_stage_ms=("first_stage_ms", "mean"), index_mb=("index_mb", "mean"),
+        token_cache_mb=("token_cache_mb", "max"), device=("device", "first"))
+    reranked = cost[cost.verifier != "none"]
+    if not reranked.empty:
+        per_k = reranked.pivot_table(index="variant", columns="k", values="rerank_ms", aggfunc="mean", sort=False)
+        per_k.columns = [f"rerank_ms@{k}" for k in per_k.columns]
+        first = first.join(per_k)
+        first[f"total_ms@{max(reranked.k)}"] = first.first_stage_ms + first[f"rerank_ms@{max(reranked.k)}"]
+    return first.reset_index()
+
+
+def tradeoff_table(results: pd.DataFrame, separation: pd.DataFrame, k: int | None = None, weight: float = 0.0,
+                   metric: str = "ndcg@10", auc_dataset: str = "negatives-heldout",
+                   family: str = "all") -> pd.DataFrame:
+    """One row per method: near-miss separation AUC (notebook 04's verifiers.parquet) beside
+    reranked `metric` at K and weight (encoder-only for the pooled Base / A / B).
+
+    Columns: label, kind (pooled / frozen / end2end), auc, auc_std, seeds, value. AUC is the mean
+    over the seeds notebook 04 trained (`auc_std` their standard deviation, NaN for one seed);
+    `auc_dataset` picks the near-miss set (negatives-heldout, sugarcrepe, condaqa)."""
+    sep = separation[(separation.dataset == auc_dataset) & (separation.metric == "auc")]
+    if "family" in sep.columns:
+        sep = sep[sep.family == family]
+    rename = {"cosine Base": "base", "cosine Model A": "A", "cosine Model B": "B"}
+    per_seed = sep.assign(label=sep.variant.map(lambda v: rename.get(v, v)))
+    stats = per_seed.groupby("label").value.agg(["mean", "std", "count"])
+    auc = stats.rename(columns={"mean": "auc", "std": "auc_std", "count": "seeds"})
+    df = results[results.metric == metric]
+    reranked = df[df.verifier != "none"]
+    k = int(k if k is not None else (reranked.k.max() if not reranked.empty else MAX_K))
+    reranked = reranked[(reranked.k == k) & np.isclose(reranked.weight.astype(float), weight)]
+    pooled = df[df.regime == ENCODER_ONLY]
+    value = pd.concat([pooled.groupby("variant").value.mean(), reranked.groupby("variant").value.mean()])
+    out = pd.concat([auc, value.rename("value")], axis=1, join="inner").reset_index(names="label")
+    out["kind"] = [("pooled" if lab in ("base", "A", "B") else lab.rsplit("-", 1)[-1]) for lab in out.label]
+    return out[["label", "kind", "auc", "auc_std", "seeds", "value"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures (read tables, never recompute)
+
+
+def figure_rerank(results: pd.DataFrame, k: int | None = None, weight: float = 0.0, metric: str = "ndcg@10",
+                  title: str | None = None):
+    """Figure 2: reranked `metric` per verifier, frozen vs end-to-end bars (mean over datasets),
+    with the encoder-only Base / Model A / Model B as horizontal lines."""
+    import plotly.express as px
+
+    df = results[results.metric == metric]
+    reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
+    k = int(k if k is not None else reranked.k.max())
+    bars = (reranked[reranked.k == k].groupby(["verifier", "regime"], as_index=False)
+            .agg(value=("value", "mean"), n_datasets=("dataset", "nunique")))
+    fig = px.bar(bars, x="verifier", y="value", color="regime", barmode="group", hover_data=["n_datasets"],
+                 category_orders={"verifier": ["F0", "F1", "F2", "F3", "F4"], "regime": ["frozen", "end2end"]},
+                 labels={"value": f"{metric} after reranking", "verifier": ""},
+                 title=title or f"Reranking the pooled top-{k} with each verifier (w = {weight:g})")
+    names = {"base": "Base", "A": "Model A", "B": "Model B"}
+    only = df[df.regime == ENCODER_ONLY].groupby("variant").value.mean()
+    # Labels at different ends of the lines: the three values are often close.
+    lines = (("base", "dot", "top left"), ("A", "dash", "top right"), ("B", "dashdot", "bottom right"))
+    for variant, dash, where in lines:
+        if variant in only.index:
+            fig.add_hline(y=float(only[variant]), line_dash=dash, line_color="gray",
+                          annotation_text=f"{names[variant]} encoder only ({only[variant]:.3f})",
+                          annotation_position=where)
+    fig.update_layout(template="plotly_white", legend_title_text="regime")
+    return fig
+
+
+def figure_k_sweep(results: pd.DataFrame, weight: float = 0.0, metric: str = "ndcg@10"):
+    """`metric` against K per method (mean over datasets): how deep reranking pays."""
+    import plotly.express as px
+
+    df = results[(results.metric == metric) & (results.verifier != "none")
+                 & np.isclose(results.weight.astype(float), weight)]
+    lines = df.groupby(["variant", "regime", "k"], as_index=False).value.mean()
+    fig = px.line(lines, x="k", y="value", color="variant", line_dash="regime", markers=True,
+                  labels={"value": metric, "k": "K (candidates reranked)"},
+                  title=f"{metric} against the reranking depth K (w = {weight:g})")
+    only = results[(results.metric == metric) & (results.regime == ENCODER_ONLY)].groupby("variant").value.mean()
+    if "base" in only.index:
+        fig.add_hline(y=float(only["base"]), line_dash="dot", line_color="gray",
+                      annotation_text=f"Base encoder only ({only['base']:.3f})")
+    fig.update_layout(template="plotly_white")
+    return fig
+
+
+def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "ndcg@10"):
+    """Beyond the paper: one point per method, x = near-miss separation AUC (± its std over
+    notebook 04's seeds when there are several), y = retrieval `metric`. Up and to the right is
+    sensitivity without the retrieval cost."""
+    import plotly.express as px
+
+    error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
+    fig = px.scatter(table, x="auc", y="value", color="kind", text="label", error_x=error,
+                     category_orders={"kind": ["pooled", "frozen", "end2end"]},
+                     labels={"auc": "near-miss separation AUC (notebook 04)",
+                             "value": f"{metric} (reranked{'' if k is None else f' top-{k}'}; pooled: encoder only)"},
+                     title="Compositional sensitivity against retrieval quality")
+    fig.update_traces(textposition="top center", marker_size=11)
+    fig.add_vline(x=0.5, line_dash="dot", line_color="gray", annotation_text="chance")
+    fig.update_layout(template="plotly_white")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _check_k(k: int, n_docs: int) -> int:
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return min(int(k), n_docs)
+
+
+def _check_weight(weight: float) -> None:
+    if not 0.0 <= float(weight) <= 1.0:
+        raise ValueError(f"fusion weight must be in [0, 1] (score = w * pooled + (1 - w) * verifier), got {weight}")
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def describe_cache(path: str | os.PathLike) -> dict:
+    """Size on disk (MB) of the cache files under `path`, by kind (pooled / tokens)."""
+    path = Path(path)
+    sizes = {"pooled": 0.0, "tokens": 0.0}
+    for f in path.rglob("*.safetensors"):
+        kind = "pooled" if f.name.startswith("pooled-") else "tokens"
+        sizes[kind] += f.stat().st_size / 2**20
+    return sizes

@@ -1,0 +1,109 @@
+"""The package's shape: dependencies run one way, from the foundation up to the pipeline.
+
+Layers, lowest first (a module may import its own layer and the ones below, never above):
+core -> data -> retrieval -> nearmiss and verifiers -> figures and explorer -> pipeline (and the
+command line). Every import counts, at the top of a module or inside a function, so a cycle cannot
+hide behind a late import.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "compsense"
+LAYERS = [("core",), ("data",), ("retrieval",), ("nearmiss", "verifiers"), ("figures", "explorer"),
+          ("pipeline", "__main__")]
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> dict[str, int]:
+    """{imported compsense module: line} for every import in `path`, wherever it sits."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in known else module for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and target != "compsense":
+                found.setdefault(target, node.lineno)
+    return found
+
+
+def layer(name: str) -> int:
+    top = name.split(".")[1] if "." in name else ""
+    for i, roles in enumerate(LAYERS):
+        if top in roles:
+            return i
+    raise AssertionError(f"{name}: not in any layer of tests/test_architecture.py; add its subpackage to LAYERS")
+
+
+GRAPH = {name: imports_of(name, path, modules()) for name, path in modules().items()}
+
+
+def find_cycle(graph: dict[str, dict]) -> list[str] | None:
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, {})):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_no_import_cycle():
+    cycle = find_cycle(GRAPH)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_one():
+    assert find_cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b": 1}, "b": {}}) is None
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if n != "compsense"))
+def test_imports_point_down(name):
+    upward = [f"{target} (line {line})" for target, line in GRAPH[name].items() if layer(target) > layer(name)]
+    assert not upward, f"{name} imports from a higher layer: {', '.join(upward)}"
+
+
+def test_no_module_shadows_the_standard_library():
+    import sys
+
+    clashes = [n for n in GRAPH if n.rpartition(".")[2] in sys.stdlib_module_names and n.count(".") == 1]
+    assert not clashes, f"rename: {clashes}"
