@@ -19,6 +19,7 @@ from compsense.data.negatives import make_pairs, make_triplets, read_pairs, writ
 from compsense.data.negatives.pairs import source_id_of
 from compsense.core.paths import workspace
 from compsense.data.datasets import load_mrpc, load_sentences
+from compsense.core.layout import NEGATIVES
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +80,13 @@ def counts_table(pairs: pd.DataFrame) -> pd.DataFrame:
 
 def write_outputs(pairs: pd.DataFrame, work_dir) -> dict[str, Path]:
     """Write pairs.parquet and triplets.parquet under {work_dir}/negatives/ (atomically)."""
-    out = workspace(work_dir, "negatives")
+    out = workspace(work_dir, NEGATIVES)
     return {"pairs": write_pairs(pairs, out / "pairs.parquet"),
             "triplets": write_pairs(make_triplets(pairs), out / "triplets.parquet")}
 
 
 def read_outputs(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
-    out = workspace(work_dir, "negatives")
+    out = workspace(work_dir, NEGATIVES)
     return read_pairs(out / "pairs.parquet"), read_pairs(out / "triplets.parquet")
 
 

@@ -33,6 +33,7 @@ from compsense.core.encoders import embedding_dim, encode_pooled, load_encoder, 
 from compsense.data.negatives import perturb
 from compsense.verifiers.architectures import AlignVerifier, CONFIG_FILE, create, load, read_info, score_maps, token_positions
 from compsense.verifiers.simmap import TokenBatch, similarity_map, token_embeddings
+from compsense.core.layout import FINAL, trained_model_dirs, verifiers_root
 
 log = logging.getLogger(__name__)
 
@@ -202,9 +203,10 @@ def discover_encoders(work_dir: str | os.PathLike | None, backbone: str | None =
     for name in available:
         found.setdefault(_base_label(name), name)
     if work_dir is not None:
-        models = resolve(work_dir) / "models"
-        for final in sorted(models.glob("*/*/final/modules.json")):
-            run = final.parent.parent
+        for run in trained_model_dirs(work_dir):
+            final = run / FINAL / "modules.json"
+            if not final.exists():
+                continue
             found[f"{run.parent.name} {_variant_label(run.name)}"] = str(final.parent)
     return found
 
@@ -218,7 +220,7 @@ def discover_verifiers(work_dir: str | os.PathLike | None) -> dict[str, Verifier
                for label, name in BASE_VERIFIERS.items()}
     if work_dir is None:
         return entries
-    root = resolve(work_dir) / "verifiers"
+    root = verifiers_root(work_dir)
     for config in sorted(root.glob(f"**/{CONFIG_FILE}")):
         folder = config.parent
         if "encoder" in folder.relative_to(root).parts:  # an end-to-end run's encoder, not a verifier

@@ -27,6 +27,7 @@ from compsense.pipeline.profiles import notebook_parameters
 from compsense.core.encoders import BACKBONES
 from compsense.pipeline.stages import notebooks, stage_key
 from compsense.retrieval.training import TrainConfig, plan_runs
+from compsense.core.layout import RESULTS, trained_model_dirs, verifiers_root
 
 UNITS = {
     ("00", "notebook"): "notebook runs at the same settings",
@@ -125,7 +126,7 @@ def run_sizes(work: Path) -> dict[str, tuple[int, int]]:
     """Dataset name -> (queries, docs), as the run's result tables recorded them."""
     sizes = {}
     for name in ("retrieval", "rerank"):
-        path = work / "results" / f"{name}.parquet"
+        path = work / RESULTS / f"{name}.parquet"
         if path.exists():
             table = pd.read_parquet(path, columns=["dataset", "n_queries", "n_docs"]).dropna().drop_duplicates()
             sizes.update({r.dataset: (int(r.n_queries), int(r.n_docs)) for r in table.itertuples()})
@@ -156,7 +157,7 @@ def measured_rates(work_dir, summary_json=None) -> pd.DataFrame:
 def _train_rates(work: Path, device: str) -> list[dict]:
     """Triplets per second per backbone from DONE.json (or an unfinished run's train_log.jsonl)."""
     found: dict[str, list] = {}
-    for folder in sorted(p for p in work.glob("models/*/*") if p.is_dir()):
+    for folder in trained_model_dirs(work):
         done = folder / "DONE.json"
         m = _from_done(done, device) if done.exists() else _from_log(folder, device)
         if m:
@@ -204,7 +205,7 @@ def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[dict]
     """Examples per second per verifier and regime, from verifier.json's training history."""
     rows = []
     # verifiers/<train_data>-<size>/seed<s>/<name>-<regime>/verifier.json (older runs: verifiers/<name>-<regime>/)
-    for path in sorted(work.glob("verifiers/**/verifier.json")):
+    for path in sorted(verifiers_root(work).glob("**/verifier.json")):
         d = json.loads(path.read_text())
         h = d.get("history", {})
         if not h.get("trained") or not h.get("seconds") or not h.get("examples_seen"):
@@ -273,12 +274,12 @@ def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
 
 def run_device(work: Path) -> str:
     """The device the run recorded: rerank_cost.parquet's column, else the torch build in DONE.json."""
-    cost = work / "results" / "rerank_cost.parquet"
+    cost = work / RESULTS / "rerank_cost.parquet"
     if cost.exists():
         devices = sorted(pd.read_parquet(cost, columns=["device"]).device.dropna().astype(str).unique())
         if devices:
             return f"{', '.join(devices)} (the run's device, recorded in {_rel(cost)})"
-    for done in sorted(work.glob("models/*/*/DONE.json")):
+    for done in sorted(p / "DONE.json" for p in trained_model_dirs(work) if (p / "DONE.json").exists()):
         torch_version = json.loads(done.read_text()).get("versions", {}).get("torch", "")
         if torch_version.endswith("+cpu"):
             return f"cpu (torch {torch_version} in {_rel(done)})"

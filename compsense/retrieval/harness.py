@@ -27,6 +27,7 @@ from compsense.core.encoders import encode_pooled, load_encoder, quiet_transform
 from compsense.core.paths import workspace
 from compsense.data import datasets as data
 from compsense.retrieval.regime import overlap, read_training_keys
+from compsense.core.layout import RESULTS
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +247,7 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
     from tqdm.auto import tqdm
 
 
-    results_dir = workspace(work_dir, "results")
+    results_dir = workspace(work_dir, RESULTS)
     tidy_path, pq_path = results_dir / "retrieval.parquet", results_dir / "retrieval_per_query.parquet"
     done = read_table(tidy_path) if tidy_path.exists() and not force else None
     for run in tqdm(runs.to_dict("records"), desc="evaluate", unit="model"):

@@ -36,6 +36,7 @@ from compsense.core.encoders import BACKBONES, hub_offline, load_encoder, quiet_
 from compsense.core.seed import seed_everything
 from compsense.data import datasets as data
 from compsense.retrieval.regime import KEYS_FILE, dataset_keys, text_key, write_training_keys
+from compsense.core.layout import NEGATIVES, model_dir
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,8 @@ class TrainConfig:
 
 
 def run_dir(work_dir, backbone: str, variant: str, seed: int) -> Path:
-    """{work_dir}/models/<backbone>/<variant>-seed<seed>/ (created)."""
-    return workspace(work_dir, "models", backbone, f"{variant}-seed{seed}")
+    """{work_dir}/models/<backbone>/<variant>-seed<seed>/ (created; `layout.model_dir`)."""
+    return model_dir(work_dir, backbone, variant, seed, create=True)
 
 
 def sweep_variant(share: float, main_share: float) -> str:
@@ -235,7 +236,7 @@ def _random_negatives(df: pd.DataFrame, rng: np.random.Generator, tries: int = 2
 
 def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFrame:
     """Notebook 01's structural identity triplets ({work_dir}/negatives/triplets.parquet), one split."""
-    path = resolve(work_dir) / "negatives" / "triplets.parquet"
+    path = resolve(work_dir) / NEGATIVES / "triplets.parquet"
     if not path.exists():
         raise FileNotFoundError(
             f"{path} does not exist: the structural triplets come from notebook 01. Run it first, e.g.\n"

@@ -40,12 +40,12 @@ from compsense.verifiers.simmap import (TokenCache, cache_key, encoder_device, e
                      token_embeddings)
 from compsense.core.stats import holm
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
-from compsense.core.paths import workspace
 from compsense.core.storage import append_results, atomic_path, tidy
-from compsense.nearmiss.geometry import checkpoint_dir
 from compsense.verifiers import architectures as V
 from compsense.verifiers.architectures import device_of, score_maps
-from compsense.verifiers.training import REGIMES, verifier_dir
+from compsense.verifiers.training import REGIMES
+from compsense.core import layout
+from compsense.core.layout import load_models, results_file, verifier_dir
 
 log = logging.getLogger(__name__)
 
@@ -281,24 +281,15 @@ class Method:
 
 def baseline_encoders(backbone: str, work_dir, seed: int, device=None, max_seq_length: int | None = 128,
                       variants: Sequence[str] = ("A", "B")) -> tuple[dict, list[str]]:
-    """{"base": encoder, "A": ..., "B": ...} for the checkpoints notebook 02 left, and notes on the missing."""
-    with quiet_transformers():
-        encoders = {"base": load_encoder(backbone, device=device, max_seq_length=max_seq_length, seed=seed)}
-        notes = []
-        for variant in variants:
-            path = checkpoint_dir(work_dir, backbone, variant, seed)
-            if (path / "modules.json").exists():
-                encoders[variant] = load_encoder(path, device=device, max_seq_length=max_seq_length)
-            else:
-                notes.append(f"Model {variant}: no checkpoint at {path}; run notebooks/02_training_ab.ipynb for "
-                             "this profile (its encoder-only line is left out)")
-    return encoders, notes
+    """{"base": encoder, "A": ..., "B": ...} for the checkpoints notebook 02 left, and notes on the missing
+    (`layout.load_models` with Base first)."""
+    return load_models(work_dir, backbone, seed, ("base", *variants), device=device, max_seq_length=max_seq_length)
 
 
 def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_encoder, device=None,
                  max_seq_length: int | None = 128, fallback: bool = True, include_special: bool = False,
                  variant: str = "identity-small", seed: int = 42) -> tuple[list[Method], list[str]]:
-    """The verifiers of one notebook-04 variant and seed (`verifier_training.verifier_dir`:
+    """The verifiers of one notebook-04 variant and seed (`layout.verifier_dir`:
     {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/), each with its encoder (the
     backbone when frozen, its own fine-tuned copy when end-to-end), and notes.
 
@@ -393,7 +384,7 @@ def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], wor
         raise ValueError(f"first_stage must be 'own' or 'base', got {first_stage!r}")
     if "base" not in baselines:
         raise ValueError("baselines needs the 'base' encoder: the first stage of every frozen verifier")
-    cache_dir = workspace(work_dir, "cache", "rerank")
+    cache_dir = layout.cache_dir(work_dir, "rerank")
     depth = max(MAX_K, ks[-1])
     common = dict(backbone=backbone, seed=seed, **labels)
     rows, per_query, cost = [], [], []
@@ -468,7 +459,7 @@ def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], wor
     per_query_df = pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame()
     cost_df = pd.DataFrame(cost)
     if write and rows:
-        out = workspace(work_dir, "results")
+        out = results_file(work_dir, "rerank").parent
         append_results(results, out / "rerank.parquet", key=TIDY_KEY)
         append_results(per_query_df, out / "rerank_per_query.parquet", key=PER_QUERY_KEY)
         append_results(cost_df, out / "rerank_cost.parquet", key=["dataset", "variant", "k"])

@@ -3,17 +3,17 @@ near-miss set, with the results appended to one tidy table as each variant finis
 
 Why a module: the loop holds state (fitted verifiers, their encoders) that must be dropped after
 each variant, and a notebook cell should stay a call. Each variant trains into its own folder
-(`verifier_training.verifier_dir`: verifiers/<train_data>-<size>/seed<seed>/...), so variants
+(`layout.verifier_dir`: verifiers/<train_data>-<size>/seed<seed>/...), so variants
 sit side by side in one work_dir and a re-run resumes finished ones.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from compsense.core.paths import workspace
 from compsense.core.storage import append_results
 from compsense.nearmiss import evaluation as N
 from compsense.verifiers.training import fit_grid, variant_name
+from compsense.core import layout
 
 
 def run_study(rows_by_data: dict, sizes: Sequence[str], seeds: Sequence[int], names: Sequence[str],
@@ -31,7 +31,7 @@ def run_study(rows_by_data: dict, sizes: Sequence[str], seeds: Sequence[int], na
 
 
     summaries, results = [], []
-    cache_dir = workspace(work_dir, "cache")
+    cache_dir = layout.cache_dir(work_dir)
     # Seed by seed, as notebook 02's runs: a run cut short has every variant at the first seeds,
     # side by side, rather than all seeds of the first variant and nothing of the others.
     for seed in seeds:

@@ -37,6 +37,8 @@ from compsense.data.datasets import load_mrpc
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.verifiers.architectures import sized_kwargs
 from compsense.verifiers.recipe import authors_budget, authors_recipe, encoder_millions
+from compsense.core import layout
+from compsense.core.layout import NEGATIVES, verifier_dir
 
 REGIMES = ("frozen", "end2end")
 
@@ -378,7 +380,7 @@ def stage_inputs(work_dir, train_split: str = "train", heldout_split: str = "tes
 
     At most `max_pairs` held-out pairs are kept (a seeded sample, every family kept in proportion).
     """
-    folder = resolve(work_dir) / "negatives"
+    folder = resolve(work_dir) / NEGATIVES
     pairs_path, triplets_path = folder / "pairs.parquet", folder / "triplets.parquet"
     for path in (pairs_path, triplets_path):
         if not path.exists():
@@ -414,12 +416,6 @@ def variant_name(train_data: str, size: str, recipe: str = "equal") -> str:
     return f"{train_data}-{size}" + ("" if recipe == "equal" else f"-{recipe}")
 
 
-def verifier_dir(work_dir, variant: str, seed: int, label: str) -> Path:
-    """Where notebook 04 saves one verifier: {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/
-    (notebook 05 and the estimate read it from here)."""
-    return resolve(work_dir) / "verifiers" / variant / f"seed{seed}" / label
-
-
 def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, work_dir, seed: int = 42,
              device=None, include_special: bool = False, size: str = "small", recipe: str = "equal",
              variant: str | None = None, f2_learnable: bool = False, **train_kwargs):
@@ -451,7 +447,7 @@ def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, wo
                                **sized_kwargs(name, size, dim, getattr(encoder, "max_seq_length", None)),
                                **({"learnable": True} if f2_learnable and name == "F2" else {})}
             fitted[label] = fit_verifier(name, regime, encoder, triplets, verifier_dir(work_dir, variant, seed, label),
-                                         seed=seed, cache_dir=workspace(work_dir, "cache"), device=device,
+                                         seed=seed, cache_dir=layout.cache_dir(work_dir), device=device,
                                          verifier_kwargs=verifier_kwargs, **kwargs)
     rows = []
     for label, (verifier, _, h) in fitted.items():

@@ -1,0 +1,38 @@
+"""The run-folder layout (compsense.core.layout): where each stage writes, and loading a backbone's models."""
+import pytest
+
+from compsense.core import layout
+
+
+def test_paths_follow_the_documented_layout(tmp_path):
+    assert layout.model_dir(tmp_path, "minilm-l6", "B", 43) == tmp_path / "models" / "minilm-l6" / "B-seed43"
+    assert not layout.model_dir(tmp_path, "minilm-l6", "B", 43).exists()  # asking never creates
+    assert layout.model_dir(tmp_path, "minilm-l6", "B", 43, create=True).is_dir()
+    assert layout.final_model_dir(tmp_path, "minilm-l6", "A", 42).parts[-2:] == ("A-seed42", "final")
+    assert layout.verifier_dir(tmp_path, "balanced-small", 44, "F3-frozen") == (
+        tmp_path / "verifiers" / "balanced-small" / "seed44" / "F3-frozen")
+    assert layout.results_file(tmp_path, "rerank") == tmp_path / "results" / "rerank.parquet"
+    assert (tmp_path / "results").is_dir()
+    assert layout.cache_dir(tmp_path, "rerank").is_dir()
+    assert layout.negatives_file(tmp_path, "pairs.parquet").parent.name == "negatives"
+    assert layout.trained_model_dirs(tmp_path) == [tmp_path / "models" / "minilm-l6" / "B-seed43"]
+
+
+def test_model_keys_round_trip():
+    assert layout.parse_model_key(layout.model_key("B-share0.5", 44)) == ("B-share0.5", 44)
+    assert layout.parse_model_key("base") == ("base", None)
+
+
+def test_load_models_gives_base_and_says_which_checkpoints_are_missing(tmp_path):
+    models, notes = layout.load_models(tmp_path, "tiny-bert", 42, ("base", "A", "B"))
+    assert list(models) == ["base"]
+    assert len(notes) == 2 and "A-seed42/final" in notes[0] and "02_training_ab" in notes[0]
+    with pytest.raises(FileNotFoundError, match="Model B .seed 42.: no checkpoint"):
+        layout.load_model(tmp_path, "tiny-bert", "B", 42)
+
+
+def test_load_model_reads_a_saved_checkpoint(tmp_path):
+    base = layout.load_model(tmp_path, "tiny-bert", "base", 42)
+    base.save(str(layout.final_model_dir(tmp_path, "tiny-bert", "A", 42)))
+    models, notes = layout.load_models(tmp_path, "tiny-bert", 42, ("A",))
+    assert list(models) == ["A"] and notes == []
