@@ -26,10 +26,10 @@ def test_tiny_bert_tokenizes_with_its_own_wordpiece(tiny_encoder):
 
 
 def test_registry_resolves_short_names_and_hub_ids():
-    assert models.resolve("minilm-l6").hub_id == "sentence-transformers/all-MiniLM-L6-v2"
-    assert models.resolve("Sentence-Transformers/all-MiniLM-L6-v2").name == "minilm-l6"
-    assert models.resolve("thenlper/gte-small").name == "gte-small"
-    assert models.resolve("no/such-model") is None
+    assert models.find_backbone("minilm-l6").hub_id == "sentence-transformers/all-MiniLM-L6-v2"
+    assert models.find_backbone("Sentence-Transformers/all-MiniLM-L6-v2").name == "minilm-l6"
+    assert models.find_backbone("thenlper/gte-small").name == "gte-small"
+    assert models.find_backbone("no/such-model") is None
     assert set(models.PAPER_BACKBONES) <= set(models.BACKBONES)
     assert models.BACKBONES["gte-modernbert-base"].recipe == {"max_steps": 500, "learning_rate": 4e-5,
                                                               "weight_decay": 0.01}

@@ -59,7 +59,7 @@ class BackboneUnavailable(RuntimeError):
     """A backbone that cannot be loaded here (hub unreachable, package missing)."""
 
 
-def resolve(name_or_path: str) -> Backbone | None:
+def find_backbone(name_or_path: str) -> Backbone | None:
     """The registry entry for a short name or hub id (case-insensitive), or None."""
     key = str(name_or_path).strip()
     return BACKBONES.get(key.lower()) or _BY_HUB_ID.get(key.lower())
@@ -74,7 +74,7 @@ def load_encoder(name_or_path: str | os.PathLike, device: str | None = None, max
     from sentence_transformers import SentenceTransformer
 
     path = Path(name_or_path).expanduser()
-    backbone = resolve(str(name_or_path))
+    backbone = find_backbone(str(name_or_path))
     if path.is_dir() and (path / "modules.json").exists() or (path.is_dir() and backbone is None):
         model = SentenceTransformer(str(path), device=device)
     elif backbone is not None and backbone.name == "tiny-bert":

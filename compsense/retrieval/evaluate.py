@@ -15,7 +15,7 @@ from pathlib import Path
 
 from compsense.core.storage import TIDY_COLUMNS, append_results, write_json
 from compsense.core.paths import resolve
-from compsense.core.encoders import load_encoder, quiet_transformers, resolve as resolve_backbone
+from compsense.core.encoders import find_backbone, load_encoder, quiet_transformers
 from compsense.core.paths import local_data_dir
 from compsense.core.storage import file_digest
 from compsense.retrieval.harness import METRICS, evaluate_dataset, is_nanobeir, load_eval_datasets
@@ -46,7 +46,7 @@ def evaluate_models(model: str, datasets: list[str], split: str = "test", data_d
     ("NanoSciFact", "nanobeir:scifact": from <data folder>/nanobeir, else `nanobeir_dataset_id`
     on the hub; the paper's is lightonai/NanoBEIR-en). Returns {"metrics": {dataset: {metric:
     value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
-    backbone = resolve_backbone(model)
+    backbone = find_backbone(model)
     label = backbone.name if backbone else Path(str(model)).name
     labels = {"run": f"evaluate/{label}", "backbone": backbone.name if backbone else None,
               "variant": "base" if backbone else "checkpoint", "seed": seed}

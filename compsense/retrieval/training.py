@@ -40,7 +40,8 @@ from compsense.core.layout import NEGATIVES, model_dir
 
 log = logging.getLogger(__name__)
 
-TRIPLET_COLUMNS = ["anchor", "positive", "negative"]
+# The columns MultipleNegativesRankingLoss reads, in its order (negatives.TRIPLET_COLUMNS adds the near-miss bookkeeping)
+MNRL_COLUMNS = ["anchor", "positive", "negative"]
 STRUCTURAL_COLUMNS = ["anchor", "positive", "negative", "family", "source_id", "split"]
 BEIR_SOURCES = ("nfcorpus", "scifact")  # BEIR folders with a train split under the data dir
 OFFLINE_SOURCES = (*BEIR_SOURCES, "mrpc", "stsb")
@@ -186,8 +187,8 @@ def build_retrieval_triplets(sources=("nfcorpus",), data_dir=None, stsb_min_scor
         st["distinct_anchors"] = int(df.anchor.nunique())
         stats[source] = st
         frames.append(df.drop(columns="group"))
-    out = pd.concat(frames, ignore_index=True)[TRIPLET_COLUMNS + ["source"]] if frames else pd.DataFrame(
-        columns=TRIPLET_COLUMNS + ["source"])
+    out = pd.concat(frames, ignore_index=True)[MNRL_COLUMNS + ["source"]] if frames else pd.DataFrame(
+        columns=MNRL_COLUMNS + ["source"])
     if max_rows is not None and len(out) > max_rows:
         stats["dropped_by_max_rows"] = len(out) - max_rows
         out = out.sample(n=max_rows, random_state=seed).reset_index(drop=True)
@@ -313,7 +314,7 @@ def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, shar
         if negatives == "random":
             struct = struct.assign(negative=_random_other_sentences(struct, structural_df, rng))
         source = struct["family"] if "family" in struct else "structural"
-        struct = struct.assign(kind="structural", source=source)[TRIPLET_COLUMNS + ["source", "kind"]]
+        struct = struct.assign(kind="structural", source=source)[MNRL_COLUMNS + ["source", "kind"]]
         out = pd.concat([retrieval, struct], ignore_index=True)
     out = out.sample(frac=1.0, random_state=seed).reset_index(drop=True)
     counts["total"] = len(out)
@@ -357,9 +358,9 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
     the main one writes final/, the log and DONE.json.
     """
     out = Path(output_dir) if output_dir is not None else config.run_dir
-    missing = [c for c in TRIPLET_COLUMNS if c not in train_df.columns]
+    missing = [c for c in MNRL_COLUMNS if c not in train_df.columns]
     if missing or train_df.empty:
-        raise ValueError(f"train_df needs rows and columns {TRIPLET_COLUMNS}; missing {missing}, {len(train_df)} rows")
+        raise ValueError(f"train_df needs rows and columns {MNRL_COLUMNS}; missing {missing}, {len(train_df)} rows")
     if force and out.is_dir() and any(out.iterdir()):
         return _retrain_beside(config, train_df, out, callbacks)
     out.mkdir(parents=True, exist_ok=True)
@@ -535,7 +536,7 @@ def _to_dataset(train_df: pd.DataFrame):
     except ImportError as err:
         raise ImportError("training needs the `datasets` package (pip install datasets); on a machine "
                           "without it, carry a wheel or a site-packages folder with it") from err
-    return Dataset.from_pandas(train_df[TRIPLET_COLUMNS].reset_index(drop=True), preserve_index=False)
+    return Dataset.from_pandas(train_df[MNRL_COLUMNS].reset_index(drop=True), preserve_index=False)
 
 
 def mnrl_on_batch(model, batch: pd.DataFrame, scale: float = TrainConfig.scale) -> tuple[pd.DataFrame, float, float]:
@@ -614,7 +615,7 @@ def _recipe(config: TrainConfig) -> dict:
 
 
 def _data_sha1(train_df: pd.DataFrame) -> str:
-    hashed = pd.util.hash_pandas_object(train_df[TRIPLET_COLUMNS].reset_index(drop=True), index=True)
+    hashed = pd.util.hash_pandas_object(train_df[MNRL_COLUMNS].reset_index(drop=True), index=True)
     return hashlib.sha1(hashed.to_numpy().tobytes()).hexdigest()
 
 
