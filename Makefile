@@ -21,6 +21,16 @@ install: $(VENV)/.installed
 reproduce: install
 	$(BIN)/python -m compsense reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY))
 
+# Runs write figures into their profile's figures_dir (under runs/); figures/ (committed) changes only here:
+# the latest run's figures, tables and report, then the README's result tables from them.
+.PHONY: figures readme-tables
+figures: install
+	$(BIN)/python -m compsense.pipeline.publish --profile $(PROFILE)
+	$(BIN)/python -m compsense.pipeline.readme_tables
+
+readme-tables: install
+	$(BIN)/python -m compsense.pipeline.readme_tables
+
 test: test-unit test-notebooks
 
 test-unit: install

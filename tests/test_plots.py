@@ -65,3 +65,15 @@ def test_dose_response_figure_sweep_line_controls_and_seed_bars():
     assert set(controls.text) == {"C-identity", "base"}
     lo, hi = fig.layout.xaxis.range  # room for the labels at both ends of the sweep
     assert lo < -0.01 and hi > 0.5
+
+
+def test_the_same_figure_gives_the_same_bytes(tmp_path, monkeypatch):
+    """figures/ is committed: a figure redrawn from the same table must not change it (plotly draws a
+    random div id unless it is given one)."""
+    monkeypatch.setattr(plots, "_png_engine_available", lambda: False)
+    first = plots.save_figure(_fig(), "02_bars", tmp_path / "one")["html"]
+    second = plots.save_figure(_fig(), "02_bars", tmp_path / "two")["html"]
+    assert first.read_bytes() == second.read_bytes()
+    assert 'id="fig-02_bars"' in first.read_text()
+    other = plots.save_figure(_fig(), "03 cosines/minilm", tmp_path / "one")["html"]
+    assert 'id="fig-03-cosines-minilm"' in other.read_text()  # a valid HTML id whatever the name holds

@@ -1,18 +1,20 @@
-"""The run report (compsense.pipeline.report): long tables are cut with a count and the full table's path,
-never silently; notebook 04's separation table is in it as the notebook shows it."""
+"""The run report (compsense.pipeline.report): it leads with the answer (Table 1, the separation table,
+reranking against Base, the figures) and puts how the run was made after it; long tables are cut with
+a count and a link to the whole table, which is written beside the report as CSV, never silently."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 
-from compsense.pipeline import doctor
-
+from compsense.figures import export
 from compsense.pipeline import report
 
 
 @pytest.fixture()
 def work(tmp_path, monkeypatch):
-    monkeypatch.setattr(doctor, "report", lambda: {"device": "cpu", "python": "3", "versions": {}})
+    monkeypatch.setattr(report, "machine", lambda: {"device": "cpu", "python": "3", "versions": {}})
     results = tmp_path / "work" / "results"
     results.mkdir(parents=True)
     # 100 distinct geometry results: more than a report table shows
@@ -21,7 +23,7 @@ def work(tmp_path, monkeypatch):
                   "value": [i / 100 for i in range(100)]}).to_parquet(results / "geometry.parquet")
     rows = []
     for seed, shift in ((42, 0.0), (43, 0.1)):
-        for family, metric, value in (("all", "auc", 0.6), ("self_match", "auc", 0.2),
+        for family, metric, value in (("all", "auc", 0.6), ("negation", "auc", 0.9), ("self_match", "auc", 0.2),
                                       ("copy_vs_near_miss", "pairwise_accuracy", 0.3)):
             rows.append({"run": f"m/F4-end2end-seed{seed}", "variant": "F4-end2end", "seed": seed,
                          "dataset": "negatives-heldout", "family": family, "metric": metric,
@@ -30,20 +32,123 @@ def work(tmp_path, monkeypatch):
     return tmp_path / "work"
 
 
-def test_long_tables_say_how_many_rows_they_leave_out_and_where_they_are(work, tmp_path):
+def _retrieval(results, rng):
+    """Base, A and B on one zero-shot set, two seeds, 12 queries: B a little below A."""
+    per_query, rows = [], []
+    for seed in (42, 43):
+        for variant, level in (("base", 0.60), ("A", 0.58), ("B", 0.55)):
+            scores = np.clip(level + rng.normal(0, 0.05, 12), 0, 1)
+            per_query += [{"backbone": "minilm-l6", "variant": variant, "seed": seed, "dataset": "scifact",
+                           "qid": f"q{i}", "ndcg@10": s, "acc@1": float(s > 0.57), "regime": "zero-shot"}
+                          for i, s in enumerate(scores)]
+            for metric, value in (("ndcg@10", scores.mean()), ("acc@1", float((scores > 0.57).mean()))):
+                rows.append({"run": f"m/{variant}-seed{seed}", "backbone": "minilm-l6", "variant": variant,
+                             "seed": seed, "dataset": "scifact", "metric": metric, "value": value,
+                             "regime": "zero-shot"})
+    pd.DataFrame(rows).to_parquet(results / "retrieval.parquet")
+    pd.DataFrame(per_query).to_parquet(results / "retrieval_per_query.parquet")
+
+
+def _rerank(results, rng):
+    """Encoder-only Base/A and F1 reranking Base's top 10 and 20 (weights 0 and 0.5) on 15 queries."""
+    per_query, rows = [], []
+    methods = [("base", "none", "encoder-only", 100, 1.0, 0.50), ("A", "none", "encoder-only", 100, 1.0, 0.52)]
+    methods += [("F1-frozen", "F1", "frozen", k, w, 0.55 + k / 1000 + w / 100) for k in (10, 20) for w in (0.0, 0.5)]
+    for variant, verifier, regime, k, weight, level in methods:
+        scores = np.clip(level + rng.normal(0, 0.05, 15), 0, 1)
+        per_query += [{"variant": variant, "verifier": verifier, "regime": regime, "k": k, "weight": weight,
+                       "dataset": "scifact", "qid": f"q{i}", "ndcg@10": s} for i, s in enumerate(scores)]
+        rows.append({"run": f"m/{variant}", "backbone": "minilm-l6", "variant": variant, "seed": 42,
+                     "dataset": "scifact", "metric": "ndcg@10", "value": scores.mean(), "verifier": verifier,
+                     "regime": regime, "k": k, "weight": weight})
+    pd.DataFrame(rows).to_parquet(results / "rerank.parquet")
+    pd.DataFrame(per_query).to_parquet(results / "rerank_per_query.parquet")
+
+
+def _section(md: str, title: str) -> str:
+    return md.split(f"## {title}")[1].split("\n## ")[0]
+
+
+def test_long_tables_say_how_many_rows_they_leave_out_and_link_all_of_them(work, tmp_path):
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
-    geometry = md.split("## Pooled-space separation (notebook 03)")[1].split("\n## ")[0]
+    geometry = _section(md, "Pooled-space separation (notebook 03)")
     assert geometry.count("| heldout |") == report.MAX_ROWS
-    assert "20 more rows not shown (100 in all)" in md and "geometry.parquet" in md
+    assert ("20 more rows not shown (100 in all): the full table is [tables/all_geometry.csv](tables/all_geometry.csv)"
+            in geometry) and "geometry.parquet" in geometry
+    full = pd.read_csv(tmp_path / "run" / "tables" / "all_geometry.csv")
+    assert len(full) == 100 and sorted(full.family)[-1] == "family099"  # the rows the report left out are there
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "20 more rows not shown" in html and "<a href='tables/all_geometry.csv'>" in html
 
 
-def test_report_shows_the_separation_table_with_seeds(work, tmp_path):
+def test_report_shows_the_separation_table_with_seeds_and_families(work, tmp_path):
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
-    assert f"## {report.SEPARATION_TITLE}" in md
-    section = md.split(f"## {report.SEPARATION_TITLE}")[1].split("\n## ")[0]
+    section = _section(md, report.SEPARATION_TITLE)
     header, _, row = section.strip().splitlines()[:3]
     assert "negatives-heldout auc" in header and "negatives-heldout self_match" in header
+    assert "negatives-heldout:negation auc" in header  # each family's AUC beside the checks
     assert row.startswith("| F4 | end2end | balanced | small | 2 |")
-    assert "0.650 ± 0.071" in row and "0.250 ± 0.071" in row  # mean ± std over the two seeds
-    # the answer comes before how the run was made
-    assert md.index(report.SEPARATION_TITLE) < md.index("## Run metadata")
+    assert "0.650 ± 0.071" in row and "0.250 ± 0.071" in row and "0.950 ± 0.071" in row  # mean ± std over seeds
+    csv = pd.read_csv(tmp_path / "run" / "tables" / "separation.csv")
+    assert csv.loc[0, "negatives-heldout:negation auc"] == "0.950 ± 0.071"
+
+
+def test_the_answer_comes_first_and_the_run_metadata_after_it(work, tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    _retrieval(work / "results", rng)
+    _rerank(work / "results", rng)
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
+    export.save_figure(go.Figure(go.Bar(x=["a"], y=[1])), "02_bars", tmp_path / "figs")
+    summary = {"profile": None, "stages": {"02": {"status": "ok", "seconds": 3.0}}}
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run", summary=summary)["md"].read_text()
+    order = [report.TABLE1_TITLE, report.SEPARATION_TITLE, report.RERANK_TITLE, "## Figures",
+             "Retrieval, every model", "## Run metadata", "## Stages"]
+    positions = [md.index(title) for title in order]
+    assert positions == sorted(positions), order
+    assert "- [02_bars](../figs/02_bars.html)" in _section(md, "Figures")  # no PNG engine: the HTML is linked
+    table1 = pd.read_csv(tmp_path / "run" / "tables" / "table1.csv")
+    assert list(table1.metric) == ["acc@1", "ndcg@10"] and table1.ci_low.notna().all()
+    assert (table1.B_mean < table1.A_mean).all()
+
+
+def test_rerank_answer_is_the_largest_k_pure_rerank_against_base():
+    rng = np.random.default_rng(1)
+    per_query, rows = [], []
+    for variant, verifier, regime, k, weight, level in [
+            ("base", "none", "encoder-only", 100, 1.0, 0.5), ("F1-frozen", "F1", "frozen", 10, 0.0, 0.6),
+            ("F1-frozen", "F1", "frozen", 20, 0.0, 0.7), ("F1-frozen", "F1", "frozen", 20, 0.5, 0.4)]:
+        scores = np.clip(level + rng.normal(0, 0.02, 20), 0, 1)
+        per_query += [{"variant": variant, "verifier": verifier, "regime": regime, "k": k, "weight": weight,
+                       "dataset": "d", "qid": i, "ndcg@10": s} for i, s in enumerate(scores)]
+        rows.append({"variant": variant, "verifier": verifier, "regime": regime, "k": k, "weight": weight,
+                     "dataset": "d", "metric": "ndcg@10", "value": scores.mean()})
+    answer = report.rerank_answer(pd.DataFrame(rows), pd.DataFrame(per_query), n=200, seed=0)
+    assert list(answer.variant) == ["base", "F1-frozen"]
+    f1 = answer.set_index("variant").loc["F1-frozen"]
+    assert f1.k == 20 and f1.weight == 0.0 and f1["ndcg@10"] == pytest.approx(0.7, abs=0.02)
+    assert f1.mean_delta == pytest.approx(0.2, abs=0.03) and f1.ci_low > 0.1 and 0 <= f1.p_holm <= 1
+    assert np.isnan(answer.set_index("variant").loc["base", "mean_delta"])
+
+
+def test_intervals_use_the_bootstrap_of_the_profile_the_notebook_ran():
+    assert report._bootstrap("local", "02_training_ab") == {"n": 10000, "seed": 42}
+    assert report._bootstrap("local", "05_reranking") == {"n": 1000, "seed": 42}
+    assert report._bootstrap(None, "05_reranking") == {"n": 1000, "seed": 0}
+    assert report._bootstrap("no-such-profile", "02_training_ab") == {"n": 10000, "seed": 0}
+
+
+def test_the_same_tables_give_the_same_csv_bytes(work, tmp_path):
+    report.build_report(work, tmp_path / "figs", tmp_path / "one")
+    report.build_report(work, tmp_path / "figs", tmp_path / "two")
+    one, two = sorted((tmp_path / "one" / "tables").iterdir()), sorted((tmp_path / "two" / "tables").iterdir())
+    assert [p.name for p in one] == [p.name for p in two] and one
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(one, two, strict=True))
+
+
+def test_a_report_rebuilt_in_its_folder_keeps_no_table_of_the_earlier_one(work, tmp_path):
+    report.build_report(work, tmp_path / "figs", tmp_path / "run")
+    assert (tmp_path / "run" / "tables" / "separation.csv").exists()
+    (work / "results" / "verifiers.parquet").unlink()
+    report.build_report(work, tmp_path / "figs", tmp_path / "run")
+    assert not (tmp_path / "run" / "tables" / "separation.csv").exists()  # publish would copy a stale table
+    assert (tmp_path / "run" / "tables" / "all_geometry.csv").exists()

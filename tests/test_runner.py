@@ -3,7 +3,9 @@ import json
 
 import pytest
 import yaml
-from miniproject import make_project, start_driver, summary as _summary, write_notebook as _notebook
+from miniproject import make_project, start_driver
+from miniproject import summary as _summary
+from miniproject import write_notebook as _notebook
 
 from compsense.pipeline import runner
 
@@ -130,9 +132,11 @@ def test_fingerprint_follows_the_code_a_notebook_imports(project):
     assert runner.fingerprint(nb, {"value": 1}, ["upstream-changed"]) != changed
 
 
-WRITES_OUTPUT = ("from pathlib import Path\nout = Path('..') / work_dir / 'negatives'\nout.mkdir(parents=True, exist_ok=True)\n"
+WRITES_OUTPUT = ("from pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
+                 "out.mkdir(parents=True, exist_ok=True)\n"
                  "(out / 'pairs.txt').write_text('p' * value)\n"
-                 "(Path('..') / work_dir / 'cache').mkdir(exist_ok=True)\n(Path('..') / work_dir / 'cache' / 'c.bin').write_text('c')")
+                 "(Path('..') / work_dir / 'cache').mkdir(exist_ok=True)\n"
+                 "(Path('..') / work_dir / 'cache' / 'c.bin').write_text('c')")
 
 
 def _reasons(project, name):
@@ -237,3 +241,43 @@ def test_a_damaged_stages_json_is_refused_naming_it(project):
     path.write_text("[1, 2]")
     with pytest.raises(runner.Refused, match=r"stages\.json: not a stage record"):
         runner.reproduce("smoke", out="runs/smoke/b")
+
+
+def _figure_notebook(project, figures_dir):
+    """Stage 01 declares figures_dir and draws one figure (an HTML file) into it."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
+    nb.cells = [nbformat.v4.new_code_cell("value = 1\nwork_dir = 'runs/smoke'\nfigures_dir = 'runs/smoke/figures'",
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("from pathlib import Path\nout = Path('..') / figures_dir\n"
+                                          "out.mkdir(parents=True, exist_ok=True)\n"
+                                          "(out / '01_drawn.html').write_text('x')")]
+    nbformat.write(nb, project / "notebooks" / "01_first.ipynb")
+    (project / "params" / "smoke.yaml").write_text(yaml.safe_dump(
+        {"common": {"value": 2, "work_dir": "runs/smoke", "figures_dir": figures_dir}}))
+
+
+def test_figures_go_to_the_run_folder_and_the_report_shows_them(project):
+    _figure_notebook(project, "runs/smoke/figures")
+    assert runner.reproduce("smoke", out="runs/smoke/first") == 0
+    assert (project / "runs/smoke/figures/01_drawn.html").exists() and not (project / "figures").exists()
+    assert _summary(project, "first")["figures_dir"] == str(project / "runs/smoke/figures")
+    md = (project / "runs/smoke/first/report.md").read_text()
+    assert "- [01_drawn](../figures/01_drawn.html)" in md
+    assert md.index("## Figures") < md.index("## Run metadata")  # the answer before how it was run
+
+
+def test_a_profile_writing_into_the_committed_figures_is_refused_before_running(project):
+    _figure_notebook(project, "./figures")
+    with pytest.raises(runner.Refused, match=r"params/smoke.yaml: `figures_dir: ./figures` is the committed .*"
+                                             r"Fix: set `figures_dir: runs/smoke/figures`.*make figures"):
+        runner.reproduce("smoke", out="runs/smoke/first")
+    assert not (project / "figures").exists() and not (project / "runs").exists()
+
+
+def test_without_figures_dir_figures_default_to_the_work_dir(project):
+    assert runner.reproduce("smoke", out="runs/smoke/first") == 0
+    assert _summary(project, "first")["figures_dir"] == str(project / "runs/smoke/figures")
+    assert "runs/smoke/figures` yet." in (project / "runs/smoke/first/report.md").read_text()  # said, not skipped

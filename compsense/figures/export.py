@@ -4,6 +4,9 @@ Every HTML figure loads plotly.js from one `plotly.min.js` in the same folder (t
 ships, written when missing or of another version), so figures draw offline, the project's default,
 without each file carrying its own 4.8 MB copy.
 
+The same figure written twice gives the same bytes: the plot's div id is derived from the figure's
+name (plotly draws a random one otherwise), so figures/ (`make figures`) changes only when a result does.
+
 Plots read tidy tables and never recompute results; the figure-making functions of each stage live
 in that stage's module, this module only writes them out.
 """
@@ -11,24 +14,28 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 
-from compsense.core.storage import atomic_path
 from compsense.core.paths import resolve
+from compsense.core.storage import atomic_path
 
 log = logging.getLogger(__name__)
 
 PLOTLY_JS = "plotly.min.js"  # the src of every figure's script tag, relative to the HTML file
 
 
-def save_figure(fig, name: str, figures_dir: str | os.PathLike = "figures", png: bool = True) -> dict[str, Path]:
-    """Write `fig` (a plotly Figure) as figures_dir/name.html, and name.png when kaleido works."""
+def save_figure(fig, name: str, figures_dir: str | os.PathLike, png: bool = True) -> dict[str, Path]:
+    """Write `fig` (a plotly Figure) as figures_dir/name.html, and name.png when kaleido works.
+
+    `figures_dir` is the run's folder (the profile's `figures_dir`, under runs/); the committed
+    figures/ changes only through `make figures` (compsense.pipeline.publish)."""
     out_dir = resolve(figures_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     html = out_dir / f"{name}.html"
     with atomic_path(html) as tmp:
-        fig.write_html(tmp, include_plotlyjs=PLOTLY_JS, full_html=True)
+        fig.write_html(tmp, include_plotlyjs=PLOTLY_JS, full_html=True, div_id=div_id(name))
     written["html"] = html
     written["plotly_js"] = write_plotly_js(out_dir)
     if png and _png_engine_available():
@@ -40,6 +47,12 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike = "figures", png:
         except Exception as err:  # an engine present but broken (no Chrome for kaleido >= 1): HTML still stands
             log.warning("PNG export of %s failed (%s); the HTML was written", name, err)
     return written
+
+
+def div_id(name: str) -> str:
+    """The HTML id of figure `name`'s plot: fixed, so that its file is byte-identical run to run, and
+    a valid id whatever the name holds."""
+    return "fig-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
 
 
 def write_plotly_js(out_dir: str | os.PathLike) -> Path:

@@ -1,25 +1,37 @@
 """The report of a `reproduce` run: report.md and report.html assembled from tidy tables and figures.
 
-It reads what the stages wrote (runs/<profile>/results/*.parquet, the figures folder and the runner's
-summary) and never recomputes a result. Table 1 puts the paper's numbers beside ours.
+It reads what the stages wrote (<work_dir>/results/*.parquet, the run's figures folder and the
+runner's summary) and never recomputes a result. It leads with the answer (Table 1 beside the
+paper's numbers, the near-miss separation table, reranking against Base, the figures), then every
+result table, then how the run was made (machine, versions, stage times, the time estimate).
+
+Every table it shows is also written whole as <run_dir>/tables/<name>.csv, and a table cut to
+MAX_ROWS says how many rows it leaves out and links that file: nothing is cut silently.
+`make figures` (compsense.pipeline.publish) copies these tables and the figures into figures/, and
+`make readme-tables` (compsense.pipeline.readme_tables) sets the README's result tables from them.
 """
 from __future__ import annotations
 
 import html
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from compsense.core.storage import write_text
 from compsense.core.paths import repo_root, resolve
+from compsense.core.storage import atomic_path, write_text
 from compsense.nearmiss.evaluation import separation_table
+from compsense.nearmiss.geometry import NEARMISS_TABLE
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import display_frame, estimate, headline
-from compsense.retrieval.harness import table1, variant_table
+from compsense.pipeline.profiles import load_profile
+from compsense.retrieval.harness import dose_response, table1, variant_table
+from compsense.verifiers.rerank import ENCODER_ONLY, bootstrap_vs_baseline
 
-# Result tables the stages write, in report order, with the heading each gets.
+# Result tables the stages write, with the heading of the section that shows all of them.
 SECTIONS = [
     ("retrieval", "Retrieval, every model and set with its regime (notebook 02)"),
     ("geometry", "Pooled-space separation (notebook 03)"),
@@ -27,6 +39,29 @@ SECTIONS = [
     ("rerank", "Reranking with verifiers (notebook 05)"),
 ]
 GROUP_DROP = {"run", "seed", "value"}
+MAX_ROWS = 80  # rows a report table shows; the rest are counted and the full table is linked
+TABLES_DIR = "tables"  # beside report.md: every table of the report, whole, as CSV
+# Bootstrap settings when the run's profile is unknown: the notebooks' smoke defaults.
+DEFAULT_BOOTSTRAP = {"02_training_ab": 10000, "05_reranking": 1000}
+
+TABLE1_TITLE = "Table 1 (zero-shot sets only): mean nDCG@10 / Acc@1 over seeds, ours beside the paper's"
+SEPARATION_TITLE = "The separation table (notebook 04): near-miss AUC, self-match AUC and copy > near-miss per set"
+RERANK_TITLE = "Reranking against Base (notebook 05): nDCG@10 at the largest K, paired bootstrap over queries"
+VARIANTS_TITLE = "Variants against Model A (zero-shot nDCG@10; p Holm-corrected over all rows)"
+IN_DOMAIN_TITLE = "In-domain reference (sets a model trained on; not comparable with the paper)"
+ESTIMATE_TITLE = "Time estimate for the paper profile from this run's measured throughput"
+
+
+@dataclass
+class Block:
+    """One section of the report: a heading, a paragraph, a table (written whole to tables/<name>.csv)
+    or the figures."""
+    title: str
+    text: str = ""
+    table: pd.DataFrame | None = None
+    name: str | None = None  # tables/<name>.csv
+    source: str | None = None  # the file the table was read from
+    figures: tuple[Path, ...] = ()
 
 
 def git_commit() -> str:
@@ -40,124 +75,232 @@ def git_commit() -> str:
         return "unknown"
 
 
-MAX_ROWS = 80  # rows a report table shows; the rest are counted and the full table is named
-
-
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """Mean (and n) over seeds and runs for every other grouping column: one line per result."""
     keys = [c for c in table.columns if c not in GROUP_DROP and table[c].notna().any()]
     return table.groupby(keys, dropna=False).value.agg(["mean", "std", "count"]).reset_index()
 
 
-def table_blocks(title: str, df: pd.DataFrame, source: Path | str, max_rows: int = MAX_ROWS) -> list:
-    """A report table of at most `max_rows` rows; a longer one says how many rows it leaves out and
-    where all of them are, never cutting silently."""
-    blocks = [("table", title, df.head(max_rows))]
-    if len(df) > max_rows:
-        blocks.append(("text", f"{title}: {len(df) - max_rows:,} more rows",
-                       f"{len(df) - max_rows:,} more rows not shown ({len(df):,} in all): the full table is "
-                       f"`{source}` (pandas.read_parquet)."))
-    return blocks
-
-
 def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, run_dir: str | os.PathLike,
                  summary: dict | None = None) -> dict[str, Path]:
-    """Write run_dir/report.md and run_dir/report.html; returns their paths."""
+    """Write run_dir/report.md, run_dir/report.html and run_dir/tables/*.csv; returns the two reports' paths."""
     work, figs, run = resolve(work_dir), resolve(figures_dir), resolve(run_dir)
-    info = machine()
-    blocks: list[tuple[str, str, pd.DataFrame | str]] = []  # (kind, title, payload)
-    meta = pd.DataFrame({"item": ["profile", "git commit", "device", "python"] +
-                         [f"{k}" for k in info["versions"]],
-                         "value": [(summary or {}).get("profile", "?"), git_commit(), info["device"],
-                                   info["python"]] + list(info["versions"].values())})
+    profile = (summary or {}).get("profile")
+    results = work / "results"
+    tables = {name: pd.read_parquet(results / f"{name}.parquet") for name, _ in SECTIONS
+              if (results / f"{name}.parquet").exists()}
+
+    answer: list[Block] = []
+    details: list[Block] = []
+    if "retrieval" in tables:
+        answer += _table1_blocks(tables["retrieval"], results, _bootstrap(profile, "02_training_ab"))
+        details += _retrieval_details(tables["retrieval"], results, _bootstrap(profile, "02_training_ab"))
+    if "verifiers" in tables:
+        answer.append(_separation_block(tables["verifiers"], _where(results / "verifiers.parquet")))
+    if "rerank" in tables:
+        answer += _rerank_blocks(tables["rerank"], results, _bootstrap(profile, "05_reranking"))
+    figures = tuple(sorted(figs.glob("*.html"))) if figs.exists() else ()
+    answer.append(Block("Figures", text="" if figures else f"No figures in `{_where(figs)}` yet.", figures=figures))
+
+    every = []
     for name, title in SECTIONS:
-        path = work / "results" / f"{name}.parquet"
-        if not path.exists():
-            blocks.append(("text", title, f"No results yet: `{path.relative_to(repo_root()) if path.is_relative_to(repo_root()) else path}` "
-                                          "does not exist (run its notebook)."))
-            continue
-        table = pd.read_parquet(path)
-        where = path.relative_to(repo_root()) if path.is_relative_to(repo_root()) else path
-        if name == "retrieval":
-            blocks += _retrieval_blocks(table, work / "results" / "retrieval_per_query.parquet")
-        if name == "verifiers":
-            blocks += _separation_blocks(table, where)
-        blocks += table_blocks(title, summarize(table), where)
+        path = results / f"{name}.parquet"
+        if name not in tables:
+            every.append(Block(title, text=f"No results yet: `{_where(path)}` does not exist (run its notebook)."))
+        else:
+            every.append(Block(title, table=summarize(tables[name]), name=f"all_{name}", source=_where(path)))
+
     # The answer first, then how it was run.
-    blocks.append(("table", "Run metadata", meta))
+    info = machine()
+    meta = pd.DataFrame({"item": ["profile", "git commit", "device", "python"] + list(info["versions"]),
+                         "value": [profile or "?", git_commit(), info["device"], info["python"]]
+                         + list(info["versions"].values())})
+    run_info = [Block("Run metadata", table=meta, name="run_metadata")]
     if summary:
         stages = pd.DataFrame([{"stage": k, **{f: v.get(f) for f in ("status", "seconds", "reason", "cell", "error")}}
                                for k, v in summary.get("stages", {}).items()])
-        blocks.append(("table", "Stages (time per stage in seconds)", stages.dropna(axis=1, how="all")))
-    blocks += _estimate_blocks(work)
-    figures = sorted(figs.glob("*.html")) if figs.exists() else []
+        run_info.append(Block("Stages (time per stage in seconds)", table=stages.dropna(axis=1, how="all"),
+                              name="stages"))
+    run_info += _estimate_blocks(work)
+
+    blocks = answer + details + every + run_info
+    written = set()
+    for block in blocks:
+        if block.table is not None and block.name:
+            written.add(_write_csv(block.table, run / TABLES_DIR / f"{block.name}.csv"))
+    for old in set((run / TABLES_DIR).glob("*.csv")) - written:  # an earlier report's table in this folder
+        old.unlink()
     md_path, html_path = run / "report.md", run / "report.html"
-    write_text(md_path, _markdown(blocks, figures, run))
-    write_text(html_path, _html(blocks, figures, run))
+    write_text(md_path, _markdown(blocks, run))
+    write_text(html_path, _html(blocks, run))
     return {"md": md_path, "html": html_path}
 
 
-TABLE1_TITLE = "Table 1 (zero-shot sets only): mean nDCG@10 / Acc@1 over seeds, ours beside the paper's"
+def _where(path: Path) -> str:
+    """`path` as the reader knows it: relative to the repository when inside it."""
+    return str(path.relative_to(repo_root())) if path.is_relative_to(repo_root()) else str(path)
 
 
-def _retrieval_blocks(table: pd.DataFrame, per_query_path: Path) -> list:
-    """Table 1 on the zero-shot sets with its B - A interval over seeds and queries (Holm-corrected),
-    every variant against A, and the in-domain reference, each saying what it holds."""
+def _bootstrap(profile: str | None, stem: str) -> dict:
+    """The bootstrap samples and seed the notebook `stem` used at `profile` (its `bootstrap_samples`
+    and `seed`), so the report's intervals are the notebook's; the smoke defaults when the profile is
+    unknown or unreadable."""
+    settings = {"n": DEFAULT_BOOTSTRAP[stem], "seed": 0}
+    if profile:
+        try:
+            data = load_profile(profile)
+        except (OSError, ValueError):
+            return settings
+        merged = {**(data.get("common") or {}), **(data.get(stem) or {})}
+        settings = {"n": int(merged.get("bootstrap_samples") or settings["n"]), "seed": int(merged.get("seed", 0))}
+    return settings
+
+
+def _write_csv(df: pd.DataFrame, path: Path) -> Path:
+    """A table as CSV, the same bytes for the same table (no index, fixed line ends)."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False, lineterminator="\n")
+    return path
+
+
+def _table1_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
+    """Table 1 on the zero-shot sets with its B - A interval over seeds and queries (Holm-corrected)."""
     if "regime" not in table.columns:
-        return [("text", TABLE1_TITLE, "No Table 1: the results predate zero-shot checking (no `regime` column); "
-                 "re-run notebook 02 with force=True.")]
-    pq = pd.read_parquet(per_query_path) if per_query_path.exists() else None
-    t1 = table1(table, per_query=pq)
+        return [Block(TABLE1_TITLE, text="No Table 1: the results predate zero-shot checking (no `regime` column); "
+                      "re-run notebook 02 with force=True.")]
+    per_query = results / "retrieval_per_query.parquet"
+    pq = pd.read_parquet(per_query) if per_query.exists() else None
     sets = sorted(set(table.dataset) - set(table.dataset[table.regime != "zero-shot"]))
-    blocks = [("table", TABLE1_TITLE, t1),
-              ("text", "How to read Table 1", f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document "
-               "of any model occurs in them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap of B − A "
-               "resampling seeds and queries together; p_holm: Holm-corrected over the table's comparisons.")]
-    if pq is not None and len(set(table.variant) - {"base"}) > 2:
-        blocks.append(("table", "Variants against Model A (zero-shot nDCG@10; p Holm-corrected over all rows)",
-                       variant_table(table, pq)))
+    note = (f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document of any model occurs in "
+            "them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap of B − A resampling "
+            f"seeds and queries together ({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm-corrected over "
+            "the table's comparisons.")
+    return [Block(TABLE1_TITLE, text=note, table=table1(table, per_query=pq, **boot), name="table1",
+                  source=_where(results / "retrieval.parquet"))]
+
+
+def _retrieval_details(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
+    """Every variant against A (with its held-out near-miss AUC gain when notebook 02 measured it) and
+    the in-domain reference."""
+    if "regime" not in table.columns:
+        return []
+    blocks = []
+    per_query = results / "retrieval_per_query.parquet"
+    if per_query.exists() and len(set(table.variant) - {"base"}) > 2:
+        variants = variant_table(table, pd.read_parquet(per_query), **boot)
+        nearmiss = results / NEARMISS_TABLE
+        note = ""
+        if nearmiss.exists():
+            gain = (dose_response(table, pd.read_parquet(nearmiss)).groupby(["backbone", "variant"], as_index=False)
+                    .auc_gain.mean())
+            variants = variants.merge(gain, on=["backbone", "variant"], how="left")
+            note = ("auc_gain: held-out near-miss AUC (pooled cosine, all families) minus Model A's of the same "
+                    f"seed, mean over seeds (`{_where(nearmiss)}`).")
+        blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants",
+                            source=_where(per_query)))
     in_domain = table[(table.regime == "in-domain") & table.metric.isin(["ndcg@10", "acc@1"])]
     if not in_domain.empty:
         ref = (in_domain.groupby(["backbone", "dataset", "metric", "variant"]).value.agg(["mean", "std", "count"])
                .reset_index())
-        blocks.append(("table", "In-domain reference (sets a model trained on; not comparable with the paper)", ref))
+        blocks.append(Block(IN_DOMAIN_TITLE, table=ref, name="in_domain", source=_where(results / "retrieval.parquet")))
     return blocks
 
 
-SEPARATION_TITLE = "The separation table (notebook 04): near-miss AUC, self-match AUC and copy > near-miss per set"
+def separation_frame(results: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 04's separation table (`compsense.nearmiss.evaluation.separation_table`) as one flat
+    table: a column per "<dataset> <check>", plus the near-miss AUC of each family of the held-out set
+    ("negatives-heldout:<family> auc"), every cell "mean ± std" over verifier seeds."""
+    wide = separation_table(results)
+    held = results[(results.dataset == "negatives-heldout") & (results.metric == "auc")
+                   & ~results.family.isin(["all", "self_match", "copy_vs_near_miss"])]
+    if not held.empty:
+        # Each family as a dataset of its own whose "all" is that family: the same cells, the same code.
+        per_family = separation_table(held.assign(dataset="negatives-heldout:" + held.family, family="all"))
+        wide = wide.join(per_family.drop(columns="seeds", level=0), how="left")
+    flat = wide.reset_index()
+    flat.columns = [" ".join(str(p) for p in c if p).strip() if isinstance(c, tuple) else c for c in flat.columns]
+    return flat.fillna("")
 
 
-def _separation_blocks(table: pd.DataFrame, where) -> list:
+def _separation_block(table: pd.DataFrame, where: str) -> Block:
     """Notebook 04's answer, as it shows it: every scorer x regime x training data x size, mean ± std
     over verifier seeds. A verifier reads the edit only where all three checks are high on every set."""
     try:
-        wide = separation_table(table)
+        flat = separation_frame(table)
     except (KeyError, ValueError) as err:
-        return [("text", SEPARATION_TITLE, f"No separation table: {type(err).__name__}: {err} ({where}).")]
-    flat = wide.reset_index()
-    flat.columns = [" ".join(str(p) for p in c if p).strip() if isinstance(c, tuple) else c for c in flat.columns]
-    return table_blocks(SEPARATION_TITLE, flat.fillna(""), where)
+        return Block(SEPARATION_TITLE, text=f"No separation table: {type(err).__name__}: {err} ({where}).")
+    return Block(SEPARATION_TITLE, table=flat, name="separation", source=where)
 
 
-ESTIMATE_TITLE = "Time estimate for the paper profile from this run's measured throughput"
+def rerank_answer(results: pd.DataFrame, per_query: pd.DataFrame | None, n: int = 1000, seed: int = 0,
+                  metric: str = "ndcg@10") -> pd.DataFrame:
+    """Notebook 05's answer: each encoder alone and each verifier reranking at the largest K (pure
+    rerank, weight 0, when it ran), `metric` as the mean over datasets, and each reranker against
+    Base (`compsense.verifiers.rerank.bootstrap_vs_baseline`: paired bootstrap over queries, Holm over
+    every K and weight the notebook ran, as the notebook computes it)."""
+    df = results[results.metric == metric]
+    reranked = df[df.verifier != "none"]
+    alone = (df[df.regime == ENCODER_ONLY].groupby(["variant"], sort=False, as_index=False).value.mean()
+             .assign(verifier="none", regime=ENCODER_ONLY, k=np.nan, weight=np.nan))
+    if reranked.empty:
+        return alone.rename(columns={"value": metric})
+    k = int(reranked.k.max())
+    weights = sorted(reranked.weight.astype(float).unique())
+    weight = 0.0 if 0.0 in weights else weights[0]
+    at = reranked[(reranked.k == k) & np.isclose(reranked.weight.astype(float), weight)]
+    top = (at.groupby(["variant", "verifier", "regime"], sort=False, as_index=False).value.mean()
+           .assign(k=k, weight=weight))
+    # F0 frozen, F0 end2end, F1 frozen, ...
+    regime_order = top.regime.map({"frozen": 0, "end2end": 1}).fillna(2)
+    top = top.assign(_r=regime_order).sort_values(["verifier", "_r"], kind="stable").drop(columns="_r")
+    out = pd.concat([alone, top], ignore_index=True).rename(columns={"value": metric})
+    if per_query is not None and not per_query.empty:
+        boot = bootstrap_vs_baseline(per_query, baseline="base", metric=metric, n=n, seed=seed)
+        boot = boot[(boot.k == k) & np.isclose(boot.weight.astype(float), weight)]
+        out = out.merge(boot[["variant", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
+                        on="variant", how="left")
+    return out[["variant", "verifier", "regime", "k", "weight", metric]
+               + [c for c in ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries") if c in out]]
 
 
-def _estimate_blocks(work: Path) -> list:
+def _rerank_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
+    per_query = results / "rerank_per_query.parquet"
+    try:
+        answer = rerank_answer(table, pd.read_parquet(per_query) if per_query.exists() else None, **boot)
+    except (KeyError, ValueError) as err:
+        return [Block(RERANK_TITLE, text=f"No reranking table: {type(err).__name__}: {err} "
+                      f"({_where(results / 'rerank.parquet')}).")]
+    note = (f"mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same queries, 95% BCa interval "
+            f"({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm over every K and weight of the run.")
+    return [Block(RERANK_TITLE, text=note, table=answer, name="rerank", source=_where(results / "rerank.parquet"))]
+
+
+def _estimate_blocks(work: Path) -> list[Block]:
     """The paper profile's time at the rates this run measured (compsense.pipeline.estimate). Never fails the
     report: whatever is missing or unreadable is said in the section instead."""
     try:
         est = estimate("paper", work)
-        where = work.relative_to(repo_root()) if work.is_relative_to(repo_root()) else work
-        return [("text", ESTIMATE_TITLE, headline(est) + " `python -m compsense estimate --profile paper --from "
-                 f"{where}` prints it; --bench/--rate add rates measured elsewhere."),
-                ("table", "Time estimate per stage and component (paper profile)", display_frame(est))]
+        return [Block(ESTIMATE_TITLE, text=headline(est) + " `python -m compsense estimate --profile paper --from "
+                      f"{_where(work)}` prints it; --bench/--rate add rates measured elsewhere."),
+                Block("Time estimate per stage and component (paper profile)", table=display_frame(est),
+                      name="estimate")]
     except Exception as err:  # noqa: BLE001 - the report must be written whatever the estimate hits
-        return [("text", ESTIMATE_TITLE, f"No estimate: {type(err).__name__}: {err}. It needs the run's "
-                 f"work_dir ({work}) with DONE.json, verifier.json or executed notebooks in it.")]
+        return [Block(ESTIMATE_TITLE, text=f"No estimate: {type(err).__name__}: {err}. It needs the run's "
+                      f"work_dir ({work}) with DONE.json, verifier.json or executed notebooks in it.")]
 
 
 def _rel(path: Path, start: Path) -> str:
-    return os.path.relpath(path, start)
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+def _cut_note(block: Block, link_format: str = "[{0}]({0})") -> str:
+    """What a table leaves out and where all of it is; empty when it shows every row."""
+    n = len(block.table)
+    if n <= MAX_ROWS:
+        return ""
+    link = link_format.format(f"{TABLES_DIR}/{block.name}.csv")
+    source = f" (read from `{block.source}`)" if block.source else ""
+    return f"{n - MAX_ROWS:,} more rows not shown ({n:,} in all): the full table is {link}{source}."
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -172,30 +315,41 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join([head, rule, *rows])
 
 
-def _markdown(blocks, figures: list[Path], run: Path) -> str:
+def _markdown(blocks: list[Block], run: Path) -> str:
     parts = ["# compsense report", ""]
-    for kind, title, payload in blocks:
-        parts += [f"## {title}", "", _md_table(payload) if kind == "table" else payload, ""]
-    if figures:
-        parts += ["## Figures", ""]
-        for fig in figures:
+    for block in blocks:
+        parts += [f"## {block.title}", ""]
+        if block.text:
+            parts += [block.text, ""]
+        if block.table is not None:
+            parts += [_md_table(block.table.head(MAX_ROWS)), ""]
+            if _cut_note(block):
+                parts += [_cut_note(block), ""]
+        for fig in block.figures:
             png = fig.with_suffix(".png")
             parts.append(f"![{fig.stem}]({_rel(png, run)})" if png.exists() else f"- [{fig.stem}]({_rel(fig, run)})")
-        parts.append("")
+        if block.figures:
+            parts.append("")
     return "\n".join(parts)
 
 
-def _html(blocks, figures: list[Path], run: Path) -> str:
+_HTML_LINK = "<a href='{0}'>{0}</a>"  # table names are [a-z0-9_]: nothing to escape
+
+
+def _html(blocks: list[Block], run: Path) -> str:
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>compsense report</title>",
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
              "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}iframe{width:100%;height:560px;border:0}"
              "</style></head><body><h1>compsense report</h1>"]
-    for kind, title, payload in blocks:
-        body = payload.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–") if kind == "table" \
-            else f"<p>{html.escape(payload)}</p>"
-        parts.append(f"<h2>{html.escape(title)}</h2>{body}")
-    if figures:
-        parts.append("<h2>Figures</h2>")
-        parts += [f"<h3>{html.escape(f.stem)}</h3><iframe src='{html.escape(_rel(f, run))}'></iframe>" for f in figures]
+    for block in blocks:
+        parts.append(f"<h2>{html.escape(block.title)}</h2>")
+        if block.text:
+            parts.append(f"<p>{html.escape(block.text)}</p>")
+        if block.table is not None:
+            parts.append(block.table.head(MAX_ROWS).to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–"))
+            if _cut_note(block):
+                parts.append(f"<p>{_cut_note(block, link_format=_HTML_LINK)}</p>")
+        parts += [f"<h3>{html.escape(f.stem)}</h3><iframe src='{html.escape(_rel(f, run))}'></iframe>"
+                  for f in block.figures]
     parts.append("</body></html>")
     return "\n".join(parts)

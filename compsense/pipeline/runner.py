@@ -1,6 +1,8 @@
 """Run the notebooks in order with papermill: one command from a clone to executed notebooks.
 
-Each stage (one notebook) runs with the profile's parameters into runs/<profile>/<timestamp>/.
+Each stage (one notebook) runs with the profile's parameters into runs/<profile>/<timestamp>/, and
+writes its figures into the profile's `figures_dir` (<work_dir>/figures), never into the committed
+figures/ (that changes only through `make figures`).
 A stage is skipped, and says so, only when its notebook, parameters, the compsense code it imports,
 its upstream stages' results, the data files it reads (sizes and hashes), the data dir and the
 library versions are all as at its last success, and the files it wrote under work_dir are still
@@ -22,11 +24,12 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.core.paths import local_data_dir, repo_root, resolve
+from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters
-from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
 from compsense.pipeline.report import build_report
+from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
+
 
 def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
     """Hash of what a stage's result depends on: the notebook, its parameters, the compsense code it
@@ -140,6 +143,7 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
         raise Refused(str(err)) from None
     stages = select_stages(only)
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
+    figures_dir = run_figures_dir(profile, common)
     profile_dir = resolve(f"runs/{profile}")
     with run_lock(profile_dir, f"profile {profile}"), \
             run_lock(work_dir if work_dir not in (None, profile_dir) else None, f"work_dir {work_dir}"):
@@ -147,7 +151,8 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
         state = read_state(state_path)
         run_dir = resolve(out) if out else new_run_dir(profile_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        summary = {"profile": profile, "run_dir": str(run_dir), "started": run_dir.name, "stages": {}}
+        summary = {"profile": profile, "run_dir": str(run_dir), "started": run_dir.name, "stages": {},
+                   "work_dir": str(work_dir) if work_dir else None, "figures_dir": str(figures_dir)}
         failed: set[str] = set()
         libraries = library_versions()
         print(f"compsense reproduce: profile {profile}, {len(stages)} stage(s), run folder {run_dir}")
@@ -199,9 +204,25 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
         write_json(run_dir / "summary.json", summary)
         print(f"summary: {run_dir / 'summary.json'}")
         if "work_dir" in common:
-            written = build_report(common["work_dir"], common.get("figures_dir", "figures"), run_dir, summary)
+            written = build_report(common["work_dir"], figures_dir, run_dir, summary)
             print(f"report:  {written['html']}\n         {written['md']}")
     return 1 if failed else 0
+
+
+COMMITTED_FIGURES = "figures"  # the repository's published figures: written by `make figures` only
+
+
+def run_figures_dir(profile: str, common: dict) -> Path:
+    """Where the stages of `profile` write figures: its `figures_dir` (default <work_dir>/figures), never
+    the committed figures/ folder, so a run leaves a clone clean; `make figures` publishes a run's
+    figures there when asked (compsense.pipeline.publish)."""
+    default = f"{common['work_dir']}/figures" if "work_dir" in common else f"runs/{profile}/figures"
+    figures_dir = Path(os.path.normpath(resolve(common.get("figures_dir") or default)))
+    if figures_dir == Path(os.path.normpath(resolve(COMMITTED_FIGURES))):
+        raise Refused(f"params/{profile}.yaml: `figures_dir: {common.get('figures_dir')}` is the committed "
+                      f"figures/ folder, which a run must not rewrite. Fix: set `figures_dir: {default}` (the run's "
+                      "own folder), then `make figures` copies the latest run's figures and tables into figures/.")
+    return figures_dir
 
 
 def select_stages(only: list[str] | None) -> list[Path]:
@@ -347,7 +368,8 @@ def run_lock(folder: Path | None, what: str):
         fh.close()
         raise Refused(f"another `compsense reproduce` is running on {what} ({holder}; lock {path}). Two runs at "
                       "once would overwrite each other's outputs: wait for it to finish, or use another profile "
-                      "or work_dir. The lock goes away by itself when that process ends, even if it is killed.") from None
+                      "or work_dir. The lock goes away by itself when that process ends, even if it is "
+                      "killed.") from None
     try:
         fh.seek(0)
         fh.truncate()

@@ -1,0 +1,166 @@
+"""`make figures`: copy a run's figures, result tables and report into the committed figures/ folder.
+
+A `reproduce` run writes its figures into the profile's own folder (`figures_dir`, under runs/) and
+its report with every table whole into runs/<profile>/<run>/ (report.md, tables/*.csv), so the
+main command leaves a clone clean. figures/ changes only when this is asked for:
+
+    python -m compsense.pipeline.publish --profile local        # the latest local run
+    python -m compsense.pipeline.publish --run runs/local/<run>  # one run
+
+What it writes, each file only when its bytes change: the run's figures (*.html, *.png and the
+plotly.min.js they load), figures/tables/*.csv (the report's tables), figures/<profile>_report.md (the
+report, its figure links pointing beside it) and figures/published.json (which run, and the sha256 of
+every file). The same run gives byte-identical files (figures carry fixed div ids; nothing here
+stamps a date). A file the previous publication wrote that this run lacks is removed; any other file
+in figures/ is left as it is and named.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+from pathlib import Path
+
+from compsense.core.paths import repo_root, resolve
+from compsense.core.storage import CorruptFile, atomic_path, read_json, write_json
+from compsense.figures.export import PLOTLY_JS
+from compsense.pipeline.profiles import check_profile_name
+from compsense.pipeline.report import TABLES_DIR
+
+MANIFEST = "published.json"
+FIGURE_SUFFIXES = (".html", ".png")
+
+
+class NothingToPublish(RuntimeError):
+    """No run to publish from, or a run without its report; the message says which command makes one."""
+
+
+def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
+    """The run folder under runs/<profile>/ that finished last (its summary.json's `finished`, then its
+    name) among those with a report."""
+    folder = resolve(runs_dir) / check_profile_name(profile)
+    found = []
+    for summary in folder.glob("*/summary.json") if folder.is_dir() else []:
+        if not (summary.parent / "report.md").exists():
+            continue
+        try:
+            finished = str(read_json(summary).get("finished", ""))
+        except (CorruptFile, AttributeError):
+            finished = ""
+        found.append((finished, summary.parent.name, summary.parent))
+    if not found:
+        raise NothingToPublish(f"{folder}: no run with a report.md and summary.json. Fix: run "
+                               f"`make reproduce PROFILE={profile}` (or pass --run <run folder>) first.")
+    return max(found)[2]
+
+
+def publish(profile: str | None = None, run: str | os.PathLike | None = None,
+            dest: str | os.PathLike = "figures") -> dict:
+    """Copy run `run` (default: the latest of `profile`) into `dest`. Returns {"run", "written",
+    "unchanged", "removed", "others", "stale_png"}: file names relative to `dest`."""
+    if run is None:
+        if profile is None:
+            raise ValueError("publish: give a profile or a run folder")
+        run_dir = latest_run(profile)
+    else:
+        run_dir = resolve(run)
+    summary_path, report_path = run_dir / "summary.json", run_dir / "report.md"
+    for needed in (summary_path, report_path):
+        if not needed.exists():
+            raise NothingToPublish(f"{needed}: missing, so {run_dir} is not a finished run. Fix: publish a run "
+                                   "that `python -m compsense reproduce` finished (it writes both).")
+    summary = read_json(summary_path)
+    profile = profile or summary.get("profile") or run_dir.parent.name
+    figures = resolve(summary.get("figures_dir") or Path(summary.get("work_dir") or f"runs/{profile}") / "figures")
+    out = resolve(dest)
+
+    files: dict[str, bytes] = {}
+    drawn = sorted(p for p in figures.iterdir() if p.suffix in FIGURE_SUFFIXES) if figures.is_dir() else []
+    for fig in drawn:
+        files[fig.name] = fig.read_bytes()
+    if any(p.suffix == ".html" for p in drawn) and (figures / PLOTLY_JS).exists():
+        files[PLOTLY_JS] = (figures / PLOTLY_JS).read_bytes()
+    for table in sorted((run_dir / TABLES_DIR).glob("*.csv")):
+        files[f"{TABLES_DIR}/{table.name}"] = table.read_bytes()
+    files[f"{profile}_report.md"] = _relink(report_path.read_text(encoding="utf-8"), figures, run_dir).encode("utf-8")
+
+    where = _relative(run_dir)
+    manifest = {"profile": profile, "run": where, "figures_dir": _relative(figures),
+                "files": {name: _sha256(data) for name, data in sorted(files.items())}}
+    previous = _previous_files(out / MANIFEST)
+    done = {"run": where, "written": [], "unchanged": [], "removed": [], "others": [], "stale_png": []}
+    for name, data in sorted(files.items()):
+        target = out / name
+        if target.is_file() and target.read_bytes() == data:
+            done["unchanged"].append(name)
+            continue
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(data)
+        done["written"].append(name)
+    for name in sorted(set(previous) - set(files)):
+        if (out / name).is_file():
+            (out / name).unlink()
+            done["removed"].append(name)
+    for path in sorted(out.rglob("*")):
+        name = path.relative_to(out).as_posix()
+        if path.is_file() and name not in files and name != MANIFEST and not name.startswith("."):
+            done["others"].append(name)
+            if path.suffix == ".png" and path.with_suffix(".html").name in files:
+                done["stale_png"].append(name)
+    write_json(out / MANIFEST, manifest)
+    return done
+
+
+def _relink(report: str, figures: Path, run_dir: Path) -> str:
+    """The run's report.md with its figure links pointing beside it (where publish puts the figures);
+    table links (tables/<name>.csv) already point where publish puts the tables."""
+    prefix = Path(os.path.relpath(figures, run_dir)).as_posix() + "/"
+    return re.sub(r"\]\(" + re.escape(prefix), "](", report)
+
+
+def _previous_files(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    try:
+        return list(read_json(path).get("files", {}))
+    except (CorruptFile, AttributeError):
+        return []  # an unreadable manifest: remove nothing, the new one replaces it
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(repo_root()).as_posix() if path.is_relative_to(repo_root()) else str(path)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compsense.pipeline.publish", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="local", help="publish this profile's latest run (default local)")
+    parser.add_argument("--run", default=None, help="a run folder (runs/<profile>/<run>) instead of the latest")
+    parser.add_argument("--dest", default="figures", help="where to publish (default figures/)")
+    args = parser.parse_args(argv)
+    try:
+        done = publish(args.profile if args.run is None else None, run=args.run, dest=args.dest)
+    except (NothingToPublish, ValueError) as err:
+        print(f"publish: {err}", file=sys.stderr)
+        return 2
+    print(f"published {done['run']} -> {args.dest}/: {len(done['written'])} written, "
+          f"{len(done['unchanged'])} unchanged, {len(done['removed'])} removed")
+    for name in done["written"] + [f"{n} (removed: the previous publication wrote it, this run has none)"
+                                   for n in done["removed"]]:
+        print(f"  {name}")
+    if done["others"]:
+        print(f"not from this run, left as they are: {', '.join(done['others'])}")
+    if done["stale_png"]:
+        print(f"WARNING: {', '.join(done['stale_png'])}: an earlier drawing; this run drew HTML only (kaleido "
+              "needs Chromium: `apt-get install chromium`, then re-run the stage and publish again)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""`make readme-tables`: the README's result tables, generated from the committed tables in figures/tables/.
+
+Each generated table sits between two markers in README.md:
+
+    <!-- table:separation from figures/tables/separation.csv by `make readme-tables` -->
+    | ... |
+    <!-- /table -->
+
+and is rewritten from its CSV (written by the run's report, copied by `make figures`), so the numbers
+in the README cannot drift from a run's. `--check` changes nothing and exits 1 when the README is not
+what the tables give (tests/test_readme_tables.py runs it on the committed files).
+
+Numbers are rounded half up from their decimal text (0.725 -> 0.73), as a reader rounds; the minus
+sign is U+2212. Which columns and rows each table shows is set here, and every table says where all
+of its rows are.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import math
+import os
+import re
+import sys
+from decimal import ROUND_HALF_UP, Decimal
+
+import pandas as pd
+
+from compsense.core.paths import resolve
+from compsense.core.storage import write_text
+from compsense.pipeline.report import TABLES_DIR
+from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE
+
+MARKER = re.compile(r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->",
+                    re.S | re.M)
+DASH = "–"  # a cell with no number
+
+BACKBONE_LABELS = {"minilm-l6": "MiniLM-L6", "minilm-l12": "MiniLM-L12", "gte-small": "GTE-Small",
+                   "gte-modernbert-base": "GTE-ModernBERT-base", "tiny-bert": "tiny-bert"}  # the paper's names
+METRIC_LABELS = {"ndcg@10": "nDCG@10", "acc@1": "Acc@1", "mrr@10": "MRR@10", "recall@100": "Recall@100"}
+ENCODER_LABELS = {"base": "Base", "A": "Model A", "B": "Model B"}
+VERIFIER_LABELS = {"F0": "F0 mean", "F1": "F1 MaxSim", "F2": "F2 alignment", "F3": "F3 CNN", "F4": "F4 Transformer"}
+VARIANT_NOTES = {"B-all": "all families", "C-identity": "control"}
+CONTROLS = ("C-identity",)
+PAPER_FAMILIES = ("negation", "binding", "spatial")  # the authors' three (evaluate_embeddings.py)
+
+
+class TableError(ValueError):
+    """A README marker or a source table that cannot give a table; the message names the file and the fix."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Numbers as the README writes them
+
+
+def _decimal(value) -> Decimal | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() in ("", "nan"):
+        return None
+    text = str(value).split("±")[0].strip()  # separation cells are "mean ± std"; the README shows the mean
+    return Decimal(repr(float(text)) if isinstance(value, float) else text)
+
+
+def num(value, places: int = 3, sign: bool = False) -> str:
+    """`value` rounded half up to `places` decimals ("–" when missing); `sign`: always a sign."""
+    d = _decimal(value)
+    if d is None:
+        return DASH
+    d = d.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    text = f"{d:+f}" if sign else f"{d:f}"
+    return text.replace("-", "−")
+
+
+def pvalue(value) -> str:
+    """A p-value with two significant digits; "1" at 1, "< 0.001" below it."""
+    d = _decimal(value)
+    if d is None:
+        return DASH
+    if d >= Decimal("0.995"):
+        return "1"
+    if d < Decimal("0.001"):
+        return "< 0.001"
+    return f"{d.quantize(Decimal(1).scaleb(d.adjusted() - 1), rounding=ROUND_HALF_UP):f}"
+
+
+def mean_std(mean, std, places: int = 3) -> str:
+    """"mean ± std", or the mean alone when there is no std (one seed)."""
+    return num(mean, places) if _decimal(std) is None else f"{num(mean, places)} ± {num(std, places)}"
+
+
+def interval(delta, low, high) -> str:
+    """"+0.007 [−0.008, +0.022]"; the delta alone when there is no interval."""
+    if _decimal(delta) is None:
+        return DASH
+    ci = f" [{num(low, sign=True)}, {num(high, sign=True)}]" if _decimal(low) is not None else ""
+    return num(delta, sign=True) + ci
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# The tables
+
+
+def table1(df: pd.DataFrame) -> str:
+    """Table 1: Base, A and B (mean ± std over seeds), B − A with its interval and Holm p, the paper's beside."""
+    order = {m: i for i, m in enumerate(["ndcg@10", "acc@1"])}
+    df = df.assign(_order=df.metric.map(order).fillna(len(order))).sort_values(["_order"], kind="stable")
+    backbones = list(dict.fromkeys(df.backbone))
+    rows = []
+    for backbone in backbones:
+        for r in df[df.backbone == backbone].itertuples():
+            paper = (DASH if _decimal(r.paper_drop) is None else
+                     f"{num(r.paper_drop, sign=True)} ({num(r.paper_drop_pct, 1, sign=True)}%)")
+            drop = DASH if _decimal(r.drop) is None else f"{num(r.drop, sign=True)} ({num(r.drop_pct, 1, sign=True)}%)"
+            if _decimal(getattr(r, "ci_low", None)) is not None:
+                drop += f" [{num(r.ci_low, sign=True)}, {num(r.ci_high, sign=True)}]"
+            rows.append([BACKBONE_LABELS.get(backbone, backbone), METRIC_LABELS.get(r.metric, r.metric),
+                         mean_std(r.base_mean, r.base_std), mean_std(r.A_mean, r.A_std), mean_std(r.B_mean, r.B_std),
+                         drop, pvalue(getattr(r, "p_holm", None)), num(r.paper_A), num(r.paper_B), paper])
+    return markdown(["backbone", "metric", "Base", "Model A", "Model B", "B − A [95% CI]", "Holm p", "paper A",
+                     "paper B", "paper B − A"], rows)
+
+
+def variants(df: pd.DataFrame) -> str:
+    """Every variant against Model A: share, retrieval rows, seeds, nDCG@10, − A with its interval, Holm p
+    and the held-out near-miss AUC gain. Bold: the multi-seed points of the dose-response curve."""
+    several = df.backbone.nunique() > 1
+    rows = []
+    for r in df.itertuples():
+        label = r.variant + (f" ({VARIANT_NOTES[r.variant]})" if r.variant in VARIANT_NOTES else "")
+        reference = _decimal(getattr(r, "mean_delta", None)) is None
+        if r.n_seeds > 1 and not reference and r.variant not in CONTROLS:
+            label = f"**{r.variant}**" + label[len(r.variant):]
+        share = DASH if _decimal(r.structural_share) is None else f"{float(r.structural_share):g}"
+        gain = getattr(r, "auc_gain", None)
+        delta = interval(getattr(r, "mean_delta", None), getattr(r, "ci_low", None), getattr(r, "ci_high", None))
+        rows.append(([BACKBONE_LABELS.get(r.backbone, r.backbone)] if several else [])
+                    + [label, share, f"{int(r.retrieval_rows):,}", str(int(r.n_seeds)), mean_std(r.mean, r.std),
+                       delta, pvalue(getattr(r, "p_holm", None)), DASH if reference else num(gain, 2, sign=True)])
+    metric = METRIC_LABELS.get(df.metric.iloc[0], df.metric.iloc[0]) if "metric" in df and len(df) else "nDCG@10"
+    return markdown((["backbone"] if several else []) + ["variant", "share", "retrieval rows", "seeds", metric,
+                    "− A [95% CI]", "Holm p", "held-out near-miss AUC gain"], rows)
+
+
+# (README heading, column of separation.csv, collapse equal values): the near-miss AUCs are always shown
+# per scorer; a check (self-match, copy > near-miss) shows one value when every scorer of the row agrees.
+SEPARATION_COLUMNS = ([("held-out all", "negatives-heldout auc", False)]
+                      + [(f, f"negatives-heldout:{f} auc", False) for f in PAPER_FAMILIES]
+                      + [("self-match", "negatives-heldout self_match", True),
+                         ("copy > nm", "negatives-heldout copy_vs_near_miss", True),
+                         ("SugarCrepe", "sugarcrepe auc", False), ("CondaQA", "condaqa auc", False)])
+
+
+def separation(df: pd.DataFrame) -> str:
+    """Pooled cosine (Base / A / B) and each verifier frozen / end2end, per training set. F0-F2 have no
+    trained parameters of their own (F2's λ and τ are fixed), so they are shown for the first training
+    set only; every row is in the CSV."""
+    df = df.astype(object).where(df.notna(), "")
+    for col in ("regime", "train_data", "size"):
+        df[col] = df[col].astype(str)
+    groups = []
+    pooled = df[df.scorer.str.startswith("cosine ")]
+    if not pooled.empty:
+        names = [s.removeprefix("cosine ").removeprefix("Model ") for s in pooled.scorer]
+        groups.append((f"pooled cosine {' / '.join(names)}", pooled))
+    verifiers = df[~df.scorer.str.startswith("cosine ")]
+    train_sets = list(dict.fromkeys(verifiers.train_data))
+    sizes = list(dict.fromkeys(verifiers["size"]))
+    for train_data in train_sets:
+        for size in sizes:
+            for scorer in sorted(set(verifiers.scorer)):
+                if train_data != train_sets[0] and scorer in TRAINING_FREE:
+                    continue
+                rows = verifiers[(verifiers.scorer == scorer) & (verifiers.train_data == train_data)
+                                 & (verifiers["size"] == size)]
+                if rows.empty:
+                    continue
+                rows = rows.sort_values("regime", key=lambda s: s.map({"frozen": 0, "end2end": 1}).fillna(2))
+                what = train_data + (f", {size}" if len(sizes) > 1 else "")
+                groups.append((f"{VERIFIER_LABELS.get(scorer, scorer)} {' / '.join(rows.regime)} ({what})", rows))
+    out = []
+    for label, rows in groups:
+        cells = [label]
+        for _, column, collapse in SEPARATION_COLUMNS:
+            values = [num(v, 2) for v in rows[column]] if column in rows else [DASH] * len(rows)
+            same = len(set(values)) == 1 and (collapse or values[0] == DASH)
+            cells.append(values[0] if same else " / ".join(values))
+        out.append(cells)
+    return markdown(["scorer (train data)"] + [heading for heading, _, _ in SEPARATION_COLUMNS], out)
+
+
+def rerank(df: pd.DataFrame) -> str:
+    """Each encoder alone and each verifier reranking its top K: the metric and the gain over Base."""
+    metric = df.columns[df.columns.get_loc("weight") + 1]  # rerank.csv: ..., k, weight, <metric>, mean_delta, ...
+    reranked = df[df.regime != ENCODER_ONLY]
+    k = int(reranked.k.max()) if not reranked.empty else None
+    rows = []
+    for r in df.to_dict("records"):
+        if r["regime"] == ENCODER_ONLY:
+            label, regime = ENCODER_LABELS.get(r["variant"], r["variant"]), "encoder only"
+        else:
+            label, regime = VERIFIER_LABELS.get(r["verifier"], r["verifier"]), r["regime"]
+        rows.append([label, regime, num(r[metric]), interval(r.get("mean_delta"), r.get("ci_low"), r.get("ci_high")),
+                     pvalue(r.get("p_holm"))])
+    at = f" (top {k} reranked)" if k else ""
+    return markdown(["method", "regime", f"{METRIC_LABELS.get(metric, metric)}{at}", "− Base [95% CI]", "Holm p"],
+                    rows)
+
+
+TABLES = {"table1": ("table1.csv", table1), "variants": ("variants.csv", variants),
+          "separation": ("separation.csv", separation), "rerank": ("rerank.csv", rerank)}
+
+
+# ----------------------------------------------------------------------------------------------
+# The README
+
+
+def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -> str:
+    """README table `name` from its CSV in `tables_dir`."""
+    if name not in TABLES:
+        raise TableError(f"no README table named `{name}`; the tables are {', '.join(TABLES)}")
+    file, make = TABLES[name]
+    path = resolve(tables_dir) / file
+    if not path.exists():
+        raise TableError(f"{path}: missing; README table `{name}` is generated from it. Fix: run the notebook that "
+                         "writes it, then `make figures` (or restore the file from git).")
+    try:
+        return make(pd.read_csv(path))
+    except (KeyError, AttributeError, ValueError) as err:
+        raise TableError(f"{path}: cannot make README table `{name}` ({type(err).__name__}: {err}). Fix: publish a "
+                         "run's tables again with `make figures`; the file was edited or comes from an older "
+                         "report.") from None
+
+
+def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", where: str = "README.md") -> str:
+    """`text` with every marked table rewritten from its CSV."""
+    for opened in re.finditer(r"^<!-- table:", text, re.M):  # a marker starts a line; a mention in prose does not
+        if not MARKER.match(text, opened.start()):
+            line = text.count("\n", 0, opened.start()) + 1
+            raise TableError(f"{where}, line {line}: a `<!-- table:NAME ... -->` marker without its closing "
+                             "`<!-- /table -->` (or not followed by a new line). Fix: add the closing marker.")
+
+    def one(match: re.Match) -> str:
+        head = match.group(0)[: match.start("body") - match.start()]
+        return f"{head}{render(match.group('name'), tables_dir)}\n<!-- /table -->"
+
+    return MARKER.sub(one, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compsense.pipeline.readme_tables", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--readme", default="README.md")
+    parser.add_argument("--tables", default=f"figures/{TABLES_DIR}", help="the committed tables (figures/tables)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when the README differs")
+    args = parser.parse_args(argv)
+    path = resolve(args.readme)
+    text = path.read_text(encoding="utf-8")
+    try:
+        new = update(text, args.tables, where=args.readme)
+    except TableError as err:
+        print(f"readme-tables: {err}", file=sys.stderr)
+        return 2
+    if new == text:
+        print(f"{args.readme}: its tables are those of {args.tables}/ already")
+        return 0
+    if args.check:
+        sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), args.readme,
+                                                   f"{args.readme} from {args.tables}/"))
+        print(f"{args.readme}: the tables differ from {args.tables}/. Fix: make readme-tables", file=sys.stderr)
+        return 1
+    write_text(path, new)
+    print(f"{args.readme}: {len(MARKER.findall(text))} table(s) rewritten from {args.tables}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

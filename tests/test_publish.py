@@ -1,0 +1,87 @@
+"""`make figures` (compsense.pipeline.publish): a run's figures, tables and report copied into the
+committed folder only when asked, byte for byte the same from the same run, links that still work."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from compsense.figures import export
+from compsense.pipeline import publish, report
+
+
+@pytest.fixture()
+def run(tmp_path, monkeypatch):
+    """runs/smoke/<run>/ with report.md, tables/*.csv and summary.json, figures in runs/smoke/figures."""
+    monkeypatch.setattr(report, "machine", lambda: {"device": "cpu", "python": "3", "versions": {}})
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
+    work = tmp_path / "runs" / "smoke"
+    (work / "results").mkdir(parents=True)
+    pd.DataFrame({"run": "m/A-seed42", "variant": "A", "seed": 42, "dataset": "heldout",
+                  "family": [f"family{i:03d}" for i in range(90)], "metric": "auc",
+                  "value": [i / 90 for i in range(90)]}).to_parquet(work / "results" / "geometry.parquet")
+    figures = work / "figures"
+    export.save_figure(go.Figure(go.Bar(x=["a", "b"], y=[1, 2])), "03_bars", figures)
+    run_dir = work / "20260101-000000"
+    summary = {"profile": "smoke", "finished": "20260101-000100", "stages": {}, "work_dir": str(work),
+               "figures_dir": str(figures)}
+    report.build_report(work, figures, run_dir, summary)
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return run_dir
+
+
+def test_the_same_run_publishes_the_same_bytes(run, tmp_path):
+    one = publish.publish(run=run, dest=tmp_path / "one")
+    publish.publish(run=run, dest=tmp_path / "two")
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    assert {"03_bars.html", "plotly.min.js", "smoke_report.md", "tables/all_geometry.csv",
+            publish.MANIFEST} <= {p.as_posix() for p in files}
+    for rel in files:
+        assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes(), rel
+    again = publish.publish(run=run, dest=tmp_path / "one")
+    assert again["written"] == [] and set(again["unchanged"]) == set(one["written"])  # nothing rewritten
+
+
+def test_published_report_links_the_figures_and_tables_beside_it(run, tmp_path):
+    publish.publish(run=run, dest=tmp_path / "figs")
+    md = (tmp_path / "figs" / "smoke_report.md").read_text()
+    assert "- [03_bars](03_bars.html)" in md and "../figures/" not in md
+    for link in ("03_bars.html", "tables/all_geometry.csv"):
+        assert f"]({link})" in md and (tmp_path / "figs" / link).is_file()
+    manifest = json.loads((tmp_path / "figs" / publish.MANIFEST).read_text())
+    assert manifest["profile"] == "smoke" and "03_bars.html" in manifest["files"]
+
+
+def test_only_files_an_earlier_publication_wrote_are_removed(run, tmp_path):
+    dest = tmp_path / "figs"
+    publish.publish(run=run, dest=dest)
+    (dest / "notes.txt").write_text("mine")
+    (run.parent / "figures" / "03_bars.html").unlink()  # the next run no longer draws it
+    done = publish.publish(run=run, dest=dest)
+    # no figure left to load it: plotly.min.js goes too
+    assert done["removed"] == ["03_bars.html", "plotly.min.js"] and not (dest / "03_bars.html").exists()
+    assert (dest / "notes.txt").read_text() == "mine" and "notes.txt" in done["others"]
+
+
+def test_latest_run_is_the_last_finished_one(run, tmp_path):
+    later = run.parent / "pass-seed42"  # a named --out folder sorts after timestamps by name, not by time
+    later.mkdir()
+    (later / "report.md").write_text("# compsense report\n")
+    (later / "summary.json").write_text(json.dumps({"profile": "smoke", "finished": "20250101-000000"}))
+    assert publish.latest_run("smoke", tmp_path / "runs") == run
+    with pytest.raises(publish.NothingToPublish, match="make reproduce PROFILE=paper"):
+        publish.latest_run("paper", tmp_path / "runs")
+
+
+def test_a_folder_that_is_not_a_finished_run_is_refused(tmp_path):
+    (tmp_path / "half").mkdir()
+    with pytest.raises(publish.NothingToPublish, match="summary.json: missing"):
+        publish.publish(run=tmp_path / "half", dest=tmp_path / "figs")
+    assert not (tmp_path / "figs").exists()
+
+
+def test_the_command_says_what_to_run_when_there_is_nothing_to_publish(tmp_path, capsys):
+    assert publish.main(["--run", str(tmp_path), "--dest", str(tmp_path / "figs")]) == 2
+    assert "is not a finished run" in capsys.readouterr().err
