@@ -1,13 +1,15 @@
-"""compsense.nearmiss.geometry: histograms over [-1, 1], hand-computed separation numbers, pairing, tidy tables."""
+"""compsense.nearmiss.geometry: histograms over [-1, 1], hand-computed family numbers, pairing, tidy tables.
+The metrics themselves are tested in test_nearmiss_metrics.py."""
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.nearmiss import geometry as g
-from compsense.data.datasets import CaptionNearMiss, SentencePair
 from compsense.core.storage import TIDY_COLUMNS, read_table
+from compsense.data.datasets import CaptionNearMiss, SentencePair
+from compsense.nearmiss import geometry as g
+from compsense.nearmiss.metrics import AUC, PAIRWISE_ACCURACY, near_miss_auc
 
 SENTENCES = [
     "The committee approved the budget on Monday.",
@@ -84,14 +86,6 @@ def test_histogram_refuses_what_it_would_drop(scores, bins, message):
 # numbers, computed by hand
 
 
-def test_separation_auc_by_hand():
-    # pairs (pos > neg): 0.9>0.85, 0.9>0.1, 0.8>0.1 yes; 0.8>0.85 no -> 3/4
-    assert g.separation_auc([0.9, 0.8], [0.85, 0.1]) == pytest.approx(0.75)
-    assert g.separation_auc([0.5], [0.5]) == pytest.approx(0.5)
-    with pytest.raises(ValueError):
-        g.separation_auc([], [0.1])
-
-
 def test_family_metrics_by_hand():
     m = g.family_metrics(positive=np.array([0.9, 0.7]), near_miss=np.array([0.6, 0.4]),
                          random=np.array([0.1, 0.3]), paraphrase_of_anchor=np.array([0.65, np.nan]))
@@ -100,21 +94,21 @@ def test_family_metrics_by_hand():
     assert m["gap_to_positive"] == pytest.approx(0.3)  # 0.8 - 0.5
     assert m["random_cos_mean"] == pytest.approx(0.2)  # the anisotropy baseline
     assert m["relative_position"] == pytest.approx(0.5)  # (0.5 - 0.2) / (0.8 - 0.2)
-    assert m["separation_auc"] == pytest.approx(1.0)
+    assert m[AUC] == pytest.approx(1.0)
     assert m["n_matched"] == 1
-    assert m["pairwise_accuracy"] == pytest.approx(1.0)  # 0.65 > 0.6
+    assert m[PAIRWISE_ACCURACY] == pytest.approx(1.0)  # 0.65 > 0.6
     assert m["matched_gap"] == pytest.approx(0.05)
 
 
-def test_pairwise_accuracy_counts_ties_as_failures():
+def test_pairwise_accuracy_counts_a_tie_half_as_notebook_04_does():
     m = g.family_metrics(np.array([0.9]), np.array([0.6, 0.2]), paraphrase_of_anchor=np.array([0.6, 0.5]))
-    assert m["pairwise_accuracy"] == pytest.approx(0.5)
+    assert m[PAIRWISE_ACCURACY] == pytest.approx((0.5 + 1) / 2)  # 0.6 ties 0.6, 0.5 beats 0.2
     assert "random_cos_mean" not in m
 
 
 def test_no_matched_anchor_reports_zero_and_no_accuracy():
     m = g.family_metrics(np.array([0.9]), np.array([0.6]), paraphrase_of_anchor=np.array([np.nan]))
-    assert m["n_matched"] == 0 and "pairwise_accuracy" not in m
+    assert m["n_matched"] == 0 and PAIRWISE_ACCURACY not in m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,10 +185,10 @@ def test_reference_pairs_are_seeded_and_random_pairs_cross_paraphrase_pairs():
     assert not refs.equals(g.reference_pairs(para, n=50, seed=4))
 
 
-def test_sugarcrepe_pairs_sample_per_subset():
+def test_sugarcrepe_caption_pairs_sample_per_subset():
     examples = [CaptionNearMiss(f"cap {i}", f"neg {i}", subset, f"{subset}/{i}")
                 for subset in ("swap_att", "replace_rel") for i in range(5)]
-    df = g.sugarcrepe_pairs(examples, per_subset=2, seed=0)
+    df = g.sugarcrepe_caption_pairs(examples, per_subset=2, seed=0)
     assert df.groupby("family").size().to_dict() == {"replace_rel": 2, "swap_att": 2}
 
 
@@ -205,11 +199,11 @@ def test_sugarcrepe_pairs_sample_per_subset():
 @pytest.fixture(scope="module")
 def scored(tiny_encoder):
     refs = g.reference_pairs(positives_frame(), n=8, seed=0)
-    sugar = g.sugarcrepe_pairs([CaptionNearMiss("a dog on a red mat", "a red dog on a mat", "swap_att", "swap_att/1"),
-                                CaptionNearMiss("a cat under a chair", "a cat on a chair", "replace_rel",
-                                                "replace_rel/1")])
-    return g.score_pairs({"base-seed0": tiny_encoder, "A-seed7": tiny_encoder}, pairs_frame(), positives_frame(),
-                         references=refs, sugarcrepe=sugar, backbone="tiny-bert", show_progress=False)
+    sugar = g.sugarcrepe_caption_pairs([
+        CaptionNearMiss("a dog on a red mat", "a red dog on a mat", "swap_att", "swap_att/1"),
+        CaptionNearMiss("a cat under a chair", "a cat on a chair", "replace_rel", "replace_rel/1")])
+    return g.cosine_scores({"base-seed0": tiny_encoder, "A-seed7": tiny_encoder}, pairs_frame(), positives_frame(),
+                           references=refs, sugarcrepe=sugar, backbone="tiny-bert", show_progress=False)
 
 
 def test_score_frame_rows_and_cosines(scored, tiny_encoder):
@@ -218,7 +212,7 @@ def test_score_frame_rows_and_cosines(scored, tiny_encoder):
     near = base[(base.kind == "near_miss") & (base.dataset == "negatives")]
     assert sorted(near.family.unique()) == ["binding", "negation", "spatial"]
     assert near.paraphrase_cosine.notna().all()  # every anchor here has its paraphrase
-    direct = g.pair_cosines(tiny_encoder, list(zip(SENTENCES, [n for n, _ in NEAR_MISSES])))
+    direct = g.pair_cosines(tiny_encoder, list(zip(SENTENCES, [n for n, _ in NEAR_MISSES], strict=True)))
     assert sorted(near.cosine) == pytest.approx(sorted(direct), abs=1e-5)
     assert base[base.dataset == "sugarcrepe"].paraphrase_cosine.isna().all()
     # the same encoder under two keys scores the same; the key's seed lands in the seed column
@@ -229,8 +223,8 @@ def test_score_frame_rows_and_cosines(scored, tiny_encoder):
 
 def test_a_model_given_by_name_is_loaded_with_the_seed_of_its_key(tiny_encoder):
     args = (pairs_frame().iloc[:2], positives_frame())
-    by_name = g.score_pairs({"base-seed0": "tiny-bert"}, *args, show_progress=False)
-    by_object = g.score_pairs({"base-seed0": tiny_encoder}, *args, show_progress=False)
+    by_name = g.cosine_scores({"base-seed0": "tiny-bert"}, *args, show_progress=False)
+    by_object = g.cosine_scores({"base-seed0": tiny_encoder}, *args, show_progress=False)
     assert by_name.cosine.to_numpy() == pytest.approx(by_object.cosine.to_numpy(), abs=1e-5)
 
 
@@ -240,13 +234,22 @@ def test_separation_metrics_tidy_columns(scored):
     assert {"family", "model", "profile"} <= set(table.columns)
     assert not table.duplicated(g.TABLE_KEY).any()
     assert set(table.run) == {"tiny-bert/base-seed0", "tiny-bert/A-seed7"}
-    auc = table[(table.metric == "separation_auc") & (table.variant == "base")]
-    assert set(zip(auc.dataset, auc.family)) == {("negatives", "binding"), ("negatives", "negation"),
+    auc = table[(table.metric == AUC) & (table.variant == "base")]
+    assert set(zip(auc.dataset, auc.family, strict=True)) == {("negatives", "binding"), ("negatives", "negation"),
                                                  ("negatives", "spatial"), ("sugarcrepe", "swap_att"),
                                                  ("sugarcrepe", "replace_rel")}
     assert auc.value.between(0, 1).all()
     metrics = set(table.metric)
-    assert {"positive_cos_mean", "reference_random_cos_mean", "pairwise_accuracy", "gap_to_positive"} <= metrics
+    assert {"positive_cos_mean", "reference_random_cos_mean", PAIRWISE_ACCURACY, "gap_to_positive"} <= metrics
+
+
+def test_the_table_s_auc_is_the_metric_on_the_score_frame(scored):
+    base = scored[scored.model == "base-seed0"]
+    positive = base[base.kind == "positive"].cosine
+    negation = base[(base.kind == "near_miss") & (base.family == "negation")].cosine
+    table = g.separation_metrics(scored)
+    stored = table[(table.model == "base-seed0") & (table.family == "negation") & (table.metric == AUC)].value
+    assert stored.item() == pytest.approx(near_miss_auc(positive, negation))
 
 
 def test_write_geometry_keeps_families_apart_and_replaces_reruns(scored, tmp_path):
@@ -259,11 +262,15 @@ def test_write_geometry_keeps_families_apart_and_replaces_reruns(scored, tmp_pat
     assert len(read_table(paths["scores"])) == len(scored)
 
 
-def test_summary_table_is_wide_by_metric_and_variant(scored):
-    wide = g.summary_table(g.separation_metrics(scored), metrics=("separation_auc", "near_miss_cos_mean"))
-    assert list(wide.columns) == [("separation_auc", "base"), ("separation_auc", "A"),
+def test_geometry_summary_is_wide_by_metric_and_variant(scored):
+    wide = g.geometry_summary(g.separation_metrics(scored), metrics=(AUC, "near_miss_cos_mean"))
+    assert list(wide.columns) == [(AUC, "base"), (AUC, "A"),
                                   ("near_miss_cos_mean", "base"), ("near_miss_cos_mean", "A")]
     assert len(wide) == 5
+    default = g.geometry_summary(g.separation_metrics(scored))
+    assert list(dict.fromkeys(m for m, _ in default.columns))[:2] == [AUC, PAIRWISE_ACCURACY]
+    with pytest.raises(ValueError, match="found"):
+        g.geometry_summary(g.separation_metrics(scored), metrics=("separation_auc",))
 
 
 def test_reference_summary_orders_variants(scored):
@@ -301,25 +308,10 @@ def test_near_miss_figure_facets_and_reference_menu(scored):
 def test_separation_auc_figure_groups_bars_by_variant(scored):
     from compsense.figures.geometry import separation_auc_figure
 
-    fig = separation_auc_figure(g.separation_metrics(scored))
+    fig = separation_auc_figure(g.separation_metrics(scored), metric=AUC)
     bars = [t for t in fig.data if t.type == "bar"]
     assert [b.name for b in bars] == ["Base", "Model A", "Base", "Model A"]  # negatives, then SugarCrepe
     assert list(bars[0].x) == ["negation", "binding", "spatial"]
-
-
-def test_separation_auc_interval_brackets_the_auc_and_narrows_with_more_pairs():
-    from compsense.nearmiss.geometry import separation_auc, separation_auc_interval
-
-    rng = np.random.default_rng(0)
-    small = rng.normal(0.6, 0.1, 40), rng.normal(0.5, 0.1, 40)
-    big = rng.normal(0.6, 0.1, 800), rng.normal(0.5, 0.1, 800)
-    lo, hi = separation_auc_interval(*small, n=500, seed=1)
-    assert lo < separation_auc(*small) < hi
-    lo2, hi2 = separation_auc_interval(*big, n=500, seed=1)
-    assert lo2 < separation_auc(*big) < hi2 and (hi2 - lo2) < (hi - lo) / 2
-    assert separation_auc_interval(*small, n=500, seed=1) == (lo, hi)
-    with pytest.raises(ValueError, match="two positive"):
-        separation_auc_interval([0.5], [0.1, 0.2])
 
 
 def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monkeypatch):
@@ -336,6 +328,7 @@ def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monke
     monkeypatch.setattr(g, "load_encoder", lambda *a, **k: loads.append(a) or real(*a, **k))
     table = g.pooled_nearmiss_auc(runs, near, para, tmp_path)
     assert set(table.family) == {"all", "negation", "spatial", "binding"} and len(loads) == 1
+    assert set(table.metric) == {AUC}
     has_ci = table[table.family.isin(["all", "negation"])]
     assert (has_ci.ci_low <= has_ci.value).all() and (has_ci.value <= has_ci.ci_high).all()
     assert table[table.family == "spatial"].ci_low.isna().all()  # one pair: no interval, said as NaN

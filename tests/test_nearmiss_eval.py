@@ -1,9 +1,13 @@
+"""compsense.nearmiss.evaluation: notebook 04's near-miss test with positives (its tables, pairs and
+protocol). The metrics are `compsense.nearmiss.metrics`'s, tested by hand in test_nearmiss_metrics.py."""
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from compsense.nearmiss import evaluation as N
+from compsense.nearmiss.metrics import CHECKS, near_miss_auc, pairwise_accuracy
 
 
 def test_near_miss_table_on_a_toy_case():
@@ -23,11 +27,29 @@ def test_near_miss_table_on_a_toy_case():
     assert n["negation", "pairwise_accuracy"] == 2
     assert get["swap", "pairwise_accuracy"] == pytest.approx(0.0) and n["swap", "pairwise_accuracy"] == 1
     assert n["all", "pairwise_accuracy"] == 3 and n["all", "auc"] == 4
-    wide = N.separation_view(table)
-    assert ("auc", "negation") in wide.columns
+    # the table's numbers are the metrics module's, on the same scores
+    assert get["all", "auc"] == near_miss_auc([0.9, 0.5, 0.7], [0.8, 0.95, 0.5, 0.1])
+    assert get["all", "pairwise_accuracy"] == pairwise_accuracy([0.9, 0.5, 0.7], [0.8, 0.95, 0.5, 0.1],
+                                                                ["s1", "s2", "s3"], ["s1", "s1", "s2", "zz"])
     N.figure_near_miss_scores(table)  # builds without error
     with pytest.raises(ValueError, match="family"):
         N.near_miss_table({}, positives, near.drop(columns="family"))
+
+
+def test_a_family_whose_queries_have_no_positive_gets_an_auc_but_no_pairwise_accuracy():
+    positives = pd.DataFrame({"sentence1": ["s1"], "sentence2": ["p1"]})
+    near = pd.DataFrame({"sentence1": ["s1", "zz"], "sentence2": ["n1", "n2"], "family": ["negation", "swap"]})
+    table = N.near_miss_table({"len": lambda pairs: [len(b) / 10 for _, b in pairs]}, positives, near)
+    swap = table[table.family == "swap"].set_index("metric")
+    assert np.isnan(swap.loc["pairwise_accuracy", "value"]) and swap.loc["pairwise_accuracy", "n"] == 0
+    assert swap.loc["auc", "value"] == 0.5 and swap.loc["auc", "n"] == 1  # "p1" and "n2" score the same
+
+
+def test_a_scorer_that_returns_nan_is_named_not_averaged():
+    positives = pd.DataFrame({"sentence1": ["s1"], "sentence2": ["p1"]})
+    near = pd.DataFrame({"sentence1": ["s1"], "sentence2": ["n1"], "family": ["negation"]})
+    with pytest.raises(ValueError, match="NaN"):
+        N.near_miss_table({"broken": lambda pairs: [float("nan")] * len(pairs)}, positives, near)
 
 
 def test_paraphrase_positives_orient_pairs_toward_near_miss_sources():
@@ -110,7 +132,8 @@ def _copy_scorer(pairs):
 
 
 def test_evaluate_sets_and_separation_table_give_mean_and_std_over_seeds():
-    positives = pd.DataFrame({"sentence1": ["the cat sat", "a dog ran"], "sentence2": ["a feline rested here", "one hound sprinted off"]})
+    positives = pd.DataFrame({"sentence1": ["the cat sat", "a dog ran"],
+                              "sentence2": ["a feline rested here", "one hound sprinted off"]})
     near = pd.DataFrame({"sentence1": ["the cat sat", "a dog ran"], "sentence2": ["the cat stood", "a dog walked"],
                          "family": ["verb", "verb"]})
     sets = {"toy": (positives, near, "sentence1"), "other": (positives, near, "sentence1")}
@@ -130,13 +153,14 @@ def test_evaluate_sets_and_separation_table_give_mean_and_std_over_seeds():
     # the overlap scorer ranks every copy below its paraphrase and its near-miss: self-match 0
     assert sep.loc[("overlap", "", "balanced", "small"), ("toy", "self_match")] == "0.000 ± 0.000"
     assert sep.loc[("copy", "", "balanced", "small"), ("other", "copy_vs_near_miss")] == "1.000 ± 0.000"
-    one = N.separation_table(runs[0].assign(variant=runs[0].variant.map({"overlap": "F4-frozen", "copy": "F1-end2end"})))
+    renamed = runs[0].variant.map({"overlap": "F4-frozen", "copy": "F1-end2end"})
+    one = N.separation_table(runs[0].assign(variant=renamed))
     assert ("F4", "frozen", "balanced", "small") in one.index and one.loc[("F4", "frozen", "balanced", "small"),
                                                                          ("toy", "auc")] == "1.000"
 
 
 def test_separation_table_groups_columns_by_dataset():
     rows = [dict(variant="F1-frozen", dataset=d, family=f, metric=m, value=0.5, seed=1, train_data="model_b",
-                 size="small") for d in ("held", "ext") for f, m in N.CHECKS.values()]
+                 size="small") for d in ("held", "ext") for f, m in CHECKS.values()]
     sep = N.separation_table(pd.DataFrame(rows))
-    assert list(sep.columns) == [("seeds", "")] + [(d, c) for d in ("held", "ext") for c in N.CHECKS]
+    assert list(sep.columns) == [("seeds", "")] + [(d, c) for d in ("held", "ext") for c in CHECKS]

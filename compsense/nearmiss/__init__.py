@@ -1,1 +1,3 @@
-"""Near-miss analysis under pooled cosine and any scorer: metrics (one definition each), geometry (Figure 1) and the near-miss evaluation sets. Builds on core, data and retrieval."""
+"""Near-miss analysis under pooled cosine and any scorer: the metrics (one definition each, `metrics`),
+pooled geometry (Figure 1, `geometry`) and the near-miss test sets with positives (`evaluation`).
+Builds on core, data and retrieval."""

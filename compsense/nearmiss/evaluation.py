@@ -2,49 +2,70 @@
 meaning-changing edit of the same sentence?
 
 Notebook 04 asks it of pooled cosines (Base, Model A, Model B) and of every verifier, on notebook
-01's held-out near-misses against MRPC paraphrases and, when its files are here, on SugarCrepe
-with another caption of the same image as the query. A scorer is any function from
-(query, document) pairs to scores, so cosines and verifiers are judged by the same code:
+01's held-out near-misses against MRPC paraphrases and, when their files are here, on SugarCrepe
+(another caption of the same image as the query) and CondaQA. A scorer is any function from
+(query, document) pairs to scores, so cosines and verifiers are judged by the same code, and the
+numbers are `compsense.nearmiss.metrics`'s (near-miss AUC, pairwise accuracy, self-match AUC):
 
-- `near_miss_table`: AUC, pairwise accuracy and mean scores per scorer and family (a long table);
-- `paraphrase_positives` / `mrpc_positives`, `sugarcrepe_pairs` / `optional_sugarcrepe`: the pairs;
+- `near_miss_table`, `self_match_table`: the metrics per scorer and family (a long table);
+- `paraphrase_positives` / `mrpc_positives`, `sugarcrepe_pairs`, `condaqa_pairs`, `eval_sets`: the pairs;
 - `cosine_scorer`, `pooled_cosine_scorers`, `verifier_scorer`, `verifier_scorers`: the scorers;
-- `figure_near_miss_scores`, `separation_view`, `to_tidy`: views and tidy results.
+- `evaluate_sets`, `to_tidy`, `separation_table`, `figure_near_miss_scores`: results and views.
 
-Notebook 03 (`compsense.nearmiss.geometry`) measures where near-misses sit in the pooled space with its own
-pairing protocols; the docstrings of `paraphrase_positives` and `sugarcrepe_pairs` say how they differ.
+This notebook's protocol: the query is always a pair's sentence1 (a verifier is not symmetric), and a
+near-miss is compared with every positive of its query. Notebook 03 (`compsense.nearmiss.geometry`)
+measures where near-misses sit in the pooled space with its own pairing; the docstrings of
+`paraphrase_positives` and `sugarcrepe_pairs` say how they differ.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
+from dataclasses import asdict
 
 import numpy as np
+import pandas as pd
 
-from compsense.nearmiss.geometry import pair_cosines, positive_pairs, separation_auc
-from compsense.verifiers.architectures import Verifier, as_pairs, score_pairs
 from compsense.core.encoders import load_encoder
-from compsense.core.paths import local_data_dir, resolve
+from compsense.core.paths import local_data_dir
 from compsense.core.storage import tidy
 from compsense.data.datasets import load_condaqa, load_mrpc, load_sugarcrepe
+from compsense.nearmiss.geometry import checkpoint_dir, pair_cosines, positive_pairs
+from compsense.nearmiss.metrics import (
+    ALL_FAMILIES,
+    AUC,
+    CHECKS,
+    COPY_VS_NEAR_MISS,
+    MEAN_SCORE,
+    PAIRWISE_ACCURACY,
+    PARAPHRASE,
+    SELF_MATCH,
+    has_positive,
+    near_miss_auc,
+    pairwise_accuracy,
+    self_match_auc,
+)
+from compsense.verifiers.architectures import Verifier, as_pairs, score_pairs
 
-def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sentence1"):
-    """Per scorer and near-miss family: AUC, pairwise accuracy and mean scores, as a long table
-    with columns scorer, family, metric, value, n.
+TABLE_COLUMNS = ["scorer", "family", "metric", "value", "n"]
+
+
+def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sentence1") -> pd.DataFrame:
+    """Per scorer and near-miss family: near-miss AUC, pairwise accuracy and mean scores, as a long
+    table with columns scorer, family, metric, value, n.
 
     positives: (query, paraphrase) pairs (DataFrame with sentence1, sentence2). near_misses:
-    (query, near-miss) pairs with a `family` column. Metrics:
-    - auc: ROC-AUC of all positive scores against the family's near-miss scores (1 = every
-      paraphrase outscores every near-miss); needs no pairing.
-    - pairwise_accuracy: over near-misses whose `match_on` key (by default the query sentence) has
-      at least one positive, the share of (positive, near-miss) comparisons the positive wins
-      (ties count half); n = near-misses matched, NaN when none is.
+    (query, near-miss) pairs with a `family` column. Metrics (`compsense.nearmiss.metrics`):
+    - auc: `near_miss_auc` of all positive scores against the family's near-miss scores; n = near-misses.
+    - pairwise_accuracy: `pairwise_accuracy` with `match_on` (by default the query sentence) as the
+      key, so a near-miss is compared with every positive of its query; n = near-misses that have
+      one, NaN when none has.
     - mean_score: the family's mean near-miss score, and (family "paraphrase") the positives' mean:
       the view of the paper's Figure 3. Scales differ between scorers; compare within a scorer.
-    Each scorer is called once, on positives and near-misses together (texts are encoded once).
+    Family "all" pools every family. Each scorer is called once, on positives and near-misses
+    together (texts are encoded once).
     """
-    import pandas as pd
-
     pos, neg = _as_frame(positives, "positives"), _as_frame(near_misses, "near_misses")
     if "family" not in neg.columns:
         raise ValueError("near_misses needs a `family` column (negation, role swap, ...)")
@@ -52,38 +73,35 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
         raise ValueError(f"match_on={match_on!r} must be a column of both positives and near_misses")
     if pos.empty or neg.empty:
         raise ValueError(f"near_miss_table needs positives and near-misses (got {len(pos)} and {len(neg)})")
+    families = neg["family"].astype(str)
     rows = []
     for scorer_name, scorer in scorers.items():
         scores = np.asarray(scorer(as_pairs(pos) + as_pairs(neg)), dtype=float)
         pos_scores, neg_scores = scores[: len(pos)], scores[len(pos):]
-        by_key: dict = {}
-        for key, s in zip(pos[match_on], pos_scores):
-            by_key.setdefault(key, []).append(s)
-        rows.append(dict(scorer=scorer_name, family="paraphrase", metric="mean_score",
+        rows.append(dict(scorer=scorer_name, family=PARAPHRASE, metric=MEAN_SCORE,
                          value=float(pos_scores.mean()), n=len(pos)))
-        families = sorted(neg["family"].astype(str).unique())
-        for family in families + ["all"]:
-            sel = np.ones(len(neg), bool) if family == "all" else (neg["family"].astype(str) == family).to_numpy()
+        for family in sorted(families.unique()) + [ALL_FAMILIES]:
+            sel = np.ones(len(neg), bool) if family == ALL_FAMILIES else (families == family).to_numpy()
             fam_scores, fam_keys = neg_scores[sel], neg[match_on].to_numpy()[sel]
-            wins = [np.mean([(p > s) + 0.5 * (p == s) for p in by_key[k]]) for k, s in zip(fam_keys, fam_scores)
-                    if k in by_key]
+            n_matched = int(has_positive(pos[match_on], fam_keys).sum())
+            accuracy = (pairwise_accuracy(pos_scores, fam_scores, pos[match_on], fam_keys) if n_matched
+                        else float("nan"))
             rows += [
-                dict(scorer=scorer_name, family=family, metric="mean_score", value=float(fam_scores.mean()),
+                dict(scorer=scorer_name, family=family, metric=MEAN_SCORE, value=float(fam_scores.mean()),
                      n=int(sel.sum())),
-                dict(scorer=scorer_name, family=family, metric="auc", value=_auc(pos_scores, fam_scores),
+                dict(scorer=scorer_name, family=family, metric=AUC, value=near_miss_auc(pos_scores, fam_scores),
                      n=int(sel.sum())),
-                dict(scorer=scorer_name, family=family, metric="pairwise_accuracy",
-                     value=float(np.mean(wins)) if wins else float("nan"), n=len(wins)),
+                dict(scorer=scorer_name, family=family, metric=PAIRWISE_ACCURACY, value=accuracy, n=n_matched),
             ]
-    return pd.DataFrame(rows, columns=["scorer", "family", "metric", "value", "n"])
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
-def self_match_table(scorers: dict, positives, near_misses=None):
+def self_match_table(scorers: dict, positives, near_misses=None) -> pd.DataFrame:
     """The sanity checks a near-miss test needs: does each scorer rank a sentence's exact copy above
     its paraphrase (family "self_match"), and above its near-miss (family "copy_vs_near_miss", when
-    `near_misses` are given)? Long table like `near_miss_table`: auc of the copies' scores against
-    the others', pairwise_accuracy of score(s, s) > score(s, other) per pair (ties half),
-    mean_score of the copies.
+    `near_misses` are given)? Long table like `near_miss_table`: auc (`metrics.self_match_auc` of the
+    copies' scores against the others'), pairwise_accuracy of s(s, s) against s(s, other) per pair
+    (`metrics.pairwise_accuracy`, aligned), mean_score of the copies.
 
     Why: near-misses are near-copies and paraphrases are rewordings, so a verifier can separate
     them by penalising token overlap. Then it also ranks a sentence's copy below its paraphrase and
@@ -91,14 +109,12 @@ def self_match_table(scorers: dict, positives, near_misses=None):
     near-miss AUC 0.92 with self-match AUC 0.04 and copy > near-miss 0.34). A scorer that reads the
     edit is near 1 on both; one that does not gives itself away.
     """
-    import pandas as pd
-
     pos = _as_frame(positives, "positives")
     if pos.empty:
         raise ValueError("self_match_table needs positive (sentence, paraphrase) pairs")
-    checks = {"self_match": as_pairs(pos)}
+    checks = {SELF_MATCH: as_pairs(pos)}
     if near_misses is not None:
-        checks["copy_vs_near_miss"] = as_pairs(_as_frame(near_misses, "near_misses"))
+        checks[COPY_VS_NEAR_MISS] = as_pairs(_as_frame(near_misses, "near_misses"))
     # One call per scorer over every check's copies and pairs, so shared texts are encoded once.
     pairs = [pair for others in checks.values() for pair in [(q, q) for q, _ in others] + others]
     rows = []
@@ -106,15 +122,15 @@ def self_match_table(scorers: dict, positives, near_misses=None):
         scores, start = np.asarray(scorer(pairs), dtype=float), 0
         for family, others in checks.items():
             n = len(others)
-            same, other = scores[start: start + n], scores[start + n: start + 2 * n]
+            copy, other = scores[start: start + n], scores[start + n: start + 2 * n]
             start += 2 * n
             rows += [
-                dict(scorer=scorer_name, family=family, metric="mean_score", value=float(same.mean()), n=len(same)),
-                dict(scorer=scorer_name, family=family, metric="auc", value=_auc(same, other), n=len(same)),
-                dict(scorer=scorer_name, family=family, metric="pairwise_accuracy",
-                     value=float(np.mean((same > other) + 0.5 * (same == other))), n=len(same)),
+                dict(scorer=scorer_name, family=family, metric=MEAN_SCORE, value=float(copy.mean()), n=n),
+                dict(scorer=scorer_name, family=family, metric=AUC, value=self_match_auc(copy, other), n=n),
+                dict(scorer=scorer_name, family=family, metric=PAIRWISE_ACCURACY,
+                     value=pairwise_accuracy(copy, other), n=n),
             ]
-    return pd.DataFrame(rows, columns=["scorer", "family", "metric", "value", "n"])
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
 def paraphrase_positives(paraphrases, near_misses, max_unmatched: int | None = None, seed: int = 0):
@@ -128,20 +144,18 @@ def paraphrase_positives(paraphrases, near_misses, max_unmatched: int | None = N
     Columns: sentence1, sentence2, matched.
 
     Not notebook 03's protocol (`geometry.attach_paraphrases`), on purpose: there each near-miss
-    keeps one paraphrase of its anchor (the first), the anchor may sit on either side of the pair
-    and is also found by source id, and a tie counts as a failure. Here the query is always the
-    near-miss's sentence1 (notebook 01 writes the source there, and a verifier's score depends on
-    which text is the query), every paraphrase of the source is compared, and ties count half.
-    The label-1 selection of MRPC is shared: see `mrpc_positives`.
+    keeps one paraphrase of its anchor (the first), and the anchor may sit on either side of the
+    pair and is also found by source id. Here the query is always the near-miss's sentence1
+    (notebook 01 writes the source there, and a verifier's score depends on which text is the
+    query), and every paraphrase of the source is compared. The metrics are the same
+    (`compsense.nearmiss.metrics`); so is the label-1 selection of MRPC (see `mrpc_positives`).
     """
-    import pandas as pd
-
     table = _as_frame(paraphrases, "paraphrases")
     if "label" in table.columns:
         table = table[table["label"].astype(float) == 1]
     sources = set(_as_frame(near_misses, "near_misses")["sentence1"])
     rows = []
-    for s1, s2 in zip(table["sentence1"], table["sentence2"]):
+    for s1, s2 in zip(table["sentence1"], table["sentence2"], strict=True):
         if s1 in sources:
             rows.append((s1, s2, True))
         if s2 in sources:
@@ -167,7 +181,7 @@ def sugarcrepe_pairs(examples=None, data_dir=None, max_examples: int | None = No
     and is not used. Examples whose image has no other caption (551 of 7,511) are dropped; where r
     does not mention the edited detail the test is noisy for every scorer alike.
 
-    A different protocol from notebook 03's `geometry.sugarcrepe_pairs`, which scores
+    A different protocol from notebook 03's `geometry.sugarcrepe_caption_pairs`, which scores
     (caption, negative caption) directly and compares those cosines with MRPC paraphrase cosines:
     a statement about where near-misses sit in the pooled space, not a ranking test with
     positives of the same images. `max_examples` samples over all subsets, not per subset.
@@ -225,8 +239,6 @@ def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examp
 
 def _paired_frames(pos: list, neg: list, key: str, max_examples: int | None, seed: int):
     """(positives, near_misses) frames from parallel rows, the same `max_examples` rows of each."""
-    import pandas as pd
-
     positives = pd.DataFrame(pos, columns=["sentence1", "sentence2", key])
     near_misses = pd.DataFrame(neg, columns=["sentence1", "sentence2", key, "family"])
     if max_examples is not None and len(near_misses) > max_examples:
@@ -259,12 +271,7 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 
 
 def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+    return len(os.path.commonprefix([a, b]))
 
 
 def optional_condaqa(data_dir=None, unit: str = "sentence", max_examples: int | None = None, seed: int = 0):
@@ -309,7 +316,7 @@ def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=No
     `{work_dir}/models/<backbone>/<A|B>-seed<seed>/final/`. Returns (scorers, notes on what is missing)."""
     scorers, notes = {"cosine Base": cosine_scorer(encoder, batch_size)}, []
     for variant in ("A", "B"):
-        final = resolve(work_dir) / "models" / backbone / f"{variant}-seed{seed}" / "final"
+        final = checkpoint_dir(work_dir, backbone, variant, seed)
         if (final / "modules.json").exists():
             scorers[f"cosine Model {variant}"] = cosine_scorer(load_encoder(final, device=device), batch_size)
         else:
@@ -321,35 +328,19 @@ def figure_near_miss_scores(table, title: str = "Mean score on paraphrases and n
     """Figure 3's view: mean score per family (and on paraphrases), one group of bars per scorer."""
     import plotly.express as px
 
-    data = table[table.metric == "mean_score"]
+    data = table[table.metric == MEAN_SCORE]
     fig = px.bar(data, x="scorer", y="value", color="family", barmode="group", title=title,
                  labels={"value": "mean score", "scorer": ""}, hover_data=["n"])
     fig.update_layout(legend_title_text="pairs", template="plotly_white")
     return fig
 
 
-def separation_view(table):
-    """AUC and pairwise accuracy, one row per scorer and family (wide, for display)."""
-    data = table[table.metric.isin(["auc", "pairwise_accuracy"])]
-    return data.pivot_table(index=["scorer"], columns=["metric", "family"], values="value", sort=False)
-
-
-def _auc(pos_scores, neg_scores) -> float:
-    if len(pos_scores) == 0 or len(neg_scores) == 0:
-        return float("nan")
-    return separation_auc(pos_scores, neg_scores)
-
-
-def _as_frame(data, what: str):
-    import pandas as pd
-
+def _as_frame(data, what: str) -> pd.DataFrame:
     if hasattr(data, "columns"):
         frame = data.reset_index(drop=True)
     else:
         records = list(data)
         if records and hasattr(records[0], "__dataclass_fields__"):
-            from dataclasses import asdict
-
             frame = pd.DataFrame([asdict(r) for r in records])
         else:
             frame = pd.DataFrame(records, columns=["sentence1", "sentence2"][: len(records[0])] if records else None)
@@ -394,9 +385,9 @@ def to_tidy(table, dataset: str, backbone: str, seed: int, verifier_variant: str
     `dataset` column (`evaluate_sets`) keeps it and ignores `dataset`."""
     rows = [dict(variant=r.scorer, family=r.family, metric=r.metric, value=r.value, n=r.n,
                  dataset=getattr(r, "dataset", dataset)) for r in table.itertuples(index=False)]
-    run = f"{backbone}/verifiers/{verifier_variant}/seed{seed}" if verifier_variant else f"{backbone}/verifiers-seed{seed}"
-    out = tidy(rows, run=run, backbone=backbone, seed=seed, verifier_variant=verifier_variant, **constants)
-    return out
+    run = (f"{backbone}/verifiers/{verifier_variant}/seed{seed}" if verifier_variant
+           else f"{backbone}/verifiers-seed{seed}")
+    return tidy(rows, run=run, backbone=backbone, seed=seed, verifier_variant=verifier_variant, **constants)
 
 
 def eval_sets(heldout, data_dir=None, mrpc_split: str = "test", max_pairs: int | None = None, seed: int = 0,
@@ -420,8 +411,6 @@ def eval_sets(heldout, data_dir=None, mrpc_split: str = "test", max_pairs: int |
 def evaluate_sets(scorers: dict, sets: dict):
     """`near_miss_table` and `self_match_table` of every scorer on every set, as one long table with a
     `dataset` column (the self-match rows are families self_match and copy_vs_near_miss)."""
-    import pandas as pd
-
     frames = []
     for dataset, (positives, near_misses, match_on) in sets.items():
         frames.append(near_miss_table(scorers, positives, near_misses, match_on=match_on).assign(dataset=dataset))
@@ -429,17 +418,12 @@ def evaluate_sets(scorers: dict, sets: dict):
     return pd.concat(frames, ignore_index=True)
 
 
-CHECKS = {"auc": ("all", "auc"), "self_match": ("self_match", "auc"),
-          "copy_vs_near_miss": ("copy_vs_near_miss", "pairwise_accuracy")}
-
-
 def separation_table(results, datasets=None, decimals: int = 3):
     """The result table of notebook 04: one row per scorer x training data x size (verifiers split
     into name and regime), one column per dataset x check, each "mean ± std" over seeds (the
-    value alone with one seed). Checks: near-miss AUC over all families, self-match AUC
-    (score(s, s) against score(s, paraphrase)) and copy > near-miss (pairwise accuracy)."""
-    import pandas as pd
-
+    value alone with one seed). Checks (`metrics.CHECKS`, the column names): near-miss AUC over all
+    families ("auc"), self-match AUC ("self_match": score(s, s) against score(s, paraphrase)) and
+    copy > near-miss ("copy_vs_near_miss": pairwise accuracy of score(s, s) against score(s, near-miss))."""
     parts = []
     for check, (family, metric) in CHECKS.items():
         sel = results[(results.family == family) & (results.metric == metric)]
@@ -454,15 +438,16 @@ def separation_table(results, datasets=None, decimals: int = 3):
     keys = ["variant", "train_data", "size"]
     stats = data.groupby(keys + ["dataset", "check"], sort=False).value.agg(["mean", "std", "count"]).reset_index()
     stats["cell"] = [f"{m:.{decimals}f}" if n < 2 else f"{m:.{decimals}f} ± {sd:.{decimals}f}"
-                     for m, sd, n in zip(stats["mean"], stats["std"], stats["count"])]
+                     for m, sd, n in zip(stats["mean"], stats["std"], stats["count"], strict=True)]
     wide = stats.pivot_table(index=keys, columns=["dataset", "check"], values="cell", aggfunc="first", sort=False)
     datasets_seen = list(dict.fromkeys(stats["dataset"]))
     wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(CHECKS).index(c[1])))]
     wide.insert(0, "seeds", stats.groupby(keys, sort=False)["count"].max())
     name_regime = [v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "") for v in
                    wide.index.get_level_values("variant")]
-    wide.index = pd.MultiIndex.from_tuples([(n, r, d, s) for (n, r), (_, d, s) in zip(name_regime, wide.index)],
-                                           names=["scorer", "regime", "train_data", "size"])
+    wide.index = pd.MultiIndex.from_tuples(
+        [(n, r, d, s) for (n, r), (_, d, s) in zip(name_regime, wide.index, strict=True)],
+        names=["scorer", "regime", "train_data", "size"])
     return wide
 
 

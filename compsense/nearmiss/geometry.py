@@ -2,18 +2,23 @@
 
 The paper's Figure 1 shows, for Model A and Model B, the cosine between a sentence and its minimal
 near-miss (negation, binding/order, spatial), next to reference pairs; it reports pictures only, and
-its near-miss test has no positives. Here every family also gets numbers, against MRPC paraphrases:
+its near-miss test has no positives. Here every family also gets numbers, against MRPC paraphrases
+(the metrics are `compsense.nearmiss.metrics`'s, defined once there):
 
-- `separation_auc`: ROC-AUC of (sentence, paraphrase) cosines against (sentence, near-miss) cosines;
+- near-miss AUC ("auc"): MRPC paraphrase cosines against the family's near-miss cosines;
 - the mean near-miss cosine, its gap to the mean paraphrase cosine, and the anisotropy baseline
   (mean cosine of random sentence pairs), which says where "unrelated" sits for this encoder;
-- pairwise accuracy cos(s, paraphrase) > cos(s, near-miss) where a sentence has both.
+- pairwise accuracy, cos(s, paraphrase) against cos(s, near-miss), where a sentence has both.
 
-Flow: `load_near_misses`, `positive_pairs`, `reference_pairs`, `sugarcrepe_pairs` build pair frames;
-`score_pairs` encodes each model once and returns one row per scored pair (the score frame);
-`separation_metrics` turns it into a tidy table; `write_geometry` stores both under
-{work_dir}/results/. `separation_table` does all of it in one call. Figures live in
-`compsense.figures.geometry` and read these frames, never the encoders.
+This notebook's protocol (notebook 04's differs, see `compsense.nearmiss.evaluation`): a near-miss
+pair is oriented as (anchor, near-miss) with the anchor on either side of the pair, and the anchor
+gets one paraphrase, the first MRPC partner found by text or source id (`attach_paraphrases`).
+
+Flow: `load_near_misses`, `positive_pairs`, `reference_pairs`, `sugarcrepe_caption_pairs` build pair
+frames; `cosine_scores` encodes each model once and returns one row per scored pair (the score
+frame); `separation_metrics` turns it into a tidy table; `write_geometry` stores both under
+{work_dir}/results/. Figures live in `compsense.figures.geometry` and read these frames, never the
+encoders. `pooled_nearmiss_auc` is notebook 02's near-miss axis of the dose-response figure.
 """
 from __future__ import annotations
 
@@ -25,10 +30,19 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
-from compsense.core.storage import append_results, read_table, tidy, write_table
-from compsense.core.paths import resolve, workspace
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
+from compsense.core.paths import resolve, workspace
+from compsense.core.storage import append_results, read_table, tidy, write_table
+from compsense.nearmiss.metrics import (
+    ALL_FAMILIES,
+    AUC,
+    PAIRWISE_ACCURACY,
+    near_miss_auc,
+    near_miss_auc_interval,
+    pairwise_accuracy,
+)
 
 PAIR_COLUMNS = ["sentence1", "sentence2", "family", "edit", "source_id", "split"]
 # The paper's three families (Figure 1's panel order); "role_swap"/"order" name binding-style edits.
@@ -41,6 +55,9 @@ SCORE_COLUMNS = ["model", "backbone", "variant", "seed", "dataset", "family", "k
                  "paraphrase_cosine"]
 TABLE_KEY = ["run", "backbone", "variant", "seed", "dataset", "family", "metric"]
 NEAR_MISS_DATASETS = ("negatives", "sugarcrepe")
+# The columns of `geometry_summary`, in reading order: separation first, then where near-misses sit.
+SUMMARY_METRICS = (AUC, PAIRWISE_ACCURACY, "near_miss_cos_mean", "gap_to_positive", "random_cos_mean",
+                   "relative_position")
 HELDOUT = "heldout"
 _MODEL_KEY = re.compile(r"^(?P<variant>.+)-seed(?P<seed>\d+)$")
 _SOURCE_PREFIX = r"^[A-Za-z_]+[-:]"
@@ -50,11 +67,6 @@ _SOURCE_PREFIX = r"^[A-Za-z_]+[-:]"
 # Cosines
 
 
-def embed(encoder, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
-    """L2-normalized pooled embeddings, one row per text (`encoders.encode_pooled`, as a numpy array)."""
-    return encode_pooled(encoder, texts, "sentence", batch_size, show_progress).cpu().numpy()
-
-
 def pair_cosines(encoder, pairs: Sequence[tuple[str, str]], batch_size: int = 64,
                  show_progress: bool = False) -> np.ndarray:
     """Pooled cosine of each (a, b) pair; every distinct text is encoded once."""
@@ -62,47 +74,16 @@ def pair_cosines(encoder, pairs: Sequence[tuple[str, str]], batch_size: int = 64
         return np.zeros(0, dtype=np.float32)
     texts = sorted({t for pair in pairs for t in pair})
     index = {t: i for i, t in enumerate(texts)}
-    emb = embed(encoder, texts, batch_size=batch_size, show_progress=show_progress)
+    emb = encode_pooled(encoder, texts, "sentence", batch_size, show_progress).cpu().numpy()
     a = emb[[index[p[0]] for p in pairs]]
     b = emb[[index[p[1]] for p in pairs]]
     return np.sum(a * b, axis=1)
 
 
 def cosine_matrix(encoder, texts: Sequence[str]) -> np.ndarray:
-    emb = embed(encoder, texts)
+    """Pooled cosine of every pair of `texts` (rows and columns in the order given)."""
+    emb = encode_pooled(encoder, texts, "sentence").cpu().numpy()
     return emb @ emb.T
-
-
-def separation_auc(positive_scores, near_miss_scores) -> float:
-    """ROC-AUC of telling positives (should score high) from near-misses (should score low).
-
-    0.5 means pooled cosine cannot tell them apart; 1.0 means every positive outscores every near-miss.
-    """
-    from sklearn.metrics import roc_auc_score
-
-    pos, neg = np.asarray(positive_scores, float), np.asarray(near_miss_scores, float)
-    if len(pos) == 0 or len(neg) == 0:
-        raise ValueError("separation_auc needs at least one positive and one near-miss score")
-    labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
-    return float(roc_auc_score(labels, np.r_[pos, neg]))
-
-
-def separation_auc_interval(positive_scores, near_miss_scores, n: int = 1000, seed: int = 0,
-                            level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of `separation_auc`, positives and near-misses resampled
-    separately (`scipy.stats.bootstrap` over two independent samples); the AUC as Mann-Whitney U / (n1 n2)."""
-    from scipy import stats
-
-    pos, neg = np.asarray(positive_scores, float), np.asarray(near_miss_scores, float)
-    if len(pos) < 2 or len(neg) < 2:
-        raise ValueError("separation_auc_interval needs at least two positive and two near-miss scores")
-
-    def auc(p, q, axis=-1):
-        return stats.mannwhitneyu(p, q, axis=axis).statistic / (p.shape[axis] * q.shape[axis])
-
-    ci = stats.bootstrap((pos, neg), auc, n_resamples=n, method="percentile", vectorized=True,
-                         confidence_level=level, random_state=np.random.default_rng(seed)).confidence_interval
-    return float(ci.low), float(ci.high)
 
 
 def histogram(scores, bins: int | Sequence[float] = 40, density: bool = False,
@@ -229,15 +210,16 @@ def reference_pairs(paraphrases: pd.DataFrame, n: int, seed: int = 42) -> pd.Dat
     ], ignore_index=True)
 
 
-def sugarcrepe_pairs(examples: Iterable, per_subset: int | None = None, seed: int = 42) -> pd.DataFrame:
+def sugarcrepe_caption_pairs(examples: Iterable, per_subset: int | None = None, seed: int = 42) -> pd.DataFrame:
     """SugarCrepe (caption, negative caption) pairs, `per_subset` sampled per subset (seeded).
 
     An external near-miss test nobody on this project wrote. Columns: sentence1, sentence2,
     family (the subset), example_id.
 
     The anchor is the caption itself and its near-miss cosines are set against MRPC paraphrase
-    cosines: where near-misses sit in the pooled space. Notebook 04's `nearmiss_eval.sugarcrepe_pairs`
-    is a different protocol (another caption of the same image as the query, with positives).
+    cosines: where near-misses sit in the pooled space. Notebook 04's
+    `compsense.nearmiss.evaluation.sugarcrepe_pairs` is a different protocol (another caption of the
+    same image as the query, with positives of the same image).
     """
     df = pd.DataFrame([{"sentence1": e.caption, "sentence2": e.negative_caption, "family": e.subset,
                         "example_id": e.example_id} for e in examples])
@@ -260,13 +242,14 @@ def attach_paraphrases(near_misses: pd.DataFrame, positives: pd.DataFrame) -> pd
     takes its first. Unmatched rows keep sentence1 as the anchor and an empty
     paraphrase.
 
-    Notebook 04's `nearmiss_eval.paraphrase_positives` pairs differently, on purpose: sentence1 is
-    always the query (a verifier is not symmetric), every paraphrase of it counts, ties count half.
+    Notebook 04's `compsense.nearmiss.evaluation.paraphrase_positives` pairs differently, on purpose:
+    sentence1 is always the query (a verifier is not symmetric) and every paraphrase of it counts.
+    The metric is the same (`metrics.pairwise_accuracy`).
     """
     partner: dict[str, str] = {}
     partner_by_id: dict[str, str] = {}
     ids = (positives.id1, positives.id2) if {"id1", "id2"} <= set(positives.columns) else ([None] * len(positives),) * 2
-    for a, b, id_a, id_b in zip(positives.sentence1, positives.sentence2, *ids):
+    for a, b, id_a, id_b in zip(positives.sentence1, positives.sentence2, *ids, strict=True):
         partner.setdefault(a, b)
         partner.setdefault(b, a)
         partner_by_id.setdefault(str(id_a), b)
@@ -323,10 +306,10 @@ def find_models(work_dir, backbone: str, seeds: Sequence[int],
     return models, missing
 
 
-def score_pairs(encoders: Mapping[str, object], near_misses: pd.DataFrame, positives: pd.DataFrame,
-                references: pd.DataFrame | None = None, sugarcrepe: pd.DataFrame | None = None,
-                backbone: str | None = None, seed: int = 42, batch_size: int = 64, device: str | None = None,
-                max_seq_length: int | None = 128, show_progress: bool = True) -> pd.DataFrame:
+def cosine_scores(encoders: Mapping[str, object], near_misses: pd.DataFrame, positives: pd.DataFrame,
+                  references: pd.DataFrame | None = None, sugarcrepe: pd.DataFrame | None = None,
+                  backbone: str | None = None, seed: int = 42, batch_size: int = 64, device: str | None = None,
+                  max_seq_length: int | None = 128, show_progress: bool = True) -> pd.DataFrame:
     """Pooled cosine of every pair under every model: the score frame (one row per model x pair).
 
     `encoders` maps a model key ('base-seed42', 'A-seed42', see `model_key`) to an encoder, or to a
@@ -340,8 +323,6 @@ def score_pairs(encoders: Mapping[str, object], near_misses: pd.DataFrame, posit
     - reference_positive / reference_random: the reference distributions (dataset "reference").
     Each model encodes every distinct text once. `seed` seeds the random pairs.
     """
-    from tqdm.auto import tqdm
-
     jobs = _pair_jobs(near_misses, positives, references, sugarcrepe, seed)
     all_pairs = [pair for job in jobs for pair in job["pairs"] + job.get("paraphrase_pairs", [])]
     frames = []
@@ -365,11 +346,11 @@ def score_pairs(encoders: Mapping[str, object], near_misses: pd.DataFrame, posit
 def _pair_jobs(near_misses, positives, references, sugarcrepe, seed) -> list[dict]:
     """Every set of pairs to score, as {dataset, family, kind, pairs[, paraphrase_pairs]}."""
     jobs = [{"dataset": "paraphrase", "family": "paraphrase", "kind": "positive",
-             "pairs": list(zip(positives.sentence1, positives.sentence2))}]
+             "pairs": list(zip(positives.sentence1, positives.sentence2, strict=True))}]
     if references is not None:
         for kind, group in references.groupby("kind", sort=True):
             jobs.append({"dataset": "reference", "family": kind, "kind": kind,
-                         "pairs": list(zip(group.sentence1, group.sentence2))})
+                         "pairs": list(zip(group.sentence1, group.sentence2, strict=True))})
     oriented = attach_paraphrases(near_misses, positives)
     sources = [("negatives", oriented)]
     if sugarcrepe is not None:
@@ -380,8 +361,8 @@ def _pair_jobs(near_misses, positives, references, sugarcrepe, seed) -> list[dic
         for family, group in frame.groupby("family", sort=True):
             matched = group.paraphrase.notna().to_numpy()
             jobs.append({"dataset": dataset, "family": family, "kind": "near_miss",
-                         "pairs": list(zip(group.anchor, group.near_miss)), "matched": matched,
-                         "paraphrase_pairs": list(zip(group.anchor[matched], group.paraphrase[matched]))})
+                         "pairs": list(zip(group.anchor, group.near_miss, strict=True)), "matched": matched,
+                         "paraphrase_pairs": list(zip(group.anchor[matched], group.paraphrase[matched], strict=True))})
             jobs.append({"dataset": dataset, "family": family, "kind": "family_random",
                          "pairs": _random_anchor_pairs(group.anchor.unique(), rng)})
     return jobs
@@ -392,7 +373,7 @@ def _random_anchor_pairs(anchors: np.ndarray, rng: np.random.Generator) -> list[
     if len(anchors) < 2:
         return []
     order = rng.permutation(len(anchors))
-    return [(anchors[i], anchors[j]) for i, j in zip(order, np.roll(order, 1))]
+    return [(anchors[i], anchors[j]) for i, j in zip(order, np.roll(order, 1), strict=True)]
 
 
 def _job_rows(job: dict, cosines: np.ndarray, paraphrase_cosines: np.ndarray, key, backbone, variant,
@@ -414,13 +395,14 @@ def separation_metrics(scores: pd.DataFrame, **labels) -> pd.DataFrame:
 
     Per model, dataset and family of near-misses:
     - n_pairs; near_miss_cos_mean, near_miss_cos_std;
-    - separation_auc: paraphrase ('positive') cosines against near-miss cosines (1 = all apart);
+    - auc (`metrics.near_miss_auc`): paraphrase ('positive') cosines against near-miss cosines;
     - gap_to_positive: mean paraphrase cosine minus mean near-miss cosine (higher is better);
     - random_cos_mean: mean cosine of random anchor pairs of the family (anisotropy baseline);
     - relative_position: (near-miss mean - random mean) / (paraphrase mean - random mean):
       0 = near-misses look as unrelated as random pairs, 1 = as close as paraphrases;
-    - n_matched, pairwise_accuracy (share with cos(s, paraphrase) > cos(s, near-miss), ties
-      count as failures), matched_gap (mean of the difference): only where anchors have paraphrases.
+    - n_matched, pairwise_accuracy (`metrics.pairwise_accuracy`: cos(s, paraphrase) against
+      cos(s, near-miss), ties half), matched_gap (mean of the difference): only where anchors have
+      paraphrases.
     Per model, family "all": n_positive, positive_cos_mean (dataset "paraphrase"), and
     reference_positive_cos_mean, reference_random_cos_mean (the overall anisotropy baseline) and
     reference_auc (dataset "reference"). `labels` become extra constant columns.
@@ -454,7 +436,7 @@ def family_metrics(positive: np.ndarray, near_miss: np.ndarray, random: np.ndarr
     cosines mark near-misses whose anchor has no paraphrase."""
     near_miss = np.asarray(near_miss, float)
     metrics = {"n_pairs": len(near_miss), "near_miss_cos_mean": near_miss.mean(),
-               "near_miss_cos_std": near_miss.std(), "separation_auc": separation_auc(positive, near_miss),
+               "near_miss_cos_std": near_miss.std(), AUC: near_miss_auc(positive, near_miss),
                "gap_to_positive": np.mean(positive) - near_miss.mean()}
     if random is not None and len(random):
         metrics["random_cos_mean"] = float(np.mean(random))
@@ -465,7 +447,8 @@ def family_metrics(positive: np.ndarray, near_miss: np.ndarray, random: np.ndarr
         matched = ~np.isnan(para)
         metrics["n_matched"] = int(matched.sum())
         if matched.any():
-            metrics["pairwise_accuracy"] = float(np.mean(para[matched] > near_miss[matched]))
+            # One paraphrase per anchor here, so the pairs are aligned.
+            metrics[PAIRWISE_ACCURACY] = pairwise_accuracy(para[matched], near_miss[matched])
             metrics["matched_gap"] = float(np.mean(para[matched] - near_miss[matched]))
     return {k: float(v) for k, v in metrics.items()}
 
@@ -479,7 +462,8 @@ def _reference_rows(ident: dict, group: pd.DataFrame) -> list[dict]:
     if len(ref_rand):
         rows.append(_row(ident, "reference", "all", "reference_random_cos_mean", ref_rand.mean()))
     if len(ref_pos) and len(ref_rand):
-        rows.append(_row(ident, "reference", "all", "reference_auc", separation_auc(ref_pos, ref_rand)))
+        # The same AUC with random pairs in the near-misses' place: how far apart the two yardsticks sit.
+        rows.append(_row(ident, "reference", "all", "reference_auc", near_miss_auc(ref_pos, ref_rand)))
     return rows
 
 
@@ -487,12 +471,12 @@ def _row(ident: dict, dataset: str, family: str, metric: str, value) -> dict:
     return {**ident, "dataset": dataset, "family": family, "metric": metric, "value": float(value)}
 
 
-def summary_table(table: pd.DataFrame, metrics: Sequence[str] = ("separation_auc", "pairwise_accuracy",
-                  "near_miss_cos_mean", "gap_to_positive", "random_cos_mean", "relative_position")) -> pd.DataFrame:
-    """Wide view for reading: rows (backbone, dataset, family), columns (metric, variant), mean over seeds."""
+def geometry_summary(table: pd.DataFrame, metrics: Sequence[str] = SUMMARY_METRICS) -> pd.DataFrame:
+    """Wide view of `separation_metrics`' table for reading: rows (backbone, dataset, family),
+    columns (metric, variant), mean over seeds."""
     sub = table[table.metric.isin(metrics) & table.dataset.isin(NEAR_MISS_DATASETS)]
     if sub.empty:
-        raise ValueError(f"no rows with metrics {list(metrics)} in the table")
+        raise ValueError(f"no rows with metrics {list(metrics)} in the table; found {sorted(table.metric.unique())}")
     wide = sub.pivot_table(index=["backbone", "dataset", "family"], columns=["metric", "variant"],
                            values="value", aggfunc="mean")
     order = [(m, v) for m in metrics for v in variant_order(sub.variant.unique()) if (m, v) in wide.columns]
@@ -514,7 +498,7 @@ def variant_order(variants: Iterable[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Writing, and the one-call version
+# Writing
 
 
 def write_geometry(table: pd.DataFrame, scores: pd.DataFrame | None, work_dir) -> dict[str, Path]:
@@ -533,19 +517,6 @@ def write_geometry(table: pd.DataFrame, scores: pd.DataFrame | None, work_dir) -
     return written
 
 
-def separation_table(encoders: Mapping[str, object], pairs_df: pd.DataFrame, positives: pd.DataFrame,
-                     sugarcrepe: pd.DataFrame | None = None, references: pd.DataFrame | None = None,
-                     backbone: str | None = None, work_dir=None, seed: int = 42, **score_kwargs) -> pd.DataFrame:
-    """Score every pair under every model and return the tidy table of `separation_metrics`;
-    with `work_dir`, also write it (and the score frame) under {work_dir}/results/."""
-    scores = score_pairs(encoders, pairs_df, positives, references=references, sugarcrepe=sugarcrepe,
-                         backbone=backbone, seed=seed, **score_kwargs)
-    table = separation_metrics(scores)
-    if work_dir is not None:
-        write_geometry(table, scores, work_dir)
-    return table
-
-
 # ---------------------------------------------------------------------------------------------
 # The training grid's near-miss axis (notebook 02's dose-response figure)
 
@@ -555,25 +526,24 @@ NEARMISS_TABLE = "nearmiss_pooled.parquet"
 def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphrases: pd.DataFrame, work_dir,
                         device: str | None = None, batch_size: int = 64, max_seq_length: int | None = 128,
                         force: bool = False) -> pd.DataFrame:
-    """Separation AUC of pooled cosine (paraphrase pairs vs held-out near-miss pairs) for every model
-    of `runs` (rows of `train.run_grid`), overall (family "all") and per family, with a 95% bootstrap
-    interval over pairs (`separation_auc_interval`): the near-miss axis of the dose-response figure. Appended to {work_dir}/results/nearmiss_pooled.parquet; a model
-    already scored on the same pairs (same model stamp and pair counts) is not encoded again."""
-    from tqdm.auto import tqdm
-
-
+    """Near-miss AUC of pooled cosine (paraphrase pairs vs held-out near-miss pairs; metric "auc",
+    `metrics.near_miss_auc`) for every model of `runs` (rows of `training.run_grid`), overall (family
+    "all") and per family, with a 95% bootstrap interval over pairs (`metrics.near_miss_auc_interval`):
+    the near-miss axis of the dose-response figure. Appended to {work_dir}/results/nearmiss_pooled.parquet;
+    a model already scored on the same pairs (same model stamp and pair counts) is not encoded again."""
     if near_misses.empty or paraphrases.empty:
         raise ValueError("pooled_nearmiss_auc needs near-miss pairs (notebook 01) and paraphrase pairs")
     path = workspace(work_dir, "results") / NEARMISS_TABLE
     done = read_table(path) if path.exists() and not force else None
-    nm_pairs = list(zip(near_misses.sentence1, near_misses.sentence2))
-    pos_pairs = list(zip(paraphrases.sentence1, paraphrases.sentence2))
+    nm_pairs = list(zip(near_misses.sentence1, near_misses.sentence2, strict=True))
+    pos_pairs = list(zip(paraphrases.sentence1, paraphrases.sentence2, strict=True))
     sizes = dict(n_near_miss=len(nm_pairs), n_paraphrase=len(pos_pairs))
     for run in tqdm(runs.to_dict("records"), desc="near-miss AUC", unit="model"):
         key = model_key(run["variant"], run["seed"])
         name = f"{run['backbone']}/{key}"
         if done is not None and "ci_low" in done and (
-                (done.run == name) & (done.model_stamp == run["model_stamp"]) & done.ci_low.notna()
+                (done.run == name) & (done.metric == AUC) & (done.model_stamp == run["model_stamp"])
+                & done.ci_low.notna()
                 & (done.n_near_miss == len(nm_pairs)) & (done.n_paraphrase == len(pos_pairs))).any():
             continue
         with quiet_transformers():
@@ -581,10 +551,10 @@ def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphras
         cos = pair_cosines(encoder, nm_pairs + pos_pairs, batch_size=batch_size)
         nm_cos, pos_cos = cos[:len(nm_pairs)], cos[len(nm_pairs):]
         rows = []
-        for family, idx in [("all", np.arange(len(nm_cos))), *near_misses.groupby("family").indices.items()]:
-            low, high = (separation_auc_interval(pos_cos, nm_cos[idx], seed=int(run["seed"]))
+        for family, idx in [(ALL_FAMILIES, np.arange(len(nm_cos))), *near_misses.groupby("family").indices.items()]:
+            low, high = (near_miss_auc_interval(pos_cos, nm_cos[idx], seed=int(run["seed"]))
                          if len(idx) > 1 and len(pos_cos) > 1 else (float("nan"), float("nan")))
-            rows.append({**_row({}, "heldout-near-miss", family, "separation_auc", separation_auc(pos_cos, nm_cos[idx])),
+            rows.append({**_row({}, "heldout-near-miss", family, AUC, near_miss_auc(pos_cos, nm_cos[idx])),
                          "ci_low": low, "ci_high": high})
         share = run.get("structural_share")
         table = tidy(rows, run=name, backbone=run["backbone"], variant=run["variant"], seed=run["seed"],
@@ -593,4 +563,4 @@ def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphras
         append_results(table, path, key=TABLE_KEY)
     table = read_table(path)
     names = {f"{r['backbone']}/{model_key(r['variant'], r['seed'])}" for r in runs.to_dict("records")}
-    return table[table.run.isin(names)].reset_index(drop=True)
+    return table[table.run.isin(names) & (table.metric == AUC)].reset_index(drop=True)
