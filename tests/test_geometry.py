@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from compsense.core.layout import final_model_dir, parse_model_key
 from compsense.core.storage import TIDY_COLUMNS, read_table
 from compsense.data.datasets import CaptionNearMiss, SentencePair
 from compsense.nearmiss import geometry as g
@@ -280,13 +281,13 @@ def test_reference_summary_orders_variants(scored):
 
 
 def test_find_models_lists_missing_checkpoints(tmp_path):
-    final = g.checkpoint_dir(tmp_path, "tiny-bert", "A", 42)
+    final = final_model_dir(tmp_path, "tiny-bert", "A", 42)
     final.mkdir(parents=True)
     (final / "modules.json").write_text(json.dumps([]))
     models, missing = g.find_models(tmp_path, "tiny-bert", [42, 43])
     assert models == {"base-seed42": "tiny-bert", "A-seed42": str(final)}
     assert [p.parent.name for p in missing] == ["B-seed42", "A-seed43", "B-seed43"]
-    assert g.parse_model_key("B-seed43") == ("B", 43) and g.parse_model_key("custom") == ("custom", None)
+    assert parse_model_key("B-seed43") == ("B", 43) and parse_model_key("custom") == ("custom", None)
 
 
 # ---------------------------------------------------------------------------------------------

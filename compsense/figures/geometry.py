@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from compsense.nearmiss.geometry import NEAR_MISS_DATASETS, PAPER_FAMILIES, SUGARCREPE_FAMILY, histogram, variant_order
+from compsense.nearmiss.metrics import AUC
 
 VARIANT_LABELS = {"base": "Base", "A": "Model A", "B": "Model B"}
 VARIANT_COLORS = {"base": "#7f7f7f", "A": "#1f77b4", "B": "#d62728"}
@@ -148,7 +149,7 @@ def _reference_menu(fig, reference_traces: dict[str, list[int]], current: str) -
                  y=1.22, yanchor="top", direction="down")]
 
 
-def separation_auc_figure(table: pd.DataFrame, metric: str = "separation_auc", backbone: str | None = None,
+def separation_auc_figure(table: pd.DataFrame, metric: str = AUC, backbone: str | None = None,
                           title: str | None = None):
     """Grouped bars: `metric` per family for Base, A and B (mean over seeds, error bars the seed
     std), the repo's near-miss families and SugarCrepe subsets side by side; 0.5 = chance."""

@@ -27,11 +27,11 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from compsense.core.encoders import load_encoder
+from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
 from compsense.core.storage import tidy
 from compsense.data.datasets import load_condaqa, load_mrpc, load_sugarcrepe
-from compsense.nearmiss.geometry import checkpoint_dir, pair_cosines, positive_pairs
+from compsense.nearmiss.geometry import pair_cosines, positive_pairs
 from compsense.nearmiss.metrics import (
     ALL_FAMILIES,
     AUC,
@@ -313,14 +313,10 @@ def cosine_scorer(encoder, batch_size: int = 64):
 
 def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=None, batch_size: int = 64):
     """Pooled-cosine scorers for Base (`encoder`) and for Model A / Model B where notebook 02 left
-    `{work_dir}/models/<backbone>/<A|B>-seed<seed>/final/`. Returns (scorers, notes on what is missing)."""
-    scorers, notes = {"cosine Base": cosine_scorer(encoder, batch_size)}, []
-    for variant in ("A", "B"):
-        final = checkpoint_dir(work_dir, backbone, variant, seed)
-        if (final / "modules.json").exists():
-            scorers[f"cosine Model {variant}"] = cosine_scorer(load_encoder(final, device=device), batch_size)
-        else:
-            notes.append(f"Model {variant}: no checkpoint at {final} (run notebook 02 for this profile); row skipped")
+    their checkpoints (`layout.load_models`). Returns (scorers, notes on what is missing)."""
+    trained, notes = load_models(work_dir, backbone, seed, ("A", "B"), device=device)
+    scorers = {"cosine Base": cosine_scorer(encoder, batch_size)}
+    scorers.update({f"cosine Model {variant}": cosine_scorer(model, batch_size) for variant, model in trained.items()})
     return scorers, notes
 
 

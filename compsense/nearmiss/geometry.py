@@ -23,7 +23,6 @@ encoders. `pooled_nearmiss_auc` is notebook 02's near-miss axis of the dose-resp
 from __future__ import annotations
 
 import os
-import re
 import warnings
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
+from compsense.core.layout import final_model_dir, model_key, parse_model_key
 from compsense.core.paths import resolve, workspace
 from compsense.core.storage import append_results, read_table, tidy, write_table
 from compsense.nearmiss.metrics import (
@@ -59,7 +59,6 @@ NEAR_MISS_DATASETS = ("negatives", "sugarcrepe")
 SUMMARY_METRICS = (AUC, PAIRWISE_ACCURACY, "near_miss_cos_mean", "gap_to_positive", "random_cos_mean",
                    "relative_position")
 HELDOUT = "heldout"
-_MODEL_KEY = re.compile(r"^(?P<variant>.+)-seed(?P<seed>\d+)$")
 _SOURCE_PREFIX = r"^[A-Za-z_]+[-:]"
 
 
@@ -269,22 +268,6 @@ def attach_paraphrases(near_misses: pd.DataFrame, positives: pd.DataFrame) -> pd
 # Scoring: one encoding pass per model
 
 
-def model_key(variant: str, seed: int) -> str:
-    """The key of a model in `encoders`, as its checkpoint folder is named: 'A-seed42', 'base-seed42'."""
-    return f"{variant}-seed{seed}"
-
-
-def parse_model_key(key: str) -> tuple[str, int | None]:
-    """'B-seed43' -> ('B', 43); a key without a seed -> (key, None)."""
-    match = _MODEL_KEY.match(key)
-    return (match["variant"], int(match["seed"])) if match else (key, None)
-
-
-def checkpoint_dir(work_dir, backbone: str, variant: str, seed: int) -> Path:
-    """Notebook 02's final model: {work_dir}/models/<backbone>/<variant>-seed<seed>/final/."""
-    return resolve(work_dir) / "models" / backbone / model_key(variant, seed) / "final"
-
-
 def find_models(work_dir, backbone: str, seeds: Sequence[int],
                 variants: Sequence[str] = ("A", "B")) -> tuple[dict[str, str], list[Path]]:
     """The models to compare for one backbone: the pretrained base (with the first seed, as
@@ -298,7 +281,7 @@ def find_models(work_dir, backbone: str, seeds: Sequence[int],
     missing = []
     for seed in seeds:
         for variant in variants:
-            path = checkpoint_dir(work_dir, backbone, variant, seed)
+            path = final_model_dir(work_dir, backbone, variant, seed)
             if (path / "modules.json").exists():
                 models[model_key(variant, seed)] = str(path)
             else:
