@@ -155,6 +155,16 @@ SEPARATION_COLUMNS = ([("held-out all", "negatives-heldout auc", False)]
                          ("SugarCrepe", "sugarcrepe auc", False), ("CondaQA", "condaqa auc", False)])
 
 
+def _mean_std_cell(value) -> str:
+    """A separation cell: "mean ± std" over seeds at 2 decimals, the mean alone when the spread rounds to 0."""
+    text = str(value)
+    if "±" not in text:
+        return num(value, 2)
+    mean, std = (part.strip() for part in text.split("±"))
+    spread = num(std, 2)
+    return num(mean, 2) if spread in ("0.00", DASH) else f"{num(mean, 2)} ± {spread}"
+
+
 def separation(df: pd.DataFrame) -> str:
     """Pooled cosine (Base / A / B) and each verifier frozen / end2end, per training set. F0-F2 have no
     trained parameters of their own (F2's λ and τ are fixed), so they are shown for the first training
@@ -184,9 +194,12 @@ def separation(df: pd.DataFrame) -> str:
                 groups.append((f"{VERIFIER_LABELS.get(scorer, scorer)} {' / '.join(rows.regime)} ({what})", rows))
     out = []
     for label, rows in groups:
+        seeds = [str(s) for s in rows["seeds"]] if "seeds" in rows else []
+        if seeds and not label.startswith("pooled"):
+            label = label[:-1] + f"; {' / '.join(dict.fromkeys(seeds)) if len(set(seeds)) == 1 else ' / '.join(seeds)} seeds)"
         cells = [label]
         for _, column, collapse in SEPARATION_COLUMNS:
-            values = [num(v, 2) for v in rows[column]] if column in rows else [DASH] * len(rows)
+            values = [_mean_std_cell(v) for v in rows[column]] if column in rows else [DASH] * len(rows)
             same = len(set(values)) == 1 and (collapse or values[0] == DASH)
             cells.append(values[0] if same else " / ".join(values))
         out.append(cells)
