@@ -10,6 +10,7 @@ extrapolate to the full corpus (5,183 documents). Nothing is cached on disk: eve
     python benchmarks/bench_rerank.py --model minilm-l6 --queries 30 --docs 400 --ks 10 20 50 100
     python benchmarks/bench_rerank.py --model minilm-l6 --device cuda --queries 50 --docs 2000 --dtype float16
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,10 +40,10 @@ def main() -> None:
     import pandas as pd
     import torch
 
-    from compsense.verifiers import rerank as R
-    from compsense.verifiers import architectures as V
     from compsense.core.encoders import load_encoder
     from compsense.retrieval.harness import load_eval_datasets
+    from compsense.verifiers import architectures as V
+    from compsense.verifiers import rerank as R
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -50,31 +51,50 @@ def main() -> None:
     ds = load_eval_datasets(["scifact"], max_queries=args.queries, extra_docs=args.docs, seed=0)[0]
     queries = {q: ds.queries[q] for q in ds.qrels}
     start = time.perf_counter()
-    reranker = R.Reranker(encoder, ds.corpus, None, batch_size=args.batch_size, candidate_batch=args.candidate_batch,
-                          device=args.device, dtype=args.dtype)
+    reranker = R.Reranker(
+        encoder,
+        ds.corpus,
+        None,
+        batch_size=args.batch_size,
+        candidate_batch=args.candidate_batch,
+        device=args.device,
+        dtype=args.dtype,
+    )
     pooled_s = time.perf_counter() - start
     start = time.perf_counter()
     tokens = reranker.corpus_tokens()
     tokens_s = time.perf_counter() - start
     n_docs = len(reranker)
-    print(f"{args.model} on {reranker.device}, {ds.name}: {len(queries)} queries, {n_docs} documents, "
-          f"torch threads {torch.get_num_threads()}")
+    print(
+        f"{args.model} on {reranker.device}, {ds.name}: {len(queries)} queries, {n_docs} documents, "
+        f"torch threads {torch.get_num_threads()}"
+    )
     full_min = args.full_corpus * (pooled_s + tokens_s) / n_docs / 60
-    print(f"corpus encoding: pooled {n_docs / pooled_s:.1f} docs/s, tokens {n_docs / tokens_s:.1f} docs/s "
-          f"(full corpus of {args.full_corpus:,}: ~{full_min:.1f} min per encoder)")
+    print(
+        f"corpus encoding: pooled {n_docs / pooled_s:.1f} docs/s, tokens {n_docs / tokens_s:.1f} docs/s "
+        f"(full corpus of {args.full_corpus:,}: ~{full_min:.1f} min per encoder)"
+    )
     per_doc = tokens.megabytes / n_docs
-    print(f"token cache ({args.dtype}): {tokens.megabytes:.1f} MB, {tokens.values.shape[0] / n_docs:.0f} tokens/doc; "
-          f"full corpus ~{per_doc * args.full_corpus:,.0f} MB per encoder")
+    print(
+        f"token cache ({args.dtype}): {tokens.megabytes:.1f} MB, {tokens.values.shape[0] / n_docs:.0f} tokens/doc; "
+        f"full corpus ~{per_doc * args.full_corpus:,.0f} MB per encoder"
+    )
 
-    rows = [{"method": "first stage", "k": max(args.ks),
-             "ms_per_query": R.time_first_stage(reranker, queries, max(args.ks), args.repeats)}]
+    rows = [
+        {
+            "method": "first stage",
+            "k": max(args.ks),
+            "ms_per_query": R.time_first_stage(reranker, queries, max(args.ks), args.repeats),
+        }
+    ]
     for name in args.verifiers:
         verifier = V.create(name, seed=0).eval()
         if args.device:
             verifier.to(args.device)
         for k in args.ks:
-            rows.append({"method": name, "k": k,
-                         "ms_per_query": R.time_rerank(reranker, verifier, queries, k, args.repeats)})
+            rows.append(
+                {"method": name, "k": k, "ms_per_query": R.time_rerank(reranker, verifier, queries, k, args.repeats)}
+            )
     table = pd.DataFrame(rows).pivot_table(index="method", columns="k", values="ms_per_query", sort=False)
     table = table[sorted(table.columns)]
     first = table.loc["first stage", max(args.ks)]
@@ -82,8 +102,10 @@ def main() -> None:
     table.columns = [f"ms/query @K={k}" for k in table.columns]
     print(table.round(2).to_string())
     ratio.columns = [f"x first stage @K={k}" for k in ratio.columns]
-    print(f"\nreranking cost as a multiple of the first stage (exact pooled top-{max(args.ks)}, "
-          f"{first:.2f} ms/query), measured in this run:")
+    print(
+        f"\nreranking cost as a multiple of the first stage (exact pooled top-{max(args.ks)}, "
+        f"{first:.2f} ms/query), measured in this run:"
+    )
     print(ratio.to_string())
 
 

@@ -15,6 +15,7 @@ On a GPU (the MiniLM-L6 architecture with random weights: throughput does not de
 where DIR holds all-MiniLM-L6-v2's config and tokenizer files (no weights needed).
 Prints one table and, with --out, writes the figures as JSON. Never a timed test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def synthetic_triplets(n: int, seed: int = 0) -> pd.DataFrame:
     lines = [ln.strip() for ln in TINY_CORPUS.read_text().splitlines() if ln.strip()]
     rng = np.random.default_rng(seed)
     anchors = [f"{lines[rng.integers(len(lines))]} (case {i})" for i in range(n)]
-    positives = [" ".join(lines[j] for j in rng.integers(len(lines), size=rng.integers(1, 9))) + f" [{i}]"
-                 for i in range(n)]
+    positives = [
+        " ".join(lines[j] for j in rng.integers(len(lines), size=rng.integers(1, 9))) + f" [{i}]" for i in range(n)
+    ]
     return pd.DataFrame({"anchor": anchors, "positive": positives, "negative": positives[1:] + positives[:1]})
 
 
@@ -58,7 +60,7 @@ def offline_triplets(n: int, seed: int = 0) -> pd.DataFrame:
 
 def build_model(name: str, arch_dir: str | None, seed: int):
     """The benchmark model. `minilm-l6-random`: MiniLM-L6's architecture and tokenizer, random weights."""
-    from compsense.core.encoders import quiet_transformers, _st_modules, load_encoder
+    from compsense.core.encoders import _st_modules, load_encoder, quiet_transformers
 
     if name != "minilm-l6-random":
         return load_encoder(name, seed=seed)
@@ -81,8 +83,11 @@ def build_model(name: str, arch_dir: str | None, seed: int):
         bert.save_pretrained(tmp)
         Transformer, Pooling = _st_modules()
         word = Transformer(tmp, max_seq_length=128)
-    dim = word.get_embedding_dimension() if hasattr(word, "get_embedding_dimension") else \
-        word.get_word_embedding_dimension()
+    dim = (
+        word.get_embedding_dimension()
+        if hasattr(word, "get_embedding_dimension")
+        else word.get_word_embedding_dimension()
+    )
     return SentenceTransformer(modules=[word, Pooling(dim, pooling_mode="mean")])
 
 
@@ -109,8 +114,11 @@ def step_timer(warmup: int):
 
 def run_plain(model_dir: str, df: pd.DataFrame, args, precision: dict) -> float:
     """Plain sentence-transformers, the authors' settings: 1 worker, default batch sampler."""
-    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
-                                       SentenceTransformerTrainingArguments)
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
 
     from compsense.retrieval.training import _st_training_imports, _to_dataset
 
@@ -120,13 +128,28 @@ def run_plain(model_dir: str, df: pd.DataFrame, args, precision: dict) -> float:
     timer = step_timer(args.warmup)
     with tempfile.TemporaryDirectory() as out:
         targs = SentenceTransformerTrainingArguments(
-            output_dir=out, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-            learning_rate=1e-4, warmup_steps=math.ceil(0.1 * args.steps), lr_scheduler_type="linear",
-            seed=args.seed, dataloader_num_workers=1, save_strategy="no", report_to="none",
-            logging_steps=10, disable_tqdm=True, use_cpu=args.device == "cpu", **precision)
-        trainer = SentenceTransformerTrainer(model=model, args=targs, train_dataset=_to_dataset(df),
-                                             loss=losses.MultipleNegativesRankingLoss(model, scale=10.0),
-                                             callbacks=[timer])
+            output_dir=out,
+            max_steps=args.steps,
+            per_device_train_batch_size=args.batch_size,
+            learning_rate=1e-4,
+            warmup_steps=math.ceil(0.1 * args.steps),
+            lr_scheduler_type="linear",
+            seed=args.seed,
+            dataloader_num_workers=1,
+            save_strategy="no",
+            report_to="none",
+            logging_steps=10,
+            disable_tqdm=True,
+            use_cpu=args.device == "cpu",
+            **precision,
+        )
+        trainer = SentenceTransformerTrainer(
+            model=model,
+            args=targs,
+            train_dataset=_to_dataset(df),
+            loss=losses.MultipleNegativesRankingLoss(model, scale=10.0),
+            callbacks=[timer],
+        )
         trainer.train()
     return timer.steps * args.batch_size / (timer.t1 - timer.t0)
 
@@ -137,10 +160,21 @@ def run_compsense(model_dir: str, df: pd.DataFrame, args, precision: dict) -> fl
 
     timer = step_timer(args.warmup)
     with tempfile.TemporaryDirectory() as out:
-        config = TrainConfig(backbone=model_dir, variant="bench", seed=args.seed, max_steps=args.steps,
-                             batch_size=args.batch_size, max_seq_length=args.max_seq_length, learning_rate=1e-4,
-                             save_steps=args.steps + 1, logging_steps=10, work_dir=out, device=args.device,
-                             fp16=precision["fp16"], bf16=precision["bf16"])
+        config = TrainConfig(
+            backbone=model_dir,
+            variant="bench",
+            seed=args.seed,
+            max_steps=args.steps,
+            batch_size=args.batch_size,
+            max_seq_length=args.max_seq_length,
+            learning_rate=1e-4,
+            save_steps=args.steps + 1,
+            logging_steps=10,
+            work_dir=out,
+            device=args.device,
+            fp16=precision["fp16"],
+            bf16=precision["bf16"],
+        )
         train_model(config, df, output_dir=Path(out) / "run", callbacks=[timer])
     return timer.steps * args.batch_size / (timer.t1 - timer.t0)
 
@@ -157,8 +191,12 @@ def main(argv=None) -> dict:
     p.add_argument("--data", choices=["synthetic", "offline"], default="synthetic")
     p.add_argument("--repeats", type=int, default=1, help="interleaved runs of each path; the median is reported")
     p.add_argument("--device", default=None)
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch threads (default: torch's); 1 avoids OpenMP spin-waits on a busy machine")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: torch's); 1 avoids OpenMP spin-waits on a busy machine",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="write the figures here as JSON")
     args = p.parse_args(argv)
@@ -175,7 +213,9 @@ def main(argv=None) -> dict:
     args.device = args.device or ("cuda" if gpu else "cpu")
     bf16 = gpu and torch.cuda.is_bf16_supported()
     precision = {"bf16": bf16, "fp16": gpu and not bf16}
-    df = synthetic_triplets(args.rows, args.seed) if args.data == "synthetic" else offline_triplets(args.rows, args.seed)
+    df = (
+        synthetic_triplets(args.rows, args.seed) if args.data == "synthetic" else offline_triplets(args.rows, args.seed)
+    )
     model_dir = tempfile.mkdtemp(prefix="bench-model-")
     with quiet_transformers():
         build_model(args.model, args.arch_dir, args.seed).save(model_dir)
@@ -185,23 +225,41 @@ def main(argv=None) -> dict:
         plain.append(run_plain(model_dir, df, args, precision))
         ours.append(run_compsense(model_dir, df, args, precision))
     result = {
-        "model": args.model, "device": torch.cuda.get_device_name() if gpu else f"cpu ({os.cpu_count()} cores)",
-        "torch_threads": torch.get_num_threads(), "batch_size": args.batch_size, "steps_timed": args.steps - args.warmup,
-        "max_seq_length": args.max_seq_length, "data": args.data, "precision": "bf16" if bf16 else
-        ("fp16" if precision["fp16"] else "fp32"), "repeats": args.repeats,
-        "plain_st_triplets_per_s": statistics.median(plain), "compsense_triplets_per_s": statistics.median(ours),
-        "plain_runs": plain, "compsense_runs": ours, "python": platform.python_version(),
+        "model": args.model,
+        "device": torch.cuda.get_device_name() if gpu else f"cpu ({os.cpu_count()} cores)",
+        "torch_threads": torch.get_num_threads(),
+        "batch_size": args.batch_size,
+        "steps_timed": args.steps - args.warmup,
+        "max_seq_length": args.max_seq_length,
+        "data": args.data,
+        "precision": "bf16" if bf16 else ("fp16" if precision["fp16"] else "fp32"),
+        "repeats": args.repeats,
+        "plain_st_triplets_per_s": statistics.median(plain),
+        "compsense_triplets_per_s": statistics.median(ours),
+        "plain_runs": plain,
+        "compsense_runs": ours,
+        "python": platform.python_version(),
         "torch": torch.__version__,
     }
     result["ratio"] = result["compsense_triplets_per_s"] / result["plain_st_triplets_per_s"]
     import sentence_transformers
     import transformers
 
-    result["sentence_transformers"], result["transformers"] = sentence_transformers.__version__, transformers.__version__
-    print(f"\n{args.model} on {result['device']}, batch {args.batch_size}, {result['steps_timed']} timed steps, "
-          f"{result['precision']}")
-    print(f"  plain sentence-transformers (1 worker, default sampler): {result['plain_st_triplets_per_s']:8.1f} triplets/s")
-    print(f"  compsense train_model:                                 {result['compsense_triplets_per_s']:8.1f} triplets/s")
+    result["sentence_transformers"], result["transformers"] = (
+        sentence_transformers.__version__,
+        transformers.__version__,
+    )
+    print(
+        f"\n{args.model} on {result['device']}, batch {args.batch_size}, {result['steps_timed']} timed steps, "
+        f"{result['precision']}"
+    )
+    print(
+        "  plain sentence-transformers (1 worker, default sampler): "
+        f"{result['plain_st_triplets_per_s']:8.1f} triplets/s"
+    )
+    print(
+        f"  compsense train_model:                                 {result['compsense_triplets_per_s']:8.1f} triplets/s"
+    )
     print(f"  ratio compsense / plain: {result['ratio']:.2f}x")
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

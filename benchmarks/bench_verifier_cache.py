@@ -12,6 +12,7 @@ Run (from the repo root):
     python benchmarks/bench_verifier_cache.py --model tiny-bert --verifiers F2,F3,F4 --triplets 256 --threads 1
     python benchmarks/bench_verifier_cache.py ... --in-batch-negatives -1   # all-pairs MNRL, B x 2B maps a step
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from compsense.verifiers import architectures as V  # noqa: E402
-from compsense.verifiers.training import contrastive_loss  # noqa: E402
 from compsense.core.encoders import load_encoder  # noqa: E402
+from compsense.verifiers import architectures as V  # noqa: E402
 from compsense.verifiers.simmap import TokenCache, encode_tokens  # noqa: E402
+from compsense.verifiers.training import contrastive_loss  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "compsense" / "resources" / "tiny_corpus.txt"
 
@@ -56,8 +57,9 @@ def epoch(verifier, batches, source, in_batch_negatives, temperature=0.1, lr=1e-
     for batch in batches:
         a, p, n = map(list, zip(*batch))
         q, cands = source(a), source(p + n)
-        loss, _ = contrastive_loss(verifier, q, cands, p, p + n, temperature,
-                                   in_batch_negatives=in_batch_negatives, generator=generator)
+        loss, _ = contrastive_loss(
+            verifier, q, cands, p, p + n, temperature, in_batch_negatives=in_batch_negatives, generator=generator
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -72,8 +74,12 @@ def main() -> None:
     parser.add_argument("--triplets", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--in-batch-negatives", type=int, default=4,
-                        help="in-batch negatives per anchor, as training's default; -1: all (B x 2B maps)")
+    parser.add_argument(
+        "--in-batch-negatives",
+        type=int,
+        default=4,
+        help="in-batch negatives per anchor, as training's default; -1: all (B x 2B maps)",
+    )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 on a busy CPU)")
     parser.add_argument("--device", default=None)
@@ -84,11 +90,17 @@ def main() -> None:
 
     negatives = None if args.in_batch_negatives < 0 else args.in_batch_negatives
     names = [V.canonical_name(n) for n in args.verifiers.split(",")]
+
     def make(name, seed=None):
         # F2 is timed with its lam and tau learnable (the authors', and our default, fix them: nothing to train).
         extra = {"learnable": True} if name == "F2" else {}
-        return V.create(name, seed=seed, size=args.size, **extra,
-                        **V.sized_kwargs(name, args.size, encoder_dim, args.max_seq_length))
+        return V.create(
+            name,
+            seed=seed,
+            size=args.size,
+            **extra,
+            **V.sized_kwargs(name, args.size, encoder_dim, args.max_seq_length),
+        )
 
     free = [n for n in names if n in ("F0", "F1")]  # parameter-free at any size
     if free:
@@ -99,10 +111,10 @@ def main() -> None:
     for p in encoder.parameters():
         p.requires_grad_(False)
     device = encoder.device
-    getter = getattr(encoder, "get_embedding_dimension", None) or getattr(encoder, "get_sentence_embedding_dimension")
+    getter = getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension
     encoder_dim = getter()
     triplets = synthetic_triplets(args.triplets)
-    batches = [triplets[i:i + args.batch_size] for i in range(0, len(triplets), args.batch_size)]
+    batches = [triplets[i : i + args.batch_size] for i in range(0, len(triplets), args.batch_size)]
     texts = sorted({t for row in triplets for t in row})
 
     with tempfile.TemporaryDirectory() as cache_dir:
@@ -126,21 +138,34 @@ def main() -> None:
                 for label, source in (("cached", cached), ("re-encoded", re_encoded)):
                     verifier = make(name, seed=0).to(device)
                     times[label].append(epoch(verifier, batches, source, negatives))
-            row = {"verifier": name, "size": args.size, "parameters": V.n_parameters(make(name)),
-                   "cached_s": statistics.median(times["cached"]),
-                   "re_encoded_s": statistics.median(times["re-encoded"]), "runs": times}
+            row = {
+                "verifier": name,
+                "size": args.size,
+                "parameters": V.n_parameters(make(name)),
+                "cached_s": statistics.median(times["cached"]),
+                "re_encoded_s": statistics.median(times["re-encoded"]),
+                "runs": times,
+            }
             row["ratio"] = row["re_encoded_s"] / row["cached_s"]
             results.append(row)
-            print(f"{name}: epoch of {len(triplets)} triplets: cached {row['cached_s']:.2f} s, "
-                  f"re-encoded {row['re_encoded_s']:.2f} s -> {row['ratio']:.1f}x", flush=True)
+            print(
+                f"{name}: epoch of {len(triplets)} triplets: cached {row['cached_s']:.2f} s, "
+                f"re-encoded {row['re_encoded_s']:.2f} s -> {row['ratio']:.1f}x",
+                flush=True,
+            )
 
-    print(f"\ncache build (once, {len(texts)} texts): {build:.2f} s; model {args.model}, batch {args.batch_size}, "
-          f"in-batch negatives {'all' if negatives is None else negatives}, device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+    print(
+        f"\ncache build (once, {len(texts)} texts): {build:.2f} s; model {args.model}, batch {args.batch_size}, "
+        f"in-batch negatives {'all' if negatives is None else negatives}, device {device}, "
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}"
+    )
     print("| verifier | parameters | re-encoding every step | cached | ratio |")
     print("| --- | --- | --- | --- | --- |")
     for r in results:
-        print(f"| {r['verifier']} | {r['parameters']:,} | {r['re_encoded_s']:.2f} s | {r['cached_s']:.2f} s "
-              f"| **{r['ratio']:.1f}x** |")
+        print(
+            f"| {r['verifier']} | {r['parameters']:,} | {r['re_encoded_s']:.2f} s | {r['cached_s']:.2f} s "
+            f"| **{r['ratio']:.1f}x** |"
+        )
     if args.out:
         summary = {"args": vars(args), "cache_build_s": build, "results": results}
         Path(args.out).write_text(json.dumps(summary, indent=2))

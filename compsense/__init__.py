@@ -4,6 +4,7 @@ and can verifiers over token-token similarity maps give the sensitivity back wit
 A thin helper package for the numbered notebooks in notebooks/. Submodules are imported lazily:
 `import compsense` must stay cheap (sentence-transformers alone costs ~10 s per process).
 """
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 `python -m compsense evaluate MODEL DATASET...` (retrieval metrics, tidy parquet and MTEB-shaped JSON),
 `python -m compsense bundle` (what a GPU machine with no network needs), `python -m compsense estimate
 --profile paper --from runs/local` (a profile's time from a run's measured throughput)."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,22 +12,41 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compsense", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    doc = sub.add_parser("doctor", help="versions, device, offline backbones and local datasets; "
-                                        "exits 1 when something a profile needs is missing")
+    doc = sub.add_parser(
+        "doctor",
+        help="versions, device, offline backbones and local datasets; "
+        "exits 1 when something a profile needs is missing",
+    )
     doc.add_argument("--profile", default="local", help="the profile whose needs to check (smoke, local, paper)")
-    doc.add_argument("--png", action="store_true", default=None,
-                     help="require Chromium for PNG figures (default: when kaleido is installed)")
-    ev = sub.add_parser("evaluate", help="retrieval metrics of one encoder on BEIR folders or NanoBEIR sets "
-                                         "(tidy parquet + MTEB-shaped JSON under --out)")
+    doc.add_argument(
+        "--png",
+        action="store_true",
+        default=None,
+        help="require Chromium for PNG figures (default: when kaleido is installed)",
+    )
+    ev = sub.add_parser(
+        "evaluate",
+        help="retrieval metrics of one encoder on BEIR folders or NanoBEIR sets "
+        "(tidy parquet + MTEB-shaped JSON under --out)",
+    )
     ev.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
-    ev.add_argument("datasets", nargs="+", metavar="DATASET",
-                    help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/), a name under the data folder (scifact), "
-                         "or a NanoBEIR set (NanoSciFact; from <data folder>/nanobeir, else the hub)")
+    ev.add_argument(
+        "datasets",
+        nargs="+",
+        metavar="DATASET",
+        help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/), a name under the data folder (scifact), "
+        "or a NanoBEIR set (NanoSciFact; from <data folder>/nanobeir, else the hub)",
+    )
     ev.add_argument("--split", default="test", help="qrels split (qrels/<split>.tsv)")
-    ev.add_argument("--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)")
+    ev.add_argument(
+        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
+    )
     ev.add_argument("--out", default="runs/evaluate", help="folder for results/ and mteb/ (default runs/evaluate)")
-    ev.add_argument("--nanobeir-dataset-id", default="sentence-transformers/NanoBEIR-en",
-                    help="hub dataset NanoBEIR sets come from when no local copy exists (the paper's: lightonai/NanoBEIR-en)")
+    ev.add_argument(
+        "--nanobeir-dataset-id",
+        default="sentence-transformers/NanoBEIR-en",
+        help="hub dataset NanoBEIR sets come from when no local copy exists (the paper's: lightonai/NanoBEIR-en)",
+    )
     ev.add_argument("--batch-size", type=int, default=64)
     ev.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
     ev.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
@@ -38,8 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--out", default=None, help="run folder (default runs/<profile>/<timestamp>)")
     bun = sub.add_parser("bundle", help="wheels, weights and data a GPU machine with no network needs")
     bun.add_argument("--out", default=".bundle", help="git-ignored folder to write (default .bundle)")
-    bun.add_argument("--weights", default="int8", choices=["int8", "fp16", "none"],
-                     help="minilm-l6 weights: per-row int8 (~23 MB) or fp16 (~45 MB)")
+    bun.add_argument(
+        "--weights",
+        default="int8",
+        choices=["int8", "fp16", "none"],
+        help="minilm-l6 weights: per-row int8 (~23 MB) or fp16 (~45 MB)",
+    )
     bun.add_argument("--data", default="", help="local datasets to copy, e.g. scifact,mrpc,stsb,sugarcrepe")
     bun.add_argument("--python-version", default="3.12", help="the GPU machine's Python (wheel tags)")
     est = sub.add_parser("estimate", help="a profile's time from the throughput a run measured")
@@ -47,8 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     est.add_argument("--from", dest="work_dir", required=True, help="the work_dir of a run, e.g. runs/local")
     est.add_argument("--summary", default=None, help="one run's summary.json (default: every run in --from)")
     est.add_argument("--bench", default=None, help="a benchmarks/bench_training.py --out JSON (02 train rate)")
-    est.add_argument("--rate", action="append", default=[], metavar="STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S",
-                     help="a rate measured elsewhere, e.g. 02/train/minilm-l6=2322; needs --rate-device/--rate-source")
+    est.add_argument(
+        "--rate",
+        action="append",
+        default=[],
+        metavar="STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S",
+        help="a rate measured elsewhere, e.g. 02/train/minilm-l6=2322; needs --rate-device/--rate-source",
+    )
     est.add_argument("--rate-device", default=None, help="the device the --rate values were measured on")
     est.add_argument("--rate-source", default=None, help="where the --rate values were measured (cite it)")
     args = parser.parse_args(argv)
@@ -65,9 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "evaluate":
         from compsense.retrieval.evaluate import main as evaluate
 
-        return evaluate(args.model, args.datasets, split=args.split, data_dir=args.data_dir, out=args.out,
-                        batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device,
-                        seed=args.seed, nanobeir_dataset_id=args.nanobeir_dataset_id)
+        return evaluate(
+            args.model,
+            args.datasets,
+            split=args.split,
+            data_dir=args.data_dir,
+            out=args.out,
+            batch_size=args.batch_size,
+            max_seq_length=args.max_seq_length,
+            device=args.device,
+            seed=args.seed,
+            nanobeir_dataset_id=args.nanobeir_dataset_id,
+        )
     from compsense.pipeline.runner import Refused, reproduce
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
@@ -87,10 +125,14 @@ def _estimate(args) -> int:
         key, _, value = spec.partition("=")
         parts = key.split("/")
         if len(parts) not in (2, 3) or not value:
-            raise SystemExit(f"--rate {spec!r}: expected STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S, "
-                             "e.g. 02/train/minilm-l6=2322")
+            raise SystemExit(
+                f"--rate {spec!r}: expected STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S, e.g. 02/train/minilm-l6=2322"
+            )
         rates[(parts[0], parts[1], parts[2] if len(parts) == 3 else None)] = {
-            "rate": float(value), "device": args.rate_device, "source": args.rate_source}
+            "rate": float(value),
+            "device": args.rate_device,
+            "source": args.rate_source,
+        }
     est = E.estimate(args.profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates)
     print(f"# Time estimate: profile {args.profile}, rates measured in {args.work_dir}\n")
     print(E.headline(est) + "\n")

@@ -3,6 +3,7 @@
 Usage: python scripts/clean_notebooks.py [notebooks/*.ipynb]   (default: every notebook in notebooks/)
 tests/test_notebooks.py fails when a committed notebook is not clean.
 """
+
 from __future__ import annotations
 
 import sys

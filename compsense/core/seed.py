@@ -1,4 +1,5 @@
 """One call seeds every generator a notebook touches: the same seed gives the same numbers."""
+
 from __future__ import annotations
 
 import os

@@ -10,6 +10,7 @@ it has no two-level (crossed seeds x queries) design. Holm's step-down correctio
 scipy ships only Benjamini-Hochberg (`false_discovery_control`), and our tables claim each
 comparison on its own (family-wise error), which is Holm's guarantee.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,10 @@ def paired_deltas(per_query: pd.DataFrame, metric: str, a: str, b: str) -> pd.Da
     delta = delta[delta.seed.isin(seeds)]
     wide = delta.pivot_table(index="seed", columns=["dataset", "qid"], values=metric)
     if wide.isna().any().any():
-        raise ValueError(f"paired_deltas: {a!r} and {b!r} were not evaluated on the same queries for every "
-                         "seed; re-run the evaluation so each seed has every query")
+        raise ValueError(
+            f"paired_deltas: {a!r} and {b!r} were not evaluated on the same queries for every "
+            "seed; re-run the evaluation so each seed has every query"
+        )
     return wide
 
 
@@ -59,12 +62,17 @@ def hierarchical_bootstrap(deltas, n: int = 10000, seed: int = 0, level: float =
         m = min(1000, n - start)
         ws = rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=m)
         wq = rng.multinomial(n_queries, np.full(n_queries, 1 / n_queries), size=m)
-        boot[start:start + m] = np.einsum("bs,sq,bq->b", ws, d, wq) / (n_seeds * n_queries)
+        boot[start : start + m] = np.einsum("bs,sq,bq->b", ws, d, wq) / (n_seeds * n_queries)
     alpha = (1 - level) / 2
     tail = min((boot <= 0).sum(), (boot >= 0).sum())
-    return {"mean_delta": float(d.mean()), "ci_low": float(np.quantile(boot, alpha)),
-            "ci_high": float(np.quantile(boot, 1 - alpha)), "p_value": float(min(1.0, 2 * (tail + 1) / (n + 1))),
-            "n_seeds": int(n_seeds), "n_queries": int(n_queries)}
+    return {
+        "mean_delta": float(d.mean()),
+        "ci_low": float(np.quantile(boot, alpha)),
+        "ci_high": float(np.quantile(boot, 1 - alpha)),
+        "p_value": float(min(1.0, 2 * (tail + 1) / (n + 1))),
+        "n_seeds": int(n_seeds),
+        "n_queries": int(n_queries),
+    }
 
 
 def holm(p_values) -> np.ndarray:

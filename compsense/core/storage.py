@@ -3,6 +3,7 @@
 Every result file is written to a temporary name in the same folder and renamed into place
 (`os.replace` is atomic on POSIX and Windows within one filesystem).
 """
+
 from __future__ import annotations
 
 import json
@@ -78,8 +79,11 @@ def read_table(path: str | os.PathLike, recover: str = RERUN) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; run the notebook that writes it first")
-    readers = {".parquet": pd.read_parquet, ".csv": pd.read_csv,
-               ".jsonl": lambda p: pd.read_json(p, orient="records", lines=True)}
+    readers = {
+        ".parquet": pd.read_parquet,
+        ".csv": pd.read_csv,
+        ".jsonl": lambda p: pd.read_json(p, orient="records", lines=True),
+    }
     if path.suffix not in readers:
         raise ValueError(f"{path}: unknown table format {path.suffix!r}; use .parquet, .csv or .jsonl")
     import pyarrow
@@ -110,7 +114,7 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """"size:sha256" of a file: what the runner records of each data file a stage read."""
+    """ "size:sha256" of a file: what the runner records of each data file a stage read."""
     return f"{path.stat().st_size}:{sha256_file(path)}"
 
 

@@ -1,1 +1,3 @@
-"""Data: dataset loaders (datasets), the structural near-miss rules (negatives) and where the structural data comes from and goes (structural). Builds on core."""
+"""Data: dataset loaders (datasets), the structural near-miss rules (negatives) and where the
+structural data comes from and goes (structural). Builds on core.
+"""

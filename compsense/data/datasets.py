@@ -29,6 +29,7 @@ which is also a FileNotFoundError. The rule for which is which:
   that belong to other splits are counted (logged at INFO: that is normal). `BeirDataset.skipped`
   holds the counts; a list loader reports its counts in the warning only.
 """
+
 from __future__ import annotations
 
 import csv
@@ -47,8 +48,18 @@ from compsense.core.paths import ENV_DATA_DIR, MANIFEST, local_data_dir
 logger = logging.getLogger(__name__)
 
 NANOBEIR_SETS = (
-    "NanoArguAna", "NanoClimateFEVER", "NanoDBPedia", "NanoFEVER", "NanoFiQA2018", "NanoHotpotQA",
-    "NanoMSMARCO", "NanoNFCorpus", "NanoNQ", "NanoQuoraRetrieval", "NanoSCIDOCS", "NanoSciFact",
+    "NanoArguAna",
+    "NanoClimateFEVER",
+    "NanoDBPedia",
+    "NanoFEVER",
+    "NanoFiQA2018",
+    "NanoHotpotQA",
+    "NanoMSMARCO",
+    "NanoNFCorpus",
+    "NanoNQ",
+    "NanoQuoraRetrieval",
+    "NanoSCIDOCS",
+    "NanoSciFact",
     "NanoTouche2020",
 )
 SUGARCREPE_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -63,10 +74,20 @@ NQ_OPEN_FILES = {
 RELEASE_SIZES = {
     "mrpc": {"msr_paraphrase_train.txt": 4076, "msr_paraphrase_test.txt": 1725, "dev_ids.tsv": 408},
     "stsb": {"sts-train.tsv": 5749, "sts-dev.tsv": 1500, "sts-test.tsv": 1379},
-    "sugarcrepe": {"add_att.json": 692, "add_obj.json": 2062, "replace_att.json": 788, "replace_obj.json": 1652,
-                   "replace_rel.json": 1406, "swap_att.json": 666, "swap_obj.json": 245},
-    "nq_open": {"NQ-open.dev.jsonl": 3610, "NQ-open.efficientqa.dev.1.1.jsonl": 1800,
-                "NQ-open.efficientqa.test.1.1.jsonl": 1769},
+    "sugarcrepe": {
+        "add_att.json": 692,
+        "add_obj.json": 2062,
+        "replace_att.json": 788,
+        "replace_obj.json": 1652,
+        "replace_rel.json": 1406,
+        "swap_att.json": 666,
+        "swap_obj.json": 245,
+    },
+    "nq_open": {
+        "NQ-open.dev.jsonl": 3610,
+        "NQ-open.efficientqa.dev.1.1.jsonl": 1800,
+        "NQ-open.efficientqa.test.1.1.jsonl": 1769,
+    },
 }
 SUBSET_MARKER = "SUBSET"  # a file of this name in a dataset folder: its files are a deliberate sample
 _MRPC_HEADER = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
@@ -197,8 +218,12 @@ def load_beir(path_or_name: str | os.PathLike, split: str = "test", data_dir=Non
     return _assemble(root.name, str(root), split, _jsonl(corpus), _jsonl(root / "queries.jsonl"), _tsv_qrels(qrels))
 
 
-def load_nanobeir(set_name: str, dataset_id: str = "sentence-transformers/NanoBEIR-en",
-                  local_dir: str | os.PathLike | None = None, data_dir=None) -> BeirDataset:
+def load_nanobeir(
+    set_name: str,
+    dataset_id: str = "sentence-transformers/NanoBEIR-en",
+    local_dir: str | os.PathLike | None = None,
+    data_dir=None,
+) -> BeirDataset:
     """Load one of the 13 NanoBEIR sets (50 queries each), from a local parquet copy or the hub.
 
     `set_name` may be "scifact", "SciFact" or "NanoSciFact". The default id is the one
@@ -224,12 +249,15 @@ def load_nanobeir(set_name: str, dataset_id: str = "sentence-transformers/NanoBE
             )
         rows, source = {cfg: _parquet_rows(paths) for cfg, paths in files.items()}, f"{local_dir} ({nano})"
     else:
-        datasets = _hub_datasets(f"NanoBEIR {nano} from {dataset_id}",
-                                 "pass local_dir= a folder holding a copy of the parquet files, "
-                                 "or put one in <data folder>/nanobeir")
+        datasets = _hub_datasets(
+            f"NanoBEIR {nano} from {dataset_id}",
+            "pass local_dir= a folder holding a copy of the parquet files, or put one in <data folder>/nanobeir",
+        )
         split = "train" if dataset_id.rsplit("/", 1)[-1] == nano else nano
-        rows = {cfg: _hub_rows(datasets.load_dataset(dataset_id, cfg, split=split), f"{dataset_id}[{cfg}]")
-                for cfg in _NANOBEIR_CONFIGS}
+        rows = {
+            cfg: _hub_rows(datasets.load_dataset(dataset_id, cfg, split=split), f"{dataset_id}[{cfg}]")
+            for cfg in _NANOBEIR_CONFIGS
+        }
         source = f"{dataset_id} ({nano})"
     return _assemble(nano, source, "test", rows["corpus"], rows["queries"], _table_qrels(rows["qrels"]))
 
@@ -285,23 +313,37 @@ def _assemble(name, source, split, corpus_rows, query_rows, qrel_rows) -> BeirDa
             skips.add("qrels_missing_doc", where)
         elif doc_id in qrels.get(query_id, {}):
             if qrels[query_id][doc_id] != score:
-                raise _error(where, f"qrel ({query_id}, {doc_id}) repeats an earlier one with another score",
-                             "keep one score per query-document pair")
+                raise _error(
+                    where,
+                    f"qrel ({query_id}, {doc_id}) repeats an earlier one with another score",
+                    "keep one score per query-document pair",
+                )
             skips.add("duplicate_qrels", where)
         else:
             qrels.setdefault(query_id, {})[doc_id] = score
     if first_where is None:
         raise DataError(f"{source}: the {split} qrels are empty. Fix: check the qrels file for split {split!r}")
     if not qrels:
-        raise DataError(f"{source}: no usable {split} qrels (skipped: {skips.counts}). Fix: check that the "
-                        "qrels' ids match the corpus and queries files")
+        raise DataError(
+            f"{source}: no usable {split} qrels (skipped: {skips.counts}). Fix: check that the "
+            "qrels' ids match the corpus and queries files"
+        )
     for query_id in queries:
         if query_id not in qrels:
-            skips.add("queries_not_in_split" if query_id not in in_split else "queries_without_relevant_docs",
-                      f"query {query_id!r}")
+            skips.add(
+                "queries_not_in_split" if query_id not in in_split else "queries_without_relevant_docs",
+                f"query {query_id!r}",
+            )
     skips.log(f"{source} [{split}]")
-    return BeirDataset(name=name, corpus=corpus, queries={q: t for q, t in queries.items() if q in qrels},
-                       qrels=qrels, split=split, skipped=dict(skips.counts), source=str(source))
+    return BeirDataset(
+        name=name,
+        corpus=corpus,
+        queries={q: t for q, t in queries.items() if q in qrels},
+        qrels=qrels,
+        split=split,
+        skipped=dict(skips.counts),
+        source=str(source),
+    )
 
 
 def _tsv_qrels(path: Path) -> Iterator[tuple[str, str, str, int]]:
@@ -309,13 +351,19 @@ def _tsv_qrels(path: Path) -> Iterator[tuple[str, str, str, int]]:
     lines = _tsv(path)
     header = next(lines, (1, []))[1]
     if header != _QRELS_HEADER:
-        raise _error(f"{path}:1", f"header is {header}, expected {_QRELS_HEADER}",
-                     "start the file with the line 'query-id<TAB>corpus-id<TAB>score'")
+        raise _error(
+            f"{path}:1",
+            f"header is {header}, expected {_QRELS_HEADER}",
+            "start the file with the line 'query-id<TAB>corpus-id<TAB>score'",
+        )
     for lineno, cols in lines:
         where = f"{path}:{lineno}"
         if len(cols) != 3 or not cols[0].strip() or not cols[1].strip():
-            raise _error(where, f"expected 3 tab-separated columns with ids, found {cols}",
-                         "write 'query-id<TAB>corpus-id<TAB>score' (tabs, not spaces)")
+            raise _error(
+                where,
+                f"expected 3 tab-separated columns with ids, found {cols}",
+                "write 'query-id<TAB>corpus-id<TAB>score' (tabs, not spaces)",
+            )
         yield where, cols[0].strip(), cols[1].strip(), _score(cols[2].strip(), where)
 
 
@@ -346,8 +394,11 @@ def _nanobeir_files(root: Path, nano: str) -> dict[str, list[Path]] | None:
 # Pairs and sentences
 
 
-def load_nq_pairs(path: str | os.PathLike | None = None, hub_id: str = "sentence-transformers/natural-questions",
-                  limit: int | None = None) -> list[QAPair]:
+def load_nq_pairs(
+    path: str | os.PathLike | None = None,
+    hub_id: str = "sentence-transformers/natural-questions",
+    limit: int | None = None,
+) -> list[QAPair]:
     """(query, answer passage) training pairs, the paper's Model A data.
 
     From a local .jsonl/.parquet/.csv with columns query/answer (the hub dataset's) or
@@ -364,8 +415,9 @@ def load_nq_pairs(path: str | os.PathLike | None = None, hub_id: str = "sentence
         if limit is not None and len(pairs) >= limit:
             break
         keys = ("query", "answer") if "query" in rec or "answer" in rec else ("question", "passage")
-        query, passage = (_text(rec, k, where, fix="give the file columns query/answer or question/passage")
-                          for k in keys)
+        query, passage = (
+            _text(rec, k, where, fix="give the file columns query/answer or question/passage") for k in keys
+        )
         if query.strip() and passage.strip():
             pairs.append(QAPair(query, passage))
         else:
@@ -395,15 +447,21 @@ def load_mrpc(split: str = "train", data_dir=None) -> list[SentencePair]:
     dev_ids = {}
     for lineno, cols in _tsv(dev_path):
         if len(cols) != 2:
-            raise _error(f"{dev_path}:{lineno}", f"expected 2 tab-separated ids, found {cols}",
-                         "restore GLUE's dev_ids.tsv (one '#1 ID<TAB>#2 ID' per line)")
+            raise _error(
+                f"{dev_path}:{lineno}",
+                f"expected 2 tab-separated ids, found {cols}",
+                "restore GLUE's dev_ids.tsv (one '#1 ID<TAB>#2 ID' per line)",
+            )
         dev_ids[tuple(cols)] = lineno
     _check_release_size("mrpc", dev_path, len(dev_ids), "dev ids")
     missing = dev_ids.keys() - {(p.id1, p.id2) for p in pairs}
     if missing:
         first = min(missing, key=dev_ids.get)
-        raise _error(f"{dev_path}:{dev_ids[first]}", f"{len(missing)} dev pairs (first {first}) are not in "
-                     "msr_paraphrase_train.txt", "use the original MSR train file with GLUE's dev_ids.tsv")
+        raise _error(
+            f"{dev_path}:{dev_ids[first]}",
+            f"{len(missing)} dev pairs (first {first}) are not in msr_paraphrase_train.txt",
+            "use the original MSR train file with GLUE's dev_ids.tsv",
+        )
     return [p for p in pairs if ((p.id1, p.id2) in dev_ids) == (split == "dev")]
 
 
@@ -421,8 +479,11 @@ def load_stsb(split: str = "train", data_dir=None) -> list[SentencePair]:
     for lineno, cols in _tsv(path):
         where = f"{path}:{lineno}"
         if len(cols) < 7:
-            raise _error(where, f"expected at least 7 tab-separated columns, found {len(cols)}",
-                         "restore the original file: genre, file, year, id, score, sentence1, sentence2")
+            raise _error(
+                where,
+                f"expected at least 7 tab-separated columns, found {len(cols)}",
+                "restore the original file: genre, file, year, id, score, sentence1, sentence2",
+            )
         key = "/".join(cols[:4])
         if key in seen:
             raise _error(where, f"pair {key} repeats line {seen[key]}", "remove the duplicate line")
@@ -446,8 +507,11 @@ def load_sentences(path: str | os.PathLike) -> list[str]:
         key = "sentence" if "sentence" in rec else "text"
         text = _text(rec, key, where, fix="name the column 'sentence' or 'text'").strip()
         if "\n" in text:
-            raise _error(where, f"the sentence spans {text.count(chr(10)) + 1} lines (a quote left open merges the "
-                         "rows after it)", "close the quote, or put one sentence per record")
+            raise _error(
+                where,
+                f"the sentence spans {text.count(chr(10)) + 1} lines (a quote left open merges the rows after it)",
+                "close the quote, or put one sentence per record",
+            )
         if text:
             sentences.append(text)
         else:
@@ -479,8 +543,9 @@ def load_sugarcrepe(subsets: str | Iterable[str] | None = None, data_dir=None) -
             where = f"{path}, example {key!r}"
             if not isinstance(rec, dict):
                 raise _error(where, "expected an object with caption and negative_caption", "re-download the file")
-            caption, negative = _two_sentences(_text(rec, "caption", where),
-                                               _text(rec, "negative_caption", where), where)
+            caption, negative = _two_sentences(
+                _text(rec, "caption", where), _text(rec, "negative_caption", where), where
+            )
             if caption == negative:
                 raise _error(where, "the negative caption equals the caption", "re-download the file")
             out.append(CaptionNearMiss(caption, negative, subset, f"{subset}/{key}"))
@@ -499,8 +564,9 @@ def load_nq_open(split: str = "dev", data_dir=None) -> list[dict]:
         question = _text(rec, "question", where).strip()
         answers = rec.get("answer")
         if not question or not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
-            raise _error(where, "expected a question and a non-empty list of answer strings",
-                         "restore the original line")
+            raise _error(
+                where, "expected a question and a non-empty list of answer strings", "restore the original line"
+            )
         answers = [_valid_unicode(a, "answer", where) for a in answers]
         out.append({"question": question, "answer": answers})
     _check_release_size("nq_open", path, len(_nonempty(out, path)), "questions")
@@ -520,15 +586,27 @@ def load_condaqa(data_dir=None, file: str = "condaqa_dev.jsonl") -> list[dict]:
     for where, rec in _jsonl(folder / file):
         edit = rec.get("PassageEditID")
         if edit not in CONDAQA_EDITS or rec.get("PassageID") is None:
-            raise _error(where, f"expected PassageID and PassageEditID in {sorted(CONDAQA_EDITS)}, got "
-                         f"{rec.get('PassageID')!r} / {edit!r}", "restore the original line")
+            raise _error(
+                where,
+                f"expected PassageID and PassageEditID in {sorted(CONDAQA_EDITS)}, got "
+                f"{rec.get('PassageID')!r} / {edit!r}",
+                "restore the original line",
+            )
         key = (str(rec["PassageID"]), int(edit))
         text = _text(rec, "sentence1", where).strip()
         if key in out and out[key]["text"] != text:
             raise _error(where, f"passage {key[0]} edit {key[1]} has two different texts", "restore the original file")
-        out.setdefault(key, {"passage_id": key[0], "edit_id": key[1], "edit": CONDAQA_EDITS[key[1]], "text": text,
-                             "original_sentence": str(rec.get("original sentence", "")).strip(),
-                             "cue": str(rec.get("original cue", "")).strip()})
+        out.setdefault(
+            key,
+            {
+                "passage_id": key[0],
+                "edit_id": key[1],
+                "edit": CONDAQA_EDITS[key[1]],
+                "text": text,
+                "original_sentence": str(rec.get("original sentence", "")).strip(),
+                "cue": str(rec.get("original cue", "")).strip(),
+            },
+        )
     return _nonempty([out[k] for k in sorted(out)], folder / file)
 
 
@@ -538,8 +616,10 @@ def available_datasets(data_dir=None) -> dict[str, bool]:
         root = local_data_dir(data_dir, required=False)
     except FileNotFoundError:
         root = None
-    found = {name: root is not None and all((root / name / f).is_file() for f in files)
-             for name, files in _LOCAL_FILES.items()}
+    found = {
+        name: root is not None and all((root / name / f).is_file() for f in files)
+        for name, files in _LOCAL_FILES.items()
+    }
     found["nanobeir"] = root is not None and all(_nanobeir_files(root / "nanobeir", n) for n in NANOBEIR_SETS)
     return found
 
@@ -572,8 +652,9 @@ def _error(where: str, problem: str, fix: str) -> DataError:
 def _read_text(path: Path) -> str:
     """The file's text (gunzipped for .gz, BOM dropped); bytes that are not UTF-8 are an error with a line."""
     if not path.is_file():
-        raise MissingDataError(f"{path}: file not found. Fix: check the path ({MANIFEST} lists each dataset's "
-                               "files and where to get them)")
+        raise MissingDataError(
+            f"{path}: file not found. Fix: check the path ({MANIFEST} lists each dataset's files and where to get them)"
+        )
     raw = path.read_bytes()
     if path.suffix == ".gz":
         try:
@@ -585,8 +666,11 @@ def _read_text(path: Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        raise _error(f"{path}:{line}", f"byte {raw[e.start]:#04x} is not UTF-8",
-                     "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+        raise _error(
+            f"{path}:{line}",
+            f"byte {raw[e.start]:#04x} is not UTF-8",
+            "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+        ) from None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -607,8 +691,9 @@ def _jsonl(path: Path) -> Iterator[tuple[str, dict]]:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
-            raise _error(where, f"malformed JSON ({e.msg}, column {e.colno})",
-                         "make each line one complete JSON object") from None
+            raise _error(
+                where, f"malformed JSON ({e.msg}, column {e.colno})", "make each line one complete JSON object"
+            ) from None
         if not isinstance(rec, dict):
             raise _error(where, "expected a JSON object", "make each line one JSON object")
         yield where, rec
@@ -623,8 +708,11 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict]]:
             yield f"{path}:{done + 1}", rec
             done = reader.line_num
     except csv.Error as e:
-        raise _error(f"{path}:{done + 1}", f"malformed CSV ({e}; a quote opened here is not closed)",
-                     "close the quote, or double a quote mark inside a quoted field (\"\")") from None
+        raise _error(
+            f"{path}:{done + 1}",
+            f"malformed CSV ({e}; a quote opened here is not closed)",
+            'close the quote, or double a quote mark inside a quoted field ("")',
+        ) from None
 
 
 def _parquet_rows(paths: list[Path]) -> Iterator[tuple[str, dict]]:
@@ -662,8 +750,9 @@ def _text(rec: dict, key: str, where: str, default: str | None = None, fix: str 
     if key not in rec:
         if default is not None:
             return default
-        raise _error(where, f"missing key {key!r} (found {sorted(map(str, rec))})",
-                     fix or f"add {key!r} to every record")
+        raise _error(
+            where, f"missing key {key!r} (found {sorted(map(str, rec))})", fix or f"add {key!r} to every record"
+        )
     value = rec[key]
     if value is None:
         return ""
@@ -678,8 +767,11 @@ def _valid_unicode(value: str, key: str, where: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise _error(where, f"{key!r} holds a lone surrogate {value[e.start]!r} at character {e.start}",
-                     "write the character itself, or both halves of its surrogate pair") from None
+        raise _error(
+            where,
+            f"{key!r} holds a lone surrogate {value[e.start]!r} at character {e.start}",
+            "write the character itself, or both halves of its surrogate pair",
+        ) from None
     return value
 
 
@@ -740,8 +832,11 @@ def _read_mrpc(path: Path) -> list[SentencePair]:
     for lineno, cols in lines:
         where = f"{path}:{lineno}"
         if len(cols) != 5:
-            raise _error(where, f"expected 5 tab-separated columns, found {len(cols)}",
-                         "restore the original line (quality, #1 ID, #2 ID, #1 String, #2 String)")
+            raise _error(
+                where,
+                f"expected 5 tab-separated columns, found {len(cols)}",
+                "restore the original line (quality, #1 ID, #2 ID, #1 String, #2 String)",
+            )
         quality, id1, id2, s1, s2 = cols
         if quality not in ("0", "1"):
             raise _error(where, f"label {quality!r} is not 0 or 1", "restore the original label")
@@ -756,27 +851,43 @@ def _read_mrpc(path: Path) -> list[SentencePair]:
 def _glue_from_hub(task: str, split: str) -> list[SentencePair]:
     """GLUE's copy (nyu-mll/glue) for a machine without the original files."""
     if split == "test":
-        raise MissingDataError(f"{task}: no local files, and GLUE's {task} test labels are hidden. Fix: put the "
-                               f"original files in <data folder>/{task}/ ({MANIFEST} says where to get them)")
-    datasets = _hub_datasets(f"{task} ({split})", f"put the original files in <data folder>/{task}/ ({MANIFEST} "
-                             "says where to get them) "
-                             f"and pass data_dir= or set {ENV_DATA_DIR}")
+        raise MissingDataError(
+            f"{task}: no local files, and GLUE's {task} test labels are hidden. Fix: put the "
+            f"original files in <data folder>/{task}/ ({MANIFEST} says where to get them)"
+        )
+    datasets = _hub_datasets(
+        f"{task} ({split})",
+        f"put the original files in <data folder>/{task}/ ({MANIFEST} "
+        "says where to get them) "
+        f"and pass data_dir= or set {ENV_DATA_DIR}",
+    )
     hub_splits = {"train": ["train"], "dev": ["validation"], "all_train": ["train", "validation"]}[split]
-    return [SentencePair(*_two_sentences(r["sentence1"], r["sentence2"], f"nyu-mll/glue {task} {s} {r['idx']}"),
-                         float(r["label"]), f"{s}-{r['idx']}#1", f"{s}-{r['idx']}#2", task)
-            for s in hub_splits for r in datasets.load_dataset("nyu-mll/glue", task, split=s)]
+    return [
+        SentencePair(
+            *_two_sentences(r["sentence1"], r["sentence2"], f"nyu-mll/glue {task} {s} {r['idx']}"),
+            float(r["label"]),
+            f"{s}-{r['idx']}#1",
+            f"{s}-{r['idx']}#2",
+            task,
+        )
+        for s in hub_splits
+        for r in datasets.load_dataset("nyu-mll/glue", task, split=s)
+    ]
 
 
 def _hub_datasets(what: str, fix: str):
     """The `datasets` module, when the hub may be used; otherwise fail now rather than hang."""
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
-        raise MissingDataError(f"{what}: no local copy, and HF_HUB_OFFLINE is set so the hub is not tried. "
-                               f"Fix: {fix} (or export HF_HUB_OFFLINE=0 when online)")
+        raise MissingDataError(
+            f"{what}: no local copy, and HF_HUB_OFFLINE is set so the hub is not tried. "
+            f"Fix: {fix} (or export HF_HUB_OFFLINE=0 when online)"
+        )
     try:
         import datasets
     except ImportError:
-        raise MissingDataError(f"{what}: no local copy, and `datasets` is not installed. Fix: {fix} "
-                               "(or pip install datasets)") from None
+        raise MissingDataError(
+            f"{what}: no local copy, and `datasets` is not installed. Fix: {fix} (or pip install datasets)"
+        ) from None
     return datasets
 
 
@@ -799,20 +910,24 @@ def _local_folder(name: str, data_dir) -> Path | None:
 def _require_folder(name: str, data_dir) -> Path:
     folder = _data_root(data_dir) / name
     if not folder.is_dir():
-        raise MissingDataError(f"{folder}: not found. Fix: put the {name} files there ({MANIFEST} says where to get "
-                               "them), or point "
-                               f"data_dir= / {ENV_DATA_DIR} at a folder that has {name}/")
+        raise MissingDataError(
+            f"{folder}: not found. Fix: put the {name} files there ({MANIFEST} says where to get "
+            "them), or point "
+            f"data_dir= / {ENV_DATA_DIR} at a folder that has {name}/"
+        )
     return folder
 
 
 def _unique_keys(path: Path):
     """A json object_pairs_hook that refuses duplicate keys (json.loads would keep the last silently)."""
+
     def hook(pairs):
         counts = Counter(k for k, _ in pairs)
         dupes = sorted(k for k, n in counts.items() if n > 1)
         if dupes:
             raise _error(str(path), f"duplicate example ids {dupes[:5]}", "make the ids unique")
         return dict(pairs)
+
     return hook
 
 
@@ -834,9 +949,19 @@ def _check_release_size(dataset: str, path: Path, count: int, unit: str) -> None
     if expected is None or count == expected:
         return
     if (path.parent / SUBSET_MARKER).is_file():
-        logger.warning("%s: %d of the release's %d %s (a subset: %s is marked %s)", path, count, expected, unit,
-                       path.parent, SUBSET_MARKER)
+        logger.warning(
+            "%s: %d of the release's %d %s (a subset: %s is marked %s)",
+            path,
+            count,
+            expected,
+            unit,
+            path.parent,
+            SUBSET_MARKER,
+        )
         return
-    raise _error(str(path), f"{count:,} {unit}, but the released file has {expected:,}, so this copy is truncated "
-                 "or altered", f"restore the original ({MANIFEST} gives its size and sha256), or, for a deliberate "
-                 f"subset, create a file named {SUBSET_MARKER} in {path.parent}")
+    raise _error(
+        str(path),
+        f"{count:,} {unit}, but the released file has {expected:,}, so this copy is truncated or altered",
+        f"restore the original ({MANIFEST} gives its size and sha256), or, for a deliberate "
+        f"subset, create a file named {SUBSET_MARKER} in {path.parent}",
+    )

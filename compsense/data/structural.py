@@ -6,6 +6,7 @@ near-misses (notebooks 03, 04) come from sentences whose paraphrase pairs no mod
 and a sentence with all its near-misses sits on one side only. A user's own sentence list can be
 added to either side. Outputs: {work_dir}/negatives/pairs.parquet and triplets.parquet.
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from compsense.data.negatives import make_pairs, make_triplets, read_pairs, write_pairs
-from compsense.data.negatives.pairs import source_id_of
+from compsense.core.layout import NEGATIVES
 from compsense.core.paths import workspace
 from compsense.data.datasets import load_mrpc, load_sentences
-from compsense.core.layout import NEGATIVES
+from compsense.data.negatives import make_pairs, make_triplets, read_pairs, write_pairs
+from compsense.data.negatives.pairs import source_id_of
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,13 @@ def user_sentences(path: str | os.PathLike) -> list[tuple[str, str]]:
     return [(source_id_of(s), s) for s in load_sentences(path)]
 
 
-def build_pairs(train_sources: list[tuple[str, str]], test_sources: list[tuple[str, str]], families=None,
-                seed: int = 0, max_per_family: int = 1) -> tuple[pd.DataFrame, dict]:
+def build_pairs(
+    train_sources: list[tuple[str, str]],
+    test_sources: list[tuple[str, str]],
+    families=None,
+    seed: int = 0,
+    max_per_family: int = 1,
+) -> tuple[pd.DataFrame, dict]:
     """Near-miss pairs with the split fixed by where each source came from.
 
     A sentence present on both sides is kept on the test side only (counted in the stats), so no
@@ -55,20 +61,28 @@ def build_pairs(train_sources: list[tuple[str, str]], test_sources: list[tuple[s
     parts = []
     for split, sources in (("train", kept_train), ("test", test_sources)):
         if sources:
-            df = make_pairs(sources, families=families, seed=seed, max_per_family=max_per_family,
-                            test_fraction=1.0 if split == "test" else 0.0)
+            df = make_pairs(
+                sources,
+                families=families,
+                seed=seed,
+                max_per_family=max_per_family,
+                test_fraction=1.0 if split == "test" else 0.0,
+            )
             parts.append(df.assign(split=split))
     pairs = pd.concat(parts, ignore_index=True) if parts else make_pairs([], families=families)
     stats = {
-        "train_sources": len(kept_train), "test_sources": len(test_sources),
+        "train_sources": len(kept_train),
+        "test_sources": len(test_sources),
         "dropped_train_sources_also_in_test": len(train_sources) - len(kept_train),
         "train_sources_with_near_miss": int(pairs.loc[pairs.split == "train", "source_id"].nunique()),
         "test_sources_with_near_miss": int(pairs.loc[pairs.split == "test", "source_id"].nunique()),
         "pairs": len(pairs),
     }
     if stats["dropped_train_sources_also_in_test"]:
-        log.warning("%d train sentences also occur in the test sources; kept them on the test side only",
-                    stats["dropped_train_sources_also_in_test"])
+        log.warning(
+            "%d train sentences also occur in the test sources; kept them on the test side only",
+            stats["dropped_train_sources_also_in_test"],
+        )
     return pairs, stats
 
 
@@ -81,8 +95,10 @@ def counts_table(pairs: pd.DataFrame) -> pd.DataFrame:
 def write_outputs(pairs: pd.DataFrame, work_dir) -> dict[str, Path]:
     """Write pairs.parquet and triplets.parquet under {work_dir}/negatives/ (atomically)."""
     out = workspace(work_dir, NEGATIVES)
-    return {"pairs": write_pairs(pairs, out / "pairs.parquet"),
-            "triplets": write_pairs(make_triplets(pairs), out / "triplets.parquet")}
+    return {
+        "pairs": write_pairs(pairs, out / "pairs.parquet"),
+        "triplets": write_pairs(make_triplets(pairs), out / "triplets.parquet"),
+    }
 
 
 def read_outputs(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -93,8 +109,14 @@ def read_outputs(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
 def yield_figure(yields: pd.DataFrame, title: str = "Near-miss yield per family"):
     import plotly.express as px
 
-    fig = px.bar(yields, x="family", y="yield", text=yields["yield"].map("{:.0%}".format),
-                 hover_data=["n_with_near_miss", "n_sentences"], title=title)
+    fig = px.bar(
+        yields,
+        x="family",
+        y="yield",
+        text=yields["yield"].map("{:.0%}".format),
+        hover_data=["n_with_near_miss", "n_sentences"],
+        title=title,
+    )
     return fig.update_layout(yaxis_tickformat=".0%", yaxis_range=[0, 1])
 
 
@@ -102,8 +124,15 @@ def artefact_figure(aucs: pd.DataFrame, target: float = 0.65):
     """Blind bag-of-words AUC per family, with the 0.65 target and chance marked."""
     import plotly.express as px
 
-    fig = px.bar(aucs, x="family", y="auc", color="source", barmode="group", range_y=[0, 1],
-                 title="Artefact check: can a blind bag-of-words spot the near-miss? (0.5 = no)")
+    fig = px.bar(
+        aucs,
+        x="family",
+        y="auc",
+        color="source",
+        barmode="group",
+        range_y=[0, 1],
+        title="Artefact check: can a blind bag-of-words spot the near-miss? (0.5 = no)",
+    )
     fig.add_hline(y=target, line_dash="dash", annotation_text=f"target ≤ {target}")
     return fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
 
@@ -111,5 +140,10 @@ def artefact_figure(aucs: pd.DataFrame, target: float = 0.65):
 def edit_distance_figure(distances: pd.DataFrame):
     import plotly.express as px
 
-    return px.histogram(distances, x="edit_distance", color="family", barmode="group",
-                        title="Edit size: token edit distance between a sentence and its near-miss")
+    return px.histogram(
+        distances,
+        x="edit_distance",
+        color="family",
+        barmode="group",
+        title="Edit size: token edit distance between a sentence and its near-miss",
+    )

@@ -15,6 +15,7 @@ final/`) and the verifiers notebook 04 saved (`verifiers/<name>-<regime>/`); F0-
 and are always there. Encoders load on first use; token and pooled embeddings are cached per
 (encoder, text) in a small LRU, so editing one sentence re-encodes only that sentence.
 """
+
 from __future__ import annotations
 
 import html
@@ -28,12 +29,19 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from compsense.core.paths import resolve
 from compsense.core.encoders import embedding_dim, encode_pooled, load_encoder, offline_status, quiet_transformers
-from compsense.data.negatives import perturb
-from compsense.verifiers.architectures import AlignVerifier, CONFIG_FILE, create, load, read_info, score_maps, token_positions
-from compsense.verifiers.simmap import TokenBatch, similarity_map, token_embeddings
 from compsense.core.layout import FINAL, trained_model_dirs, verifiers_root
+from compsense.data.negatives import perturb
+from compsense.verifiers.architectures import (
+    CONFIG_FILE,
+    AlignVerifier,
+    create,
+    load,
+    read_info,
+    score_maps,
+    token_positions,
+)
+from compsense.verifiers.simmap import TokenBatch, similarity_map, token_embeddings
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +115,11 @@ class TextCache:
             self.encoded += len(missing)
             emb, lengths = batch.embeddings.float().cpu(), batch.lengths.cpu()
             for r, text in enumerate(missing):
-                self._put(self._tokens, (bool(include_special), text),
-                          (emb[r, : int(lengths[r])].clone(), list(batch.tokens[r])))
+                self._put(
+                    self._tokens,
+                    (bool(include_special), text),
+                    (emb[r, : int(lengths[r])].clone(), list(batch.tokens[r])),
+                )
         return [self._get(self._tokens, k) for k in keys]
 
     def pooled(self, texts: Sequence[str]) -> np.ndarray:
@@ -216,8 +227,10 @@ def discover_verifiers(work_dir: str | os.PathLike | None) -> dict[str, Verifier
 
     A folder that does not load (half-written, another version) is skipped with a warning.
     """
-    entries = {label: VerifierEntry(label, create(name, learnable=False) if name == "F2" else create(name))
-               for label, name in BASE_VERIFIERS.items()}
+    entries = {
+        label: VerifierEntry(label, create(name, learnable=False) if name == "F2" else create(name))
+        for label, name in BASE_VERIFIERS.items()
+    }
     if work_dir is None:
         return entries
     root = verifiers_root(work_dir)
@@ -243,8 +256,15 @@ class Session:
     `view(a, b, encoder)` is what the map panel shows; `near_miss_table(a, encoder)` the table.
     """
 
-    def __init__(self, work_dir: str | os.PathLike | None = "runs/smoke", backbone: str = "tiny-bert",
-                 device=None, seed: int = 0, cache_size: int = 256, max_encoders: int = 3):
+    def __init__(
+        self,
+        work_dir: str | os.PathLike | None = "runs/smoke",
+        backbone: str = "tiny-bert",
+        device=None,
+        seed: int = 0,
+        cache_size: int = 256,
+        max_encoders: int = 3,
+    ):
         self.work_dir, self.backbone, self.device, self.seed = work_dir, backbone, device, seed
         self.cache_size = cache_size
         self.encoders = discover_encoders(work_dir, backbone)
@@ -309,24 +329,40 @@ class Session:
             alignment = weights.argmax(axis=1) if weights is not None else None
             if entry.encoder:
                 notes.append(f"{entry.label} scores maps of its own fine-tuned encoder, not the one shown")
-        return PairView(query, document, q_tokens, d_tokens, M, cols, values, scores, alignment,
-                        explain if entry is not None else None, notes)
+        return PairView(
+            query,
+            document,
+            q_tokens,
+            d_tokens,
+            M,
+            cols,
+            values,
+            scores,
+            alignment,
+            explain if entry is not None else None,
+            notes,
+        )
 
-    def near_miss_table(self, sentence: str, encoder: str | None = None, families=None, seed: int = 0,
-                        max_per_family: int = 3):
+    def near_miss_table(
+        self, sentence: str, encoder: str | None = None, families=None, seed: int = 0, max_per_family: int = 3
+    ):
         """Near-misses of `sentence` (up to `max_per_family` per family), one row each: family, text, edit,
         pooled cosine and each verifier's score against `sentence`, sorted by pooled cosine
         (highest first). A first row scores the sentence against itself, for scale."""
         import pandas as pd
 
-
         encoder = encoder or self.default_encoder
         near = perturb(sentence, families=families, seed=seed, max_per_family=max_per_family)
         texts = [sentence] + [n.text for n in near]
         scores = self.scores(encoder, sentence, texts)
-        rows = pd.DataFrame({"family": ["(itself)"] + [n.family for n in near], "text": texts,
-                             "edit": [""] + [_edit_text(n.edit) for n in near],
-                             **{k: v.astype(float) for k, v in scores.items()}})
+        rows = pd.DataFrame(
+            {
+                "family": ["(itself)"] + [n.family for n in near],
+                "text": texts,
+                "edit": [""] + [_edit_text(n.edit) for n in near],
+                **{k: v.astype(float) for k, v in scores.items()},
+            }
+        )
         itself, rest = rows.iloc[:1], rows.iloc[1:].sort_values(POOLED, ascending=False, kind="stable")
         return pd.concat([itself, rest], ignore_index=True)
 
@@ -349,6 +385,7 @@ def mean_drop(table) -> dict[str, float]:
 
 # ----------------------------------------------------------------------------- what is drawn
 
+
 def figure_similarity_map(view: PairView, max_cell_text: int = 400):
     """The map as a plotly heatmap, A's tokens down the side, B's along the top; squares mark each
     A token's MaxSim match, circles the explained verifier's alignment (F2).
@@ -363,30 +400,71 @@ def figure_similarity_map(view: PairView, max_cell_text: int = 400):
     show_values = 0 < lq * ld <= max_cell_text
     has_match = view.maxsim >= 0
     align = view.alignment if view.alignment is not None else np.zeros(0, dtype=int)
-    fig = go.Figure([
-        go.Heatmap(z=view.M, x=cols, y=rows, zmin=-1, zmax=1, zmid=0, colorscale="RdBu_r",
-                   colorbar=dict(title="cosine", thickness=12), name="map",
-                   customdata=_cell_labels(view), hovertemplate="%{customdata}<br>cos %{z:.3f}<extra></extra>",
-                   texttemplate="%{z:.2f}" if show_values else None,
-                   textfont=dict(size=9)),
-        go.Scatter(x=view.maxsim[has_match], y=rows[has_match], mode="markers", name="MaxSim match (F1)",
-                   marker=dict(symbol="square-open", size=20, color="black", line=dict(width=2)),
-                   hovertemplate="MaxSim: %{y} -> %{x}<extra></extra>"),
-        go.Scatter(x=align, y=np.arange(len(align)), mode="markers",
-                   name=view.explained or "alignment",
-                   visible=len(align) > 0, marker=dict(symbol="circle-open", size=14, color="#2ca02c",
-                                                       line=dict(width=3)),
-                   hovertemplate="alignment: %{y} -> %{x}<extra></extra>"),
-    ])
+    fig = go.Figure(
+        [
+            go.Heatmap(
+                z=view.M,
+                x=cols,
+                y=rows,
+                zmin=-1,
+                zmax=1,
+                zmid=0,
+                colorscale="RdBu_r",
+                colorbar=dict(title="cosine", thickness=12),
+                name="map",
+                customdata=_cell_labels(view),
+                hovertemplate="%{customdata}<br>cos %{z:.3f}<extra></extra>",
+                texttemplate="%{z:.2f}" if show_values else None,
+                textfont=dict(size=9),
+            ),
+            go.Scatter(
+                x=view.maxsim[has_match],
+                y=rows[has_match],
+                mode="markers",
+                name="MaxSim match (F1)",
+                marker=dict(symbol="square-open", size=20, color="black", line=dict(width=2)),
+                hovertemplate="MaxSim: %{y} -> %{x}<extra></extra>",
+            ),
+            go.Scatter(
+                x=align,
+                y=np.arange(len(align)),
+                mode="markers",
+                name=view.explained or "alignment",
+                visible=len(align) > 0,
+                marker=dict(symbol="circle-open", size=14, color="#2ca02c", line=dict(width=3)),
+                hovertemplate="alignment: %{y} -> %{x}<extra></extra>",
+            ),
+        ]
+    )
     fig.update_layout(
-        template="plotly_white", height=max(320, 160 + 30 * lq), width=max(520, 260 + 38 * ld),
-        margin=dict(l=10, r=10, t=90, b=10), legend=dict(orientation="h", y=-0.04, yanchor="top"),
-        title=dict(text=f"pooled cosine {view.scores.get(POOLED, float('nan')):.3f}  ·  rows: A, columns: B",
-                   font=dict(size=14)),
-        xaxis=dict(tickmode="array", tickvals=cols.tolist(), ticktext=view.document_tokens, side="top",
-                   tickangle=-45, showgrid=False, zeroline=False, range=[-0.5, max(ld, 1) - 0.5]),
-        yaxis=dict(tickmode="array", tickvals=rows.tolist(), ticktext=view.query_tokens, autorange=False,
-                   range=[max(lq, 1) - 0.5, -0.5], showgrid=False, zeroline=False),
+        template="plotly_white",
+        height=max(320, 160 + 30 * lq),
+        width=max(520, 260 + 38 * ld),
+        margin=dict(l=10, r=10, t=90, b=10),
+        legend=dict(orientation="h", y=-0.04, yanchor="top"),
+        title=dict(
+            text=f"pooled cosine {view.scores.get(POOLED, float('nan')):.3f}  ·  rows: A, columns: B",
+            font=dict(size=14),
+        ),
+        xaxis=dict(
+            tickmode="array",
+            tickvals=cols.tolist(),
+            ticktext=view.document_tokens,
+            side="top",
+            tickangle=-45,
+            showgrid=False,
+            zeroline=False,
+            range=[-0.5, max(ld, 1) - 0.5],
+        ),
+        yaxis=dict(
+            tickmode="array",
+            tickvals=rows.tolist(),
+            ticktext=view.query_tokens,
+            autorange=False,
+            range=[max(lq, 1) - 0.5, -0.5],
+            showgrid=False,
+            zeroline=False,
+        ),
     )
     return fig
 
@@ -397,13 +475,17 @@ def scores_html(view: PairView) -> str:
     for label, value in view.scores.items():
         about = ABOUT.get(label) or (ABOUT.get(label.split()[0], "") if label in BASE_VERIFIERS else "")
         style = ' style="background:#eef6ee"' if label == view.explained else ""
-        rows.append(f'<tr{style}><th style="text-align:left;white-space:nowrap;padding-right:8px">'
-                    f'{html.escape(label)}</th><td class="score" style="text-align:right;padding-right:8px">'
-                    f'{_fmt(value)}</td><td style="color:#666;font-size:85%;line-height:1.2">{html.escape(about)}</td></tr>')
+        rows.append(
+            f'<tr{style}><th style="text-align:left;white-space:nowrap;padding-right:8px">'
+            f'{html.escape(label)}</th><td class="score" style="text-align:right;padding-right:8px">'
+            f'{_fmt(value)}</td><td style="color:#666;font-size:85%;line-height:1.2">{html.escape(about)}</td></tr>'
+        )
     notes = "".join(f'<p style="color:#a60">{html.escape(n)}</p>' for n in view.notes)
     body = "".join(rows)
-    return (f'<table class="compsense-scores" style="line-height:1.3">'
-            f'<tr><th style="text-align:left">scorer</th><th>A vs B</th><th></th></tr>{body}</table>{notes}')
+    return (
+        f'<table class="compsense-scores" style="line-height:1.3">'
+        f'<tr><th style="text-align:left">scorer</th><th>A vs B</th><th></th></tr>{body}</table>{notes}'
+    )
 
 
 def table_html(table) -> str:
@@ -415,22 +497,27 @@ def table_html(table) -> str:
     ref = {c: float(itself[c].iloc[0]) for c in cols} if not itself.empty else {}
     body = []
     for _, row in table.iterrows():
-        cells = [f"<td>{html.escape(str(row.family))}</td>",
-                 f'<td title="{html.escape(str(row.edit))}" style="text-align:left">{html.escape(str(row.text))}</td>']
+        cells = [
+            f"<td>{html.escape(str(row.family))}</td>",
+            f'<td title="{html.escape(str(row.edit))}" style="text-align:left">{html.escape(str(row.text))}</td>',
+        ]
         for c in cols:
             drop = ref.get(c, row[c]) - row[c]
             drop = drop if np.isfinite(drop) else 0.0
             shade = int(255 - min(max(drop, 0.0) / 0.3, 1.0) * 120)
-            cells.append(f'<td class="score" style="text-align:right;background:rgb(255,{shade},{shade})">'
-                         f"{_fmt(row[c])}</td>")
+            cells.append(
+                f'<td class="score" style="text-align:right;background:rgb(255,{shade},{shade})">{_fmt(row[c])}</td>'
+            )
         body.append(f"<tr>{''.join(cells)}</tr>")
     drops = mean_drop(table)
     foot = "".join(f'<td style="text-align:right"><b>{_fmt(drops[c])}</b></td>' for c in cols)
     n = int((table.family != "(itself)").sum())
-    return (f'<table class="compsense-near-misses" style="border-collapse:collapse">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
-            f"<tfoot><tr><td colspan=2><b>mean drop from itself ({n} near-misses)</b></td>{foot}</tr></tfoot>"
-            "</table>")
+    return (
+        f'<table class="compsense-near-misses" style="border-collapse:collapse">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
+        f"<tfoot><tr><td colspan=2><b>mean drop from itself ({n} near-misses)</b></td>{foot}</tr></tfoot>"
+        "</table>"
+    )
 
 
 def _fmt(value: float) -> str:

@@ -12,21 +12,29 @@ allow_stdin=False), so an executed notebook keeps a picture rather than a dead w
 `interactive=True` or `False` forces either. Live widgets need `anywidget` (plotly's FigureWidget
 is built on it); without it the explorer says so and renders statically.
 """
+
 from __future__ import annotations
 
 import html
 import logging
 
-from compsense.explorer.core import (POOLED, PairView, Session, figure_similarity_map, scores_html, table_html)
+from compsense.explorer.core import POOLED, PairView, Session, figure_similarity_map, scores_html, table_html
 
 log = logging.getLogger(__name__)
 
 DEFAULT_EXPLAIN = "F2 alignment"
 
 
-def explorer(sentence_a: str = "The cat chased the dog.", sentence_b: str = "The dog chased the cat.",
-             backbone: str = "tiny-bert", work_dir="runs/smoke", device=None, interactive: bool | None = None,
-             seed: int = 0, near_misses: bool = True):
+def explorer(
+    sentence_a: str = "The cat chased the dog.",
+    sentence_b: str = "The dog chased the cat.",
+    backbone: str = "tiny-bert",
+    work_dir="runs/smoke",
+    device=None,
+    interactive: bool | None = None,
+    seed: int = 0,
+    near_misses: bool = True,
+):
     """The explorer for two sentences; display the returned object (a notebook cell's last line).
 
     `backbone` is the encoder selected first (any other offline backbone and every Model A/B
@@ -63,8 +71,15 @@ def live_frontend() -> bool:
 class StaticExplorer:
     """The explorer as a picture: the map figure, the scores and the near-miss table."""
 
-    def __init__(self, session: Session, sentence_a: str, sentence_b: str, encoder: str | None = None,
-                 explain: str | None = DEFAULT_EXPLAIN, near_misses: bool = True):
+    def __init__(
+        self,
+        session: Session,
+        sentence_a: str,
+        sentence_b: str,
+        encoder: str | None = None,
+        explain: str | None = DEFAULT_EXPLAIN,
+        near_misses: bool = True,
+    ):
         self.session = session
         self.encoder = encoder or session.default_encoder
         self.view: PairView = session.view(sentence_a, sentence_b, self.encoder, explain)
@@ -75,8 +90,7 @@ class StaticExplorer:
             self.table, self.message = _near_miss_table(session, sentence_a, self.encoder)
 
     def html(self) -> str:
-        parts = [f"<h4>Scores of A against B ({html.escape(self.encoder)})</h4>",
-                 scores_html(self.view)]
+        parts = [f"<h4>Scores of A against B ({html.escape(self.encoder)})</h4>", scores_html(self.view)]
         if self.table is not None or self.message:
             parts.append("<h4>Near-misses of A</h4>")
             parts.append(table_html(self.table) if self.table is not None else f"<p>{html.escape(self.message)}</p>")
@@ -102,32 +116,55 @@ class ExplorerApp:
         wide = w.Layout(width="95%")
         self.text_a = w.Text(value=sentence_a, description="A", continuous_update=False, layout=wide)
         self.text_b = w.Text(value=sentence_b, description="B", continuous_update=False, layout=wide)
-        self.encoder = w.Dropdown(options=list(session.encoders), value=session.default_encoder,
-                                  description="encoder", layout=w.Layout(width="45%"))
+        self.encoder = w.Dropdown(
+            options=list(session.encoders),
+            value=session.default_encoder,
+            description="encoder",
+            layout=w.Layout(width="45%"),
+        )
         verifiers = list(session.verifiers)
-        self.explain = w.Dropdown(options=verifiers, value=explain if explain in verifiers else verifiers[0],
-                                  description="explain", layout=w.Layout(width="45%"),
-                                  tooltip="the verifier whose alignment is drawn on the map")
+        self.explain = w.Dropdown(
+            options=verifiers,
+            value=explain if explain in verifiers else verifiers[0],
+            description="explain",
+            layout=w.Layout(width="45%"),
+            tooltip="the verifier whose alignment is drawn on the map",
+        )
         self.view = self._compute_view()
         self.figure = go.FigureWidget(figure_similarity_map(self.view))
         self.scores = w.HTML(scores_html(self.view), layout=w.Layout(flex="1 1 auto", margin="40px 0 0 10px"))
-        self.button = w.Button(description="near-misses of A", icon="random",
-                               tooltip="every family's near-misses of sentence A, scored by each scorer")
+        self.button = w.Button(
+            description="near-misses of A",
+            icon="random",
+            tooltip="every family's near-misses of sentence A, scored by each scorer",
+        )
         self.status = w.HTML("")
         self.table = w.HTML("")
         self.table_shown = False
-        for name, widget in [("sentence-a", self.text_a), ("sentence-b", self.text_b), ("encoder", self.encoder),
-                             ("explain", self.explain), ("scores", self.scores), ("near-miss-button", self.button),
-                             ("status", self.status), ("near-miss-table", self.table)]:
+        for name, widget in [
+            ("sentence-a", self.text_a),
+            ("sentence-b", self.text_b),
+            ("encoder", self.encoder),
+            ("explain", self.explain),
+            ("scores", self.scores),
+            ("near-miss-button", self.button),
+            ("status", self.status),
+            ("near-miss-table", self.table),
+        ]:
             widget.add_class(f"compsense-{name}")
         self.figure_box = w.Box([self.figure], layout=w.Layout(flex="0 0 auto", overflow="auto"))
         self.figure_box.add_class("compsense-map")
-        self.widget = w.VBox([
-            w.HTML("<b>Similarity-map explorer</b>: type a sentence and press Enter."),
-            self.text_a, self.text_b, w.HBox([self.encoder, self.explain]),
-            w.HBox([self.figure_box, self.scores]),
-            w.HBox([self.button, self.status]), self.table,
-        ])
+        self.widget = w.VBox(
+            [
+                w.HTML("<b>Similarity-map explorer</b>: type a sentence and press Enter."),
+                self.text_a,
+                self.text_b,
+                w.HBox([self.encoder, self.explain]),
+                w.HBox([self.figure_box, self.scores]),
+                w.HBox([self.button, self.status]),
+                self.table,
+            ]
+        )
         self.widget.add_class("compsense-explorer")
         self.text_a.observe(self._on_a, names="value")
         self.text_b.observe(self.refresh, names="value")

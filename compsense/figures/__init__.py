@@ -1,1 +1,3 @@
-"""Figures of particular notebooks (problem, geometry, ab) and saving them (export). Reads what the science layers wrote."""
+"""Figures of particular notebooks (problem, geometry, ab) and saving them (export). Reads what the
+science layers wrote.
+"""

@@ -3,6 +3,7 @@
 Each function takes a table the pipeline already wrote (train logs, tidy retrieval results) and
 returns a plotly Figure; nothing is recomputed here. `compsense.figures.export.save_figure` writes them.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -13,11 +14,20 @@ def learning_curves(curves: pd.DataFrame):
     import plotly.express as px
 
     df = curves.assign(run=curves.variant + " · seed " + curves.seed.astype(str))
-    fig = px.line(df, x="step", y="loss", color="variant", line_group="run", facet_col="backbone",
-                  hover_data=["seed", "learning_rate"], markers=len(df) < 200)
+    fig = px.line(
+        df,
+        x="step",
+        y="loss",
+        color="variant",
+        line_group="run",
+        facet_col="backbone",
+        hover_data=["seed", "learning_rate"],
+        markers=len(df) < 200,
+    )
     fig.update_yaxes(matches=None)
-    fig.update_layout(title="MNRL training loss (Model A: retrieval only; B: + structural triplets)",
-                      legend_title_text="variant")
+    fig.update_layout(
+        title="MNRL training loss (Model A: retrieval only; B: + structural triplets)", legend_title_text="variant"
+    )
     return fig
 
 
@@ -25,8 +35,15 @@ def per_dataset_deltas(deltas: pd.DataFrame, metric: str = "nDCG@10"):
     """B - A per evaluation dataset (mean over seeds), one bar group per backbone."""
     import plotly.express as px
 
-    fig = px.bar(deltas, x="dataset", y="delta", color="backbone", barmode="group",
-                 hover_data=["A", "B"], labels={"delta": f"B − A {metric}"})
+    fig = px.bar(
+        deltas,
+        x="dataset",
+        y="delta",
+        color="backbone",
+        barmode="group",
+        hover_data=["A", "B"],
+        labels={"delta": f"B − A {metric}"},
+    )
     fig.add_hline(y=0, line_color="gray")
     fig.update_layout(title=f"Model B − Model A, {metric}, per dataset (below 0: structural training cost)")
     return fig
@@ -36,9 +53,15 @@ def share_sweep(sweep: pd.DataFrame, metric: str = "ndcg@10"):
     """Drop relative to Model A (share 0) against the structural share, per backbone."""
     import plotly.express as px
 
-    fig = px.line(sweep.sort_values("structural_share"), x="structural_share", y="drop", color="backbone",
-                  markers=True, hover_data=[metric, "n_seeds"],
-                  labels={"structural_share": "share of structural identity triplets", "drop": f"Δ {metric} vs A"})
+    fig = px.line(
+        sweep.sort_values("structural_share"),
+        x="structural_share",
+        y="drop",
+        color="backbone",
+        markers=True,
+        hover_data=[metric, "n_seeds"],
+        labels={"structural_share": "share of structural identity triplets", "drop": f"Δ {metric} vs A"},
+    )
     fig.add_hline(y=0, line_color="gray")
     fig.update_layout(title="Retrieval cost of structural training, by share of structural rows (0 = Model A)")
     return fig
@@ -51,32 +74,52 @@ def dose_response(points: pd.DataFrame, metric: str = "ndcg@10"):
     import plotly.graph_objects as go
 
     agg = points.groupby(["backbone", "variant"], as_index=False).agg(
-        structural_share=("structural_share", "first"), drop=("drop", "mean"), drop_std=("drop", "std"),
-        auc_gain=("auc_gain", "mean"), auc_gain_std=("auc_gain", "std"), n_seeds=("seed", "nunique"))
+        structural_share=("structural_share", "first"),
+        drop=("drop", "mean"),
+        drop_std=("drop", "std"),
+        auc_gain=("auc_gain", "mean"),
+        auc_gain_std=("auc_gain", "std"),
+        n_seeds=("seed", "nunique"),
+    )
     fig = go.Figure()
     for backbone, grp in agg.groupby("backbone", sort=False):
         sweep = grp[grp.variant.str.match(r"^(A|B|B-share.*)$")].sort_values("structural_share")
         other = grp[~grp.index.isin(sweep.index)]
-        for part, mode, name in ((sweep, "lines+markers+text", f"{backbone}: B by share"),
-                                 (other, "markers+text", f"{backbone}: controls")):
+        for part, mode, name in (
+            (sweep, "lines+markers+text", f"{backbone}: B by share"),
+            (other, "markers+text", f"{backbone}: controls"),
+        ):
             if part.empty:
                 continue
-            label = [f"{v} ({s:g})" if v in ("A", "B") else "base" if v == "base" else v
-                     for v, s in zip(part.variant, part.structural_share.fillna(0))]
-            fig.add_trace(go.Scatter(
-                x=part.auc_gain, y=part["drop"], mode=mode, name=name, text=label, textposition="top center",
-                error_x=dict(type="data", array=part.auc_gain_std.fillna(0)),
-                error_y=dict(type="data", array=part.drop_std.fillna(0)),
-                customdata=part.n_seeds, hovertemplate="%{text}<br>AUC gain %{x:.3f}<br>Δ %{y:.4f}"
-                                                       "<br>seeds %{customdata}<extra></extra>"))
+            label = [
+                f"{v} ({s:g})" if v in ("A", "B") else "base" if v == "base" else v
+                for v, s in zip(part.variant, part.structural_share.fillna(0))
+            ]
+            fig.add_trace(
+                go.Scatter(
+                    x=part.auc_gain,
+                    y=part["drop"],
+                    mode=mode,
+                    name=name,
+                    text=label,
+                    textposition="top center",
+                    error_x=dict(type="data", array=part.auc_gain_std.fillna(0)),
+                    error_y=dict(type="data", array=part.drop_std.fillna(0)),
+                    customdata=part.n_seeds,
+                    hovertemplate="%{text}<br>AUC gain %{x:.3f}<br>Δ %{y:.4f}<br>seeds %{customdata}<extra></extra>",
+                )
+            )
     fig.add_hline(y=0, line_color="gray")
     fig.add_vline(x=0, line_color="gray")
     # room for the text labels at both ends, which plotly does not count when it sizes the axes
     lo, hi = float(agg.auc_gain.min()), float(agg.auc_gain.max())
     pad = 0.2 * max(hi - lo, 1e-3)
     fig.update_xaxes(range=[min(lo, 0.0) - pad, max(hi, 0.0) + pad])
-    fig.update_layout(title="Dose-response: zero-shot cost against near-miss separation<br>"
-                            "<sup>both relative to Model A of the same seed; bars: std over seeds; base: not fine-tuned</sup>",
-                      xaxis_title="held-out near-miss separation AUC, minus Model A's",
-                      yaxis_title=f"zero-shot Δ {metric} vs Model A", margin=dict(r=40))
+    fig.update_layout(
+        title="Dose-response: zero-shot cost against near-miss separation<br>"
+        "<sup>both relative to Model A of the same seed; bars: std over seeds; base: not fine-tuned</sup>",
+        xaxis_title="held-out near-miss separation AUC, minus Model A's",
+        yaxis_title=f"zero-shot Δ {metric} vs Model A",
+        margin=dict(r=40),
+    )
     return fig

@@ -10,6 +10,7 @@ name (plotly draws a random one otherwise), so figures/ (`make figures`) changes
 Plots read tidy tables and never recompute results; the figure-making functions of each stage live
 in that stage's module, this module only writes them out.
 """
+
 from __future__ import annotations
 
 import logging

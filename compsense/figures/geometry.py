@@ -5,6 +5,7 @@ encoder, so a figure can be redrawn from {work_dir}/results/ alone. Distribution
 over [-1, 1] (`geometry.histogram`): negative cosines are shown, not dropped as the authors' [0, 1]
 bins did.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,8 +18,10 @@ from compsense.nearmiss.metrics import AUC
 
 VARIANT_LABELS = {"base": "Base", "A": "Model A", "B": "Model B"}
 VARIANT_COLORS = {"base": "#7f7f7f", "A": "#1f77b4", "B": "#d62728"}
-REFERENCE_STYLE = {"paraphrase": ("rgba(44,160,44,0.18)", "paraphrase pairs (reference)"),
-                   "random": ("rgba(148,103,189,0.18)", "random pairs (reference)")}
+REFERENCE_STYLE = {
+    "paraphrase": ("rgba(44,160,44,0.18)", "paraphrase pairs (reference)"),
+    "random": ("rgba(148,103,189,0.18)", "random pairs (reference)"),
+}
 _EXTRA_COLORS = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
 
@@ -45,9 +48,16 @@ def family_label(dataset: str, family: str) -> str:
     return family
 
 
-def near_miss_figure(scores: pd.DataFrame, dataset: str = "negatives", families: Sequence[str] | None = None,
-                     backbone: str | None = None, bins: int = 50, reference_variant: str | None = None,
-                     title: str | None = None, max_cols: int = 4):
+def near_miss_figure(
+    scores: pd.DataFrame,
+    dataset: str = "negatives",
+    families: Sequence[str] | None = None,
+    backbone: str | None = None,
+    bins: int = 50,
+    reference_variant: str | None = None,
+    title: str | None = None,
+    max_cols: int = 4,
+):
     """Figure 1: one facet per family, the (anchor, near-miss) cosine distribution of each model
     (Base, A, B; seeds pooled) as outlines over [-1, 1], the reference paraphrase and random-pair
     distributions shaded behind them. Lower is better for near-misses.
@@ -67,9 +77,14 @@ def near_miss_figure(scores: pd.DataFrame, dataset: str = "negatives", families:
     counts = near[near.model == near.model.iloc[0]].groupby("family").size()  # pairs per family, one model
     n_cols = min(len(families), max_cols)
     n_rows = -(-len(families) // n_cols)
-    fig = make_subplots(rows=n_rows, cols=n_cols, shared_yaxes=True, horizontal_spacing=0.02,
-                        vertical_spacing=0.3 / n_rows,
-                        subplot_titles=[f"{family_label(dataset, f)} (n={int(counts.get(f, 0))})" for f in families])
+    fig = make_subplots(
+        rows=n_rows,
+        cols=n_cols,
+        shared_yaxes=True,
+        horizontal_spacing=0.02,
+        vertical_spacing=0.3 / n_rows,
+        subplot_titles=[f"{family_label(dataset, f)} (n={int(counts.get(f, 0))})" for f in families],
+    )
     reference_traces: dict[str, list[int]] = {v: [] for v in variants}
     for i, family in enumerate(families):
         row, col = divmod(i, n_cols)
@@ -77,29 +92,53 @@ def near_miss_figure(scores: pd.DataFrame, dataset: str = "negatives", families:
         for variant in variants:
             for kind, values in _reference_values(scores, variant).items():
                 color, name = REFERENCE_STYLE[kind]
-                fig.add_trace(_step_trace(values, bins, name=name, legendgroup=f"ref-{kind}",
-                                          showlegend=first, fill="tozeroy", fillcolor=color,
-                                          line=dict(width=0), visible=variant == reference_variant,
-                                          hovertemplate=f"{name} [{variant_label(variant)}]<br>"
-                                                        "cosine %{x:.2f}: density %{y:.2f}<extra></extra>"),
-                              row=row, col=col)
+                fig.add_trace(
+                    _step_trace(
+                        values,
+                        bins,
+                        name=name,
+                        legendgroup=f"ref-{kind}",
+                        showlegend=first,
+                        fill="tozeroy",
+                        fillcolor=color,
+                        line=dict(width=0),
+                        visible=variant == reference_variant,
+                        hovertemplate=f"{name} [{variant_label(variant)}]<br>"
+                        "cosine %{x:.2f}: density %{y:.2f}<extra></extra>",
+                    ),
+                    row=row,
+                    col=col,
+                )
                 reference_traces[variant].append(len(fig.data) - 1)
         for variant in variants:
             values = near.loc[(near.family == family) & (near.variant == variant), "cosine"]
             if values.empty:
                 continue
             label = variant_label(variant)
-            fig.add_trace(_step_trace(values, bins, name=f"{label} near-misses", legendgroup=variant,
-                                      showlegend=first, line=dict(color=variant_color(variant, variants), width=2),
-                                      hovertemplate=f"{label}, {family}<br>cosine %{{x:.2f}}: density %{{y:.2f}}"
-                                                    f"<br>mean {values.mean():.3f}<extra></extra>"),
-                          row=row, col=col)
+            fig.add_trace(
+                _step_trace(
+                    values,
+                    bins,
+                    name=f"{label} near-misses",
+                    legendgroup=variant,
+                    showlegend=first,
+                    line=dict(color=variant_color(variant, variants), width=2),
+                    hovertemplate=f"{label}, {family}<br>cosine %{{x:.2f}}: density %{{y:.2f}}"
+                    f"<br>mean {values.mean():.3f}<extra></extra>",
+                ),
+                row=row,
+                col=col,
+            )
     fig.update_xaxes(range=[-1, 1], title_text="pooled cosine")
     fig.update_yaxes(title_text="density", col=1)
-    fig.update_layout(title=title or f"Near-miss cosine under pooled embeddings ({scores.backbone.iloc[0]}, "
-                                     f"{dataset}); lower is better", height=120 + 300 * n_rows,
-                      width=max(520, 300 * n_cols), legend=dict(orientation="h", y=-0.1 - 0.15 / n_rows),
-                      updatemenus=_reference_menu(fig, reference_traces, reference_variant))
+    fig.update_layout(
+        title=title
+        or f"Near-miss cosine under pooled embeddings ({scores.backbone.iloc[0]}, {dataset}); lower is better",
+        height=120 + 300 * n_rows,
+        width=max(520, 300 * n_cols),
+        legend=dict(orientation="h", y=-0.1 - 0.15 / n_rows),
+        updatemenus=_reference_menu(fig, reference_traces, reference_variant),
+    )
     return fig
 
 
@@ -143,14 +182,25 @@ def _reference_menu(fig, reference_traces: dict[str, list[int]], current: str) -
     buttons = []
     for variant, idx in reference_traces.items():
         visible = [(i in idx) if i in shown else True for i in range(len(fig.data))]
-        buttons.append(dict(label=f"references of {variant_label(variant)}", method="restyle",
-                            args=[{"visible": visible}]))
-    return [dict(buttons=buttons, active=list(reference_traces).index(current), x=1.0, xanchor="right",
-                 y=1.22, yanchor="top", direction="down")]
+        buttons.append(
+            dict(label=f"references of {variant_label(variant)}", method="restyle", args=[{"visible": visible}])
+        )
+    return [
+        dict(
+            buttons=buttons,
+            active=list(reference_traces).index(current),
+            x=1.0,
+            xanchor="right",
+            y=1.22,
+            yanchor="top",
+            direction="down",
+        )
+    ]
 
 
-def separation_auc_figure(table: pd.DataFrame, metric: str = AUC, backbone: str | None = None,
-                          title: str | None = None):
+def separation_auc_figure(
+    table: pd.DataFrame, metric: str = AUC, backbone: str | None = None, title: str | None = None
+):
     """Grouped bars: `metric` per family for Base, A and B (mean over seeds, error bars the seed
     std), the repo's near-miss families and SugarCrepe subsets side by side; 0.5 = chance."""
     import plotly.graph_objects as go
@@ -164,26 +214,49 @@ def separation_auc_figure(table: pd.DataFrame, metric: str = AUC, backbone: str 
     datasets = [d for d in NEAR_MISS_DATASETS if d in set(stats.dataset)]
     fams = {d: family_order(stats.loc[stats.dataset == d, "family"].unique()) for d in datasets}
     variants = variant_order(stats.variant.unique())
-    fig = make_subplots(rows=1, cols=len(datasets), shared_yaxes=True, horizontal_spacing=0.04,
-                        column_widths=[len(fams[d]) for d in datasets],
-                        subplot_titles=["near-miss families (MRPC paraphrases as positives)" if d == "negatives"
-                                        else "SugarCrepe subsets (external)" for d in datasets])
+    fig = make_subplots(
+        rows=1,
+        cols=len(datasets),
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        column_widths=[len(fams[d]) for d in datasets],
+        subplot_titles=[
+            "near-miss families (MRPC paraphrases as positives)"
+            if d == "negatives"
+            else "SugarCrepe subsets (external)"
+            for d in datasets
+        ],
+    )
     for col, dataset in enumerate(datasets, start=1):
         for variant in variants:
             part = stats[(stats.dataset == dataset) & (stats.variant == variant)].set_index("family")
             part = part.reindex([f for f in fams[dataset] if f in part.index])
-            fig.add_trace(go.Bar(
-                x=[family_label(dataset, f) for f in part.index], y=part["mean"], name=variant_label(variant),
-                legendgroup=variant, showlegend=col == 1, marker_color=variant_color(variant, variants),
-                error_y=dict(type="data", array=part["std"].fillna(0), visible=bool((part["count"] > 1).any())),
-                customdata=np.c_[part["count"]],
-                hovertemplate="%{x}<br>" + f"{variant_label(variant)}: " + "%{y:.3f} (%{customdata[0]} seeds)"
-                              "<extra></extra>"), row=1, col=col)
-        fig.add_hline(y=0.5, line_dash="dash", line_color="black", row=1, col=col,
-                      annotation_text="chance" if col == 1 else None)
+            fig.add_trace(
+                go.Bar(
+                    x=[family_label(dataset, f) for f in part.index],
+                    y=part["mean"],
+                    name=variant_label(variant),
+                    legendgroup=variant,
+                    showlegend=col == 1,
+                    marker_color=variant_color(variant, variants),
+                    error_y=dict(type="data", array=part["std"].fillna(0), visible=bool((part["count"] > 1).any())),
+                    customdata=np.c_[part["count"]],
+                    hovertemplate="%{x}<br>" + f"{variant_label(variant)}: " + "%{y:.3f} (%{customdata[0]} seeds)"
+                    "<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.add_hline(
+            y=0.5, line_dash="dash", line_color="black", row=1, col=col, annotation_text="chance" if col == 1 else None
+        )
     fig.update_yaxes(range=[0, 1.02], title_text=metric.replace("_", " "), row=1, col=1)
-    fig.update_layout(barmode="group", height=440, width=max(560, 120 * sum(len(f) for f in fams.values())),
-                      title=title or f"Paraphrase vs near-miss separation under pooled cosine "
-                                     f"({rows.backbone.iloc[0]}); higher is better",
-                      legend=dict(orientation="h", y=-0.3))
+    fig.update_layout(
+        barmode="group",
+        height=440,
+        width=max(560, 120 * sum(len(f) for f in fams.values())),
+        title=title
+        or f"Paraphrase vs near-miss separation under pooled cosine ({rows.backbone.iloc[0]}); higher is better",
+        legend=dict(orientation="h", y=-0.3),
+    )
     return fig

@@ -2,6 +2,7 @@
 
 Used by notebooks/00_the_problem.ipynb; the examples are hand-written for this project.
 """
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from compsense.nearmiss.geometry import pair_cosines
-from compsense.nearmiss.geometry import cosine_matrix
+from compsense.nearmiss.geometry import cosine_matrix, pair_cosines
 
 
 def examples() -> list[dict]:
@@ -34,14 +34,26 @@ def heatmap(encoder, items: list[dict] | None = None):
     """A plotly heatmap of pooled cosines between every anchor, paraphrase and near-miss."""
     import plotly.graph_objects as go
 
-
     texts = []
     for ex in items or examples():
         texts += [ex["anchor"], ex["paraphrase"], *ex["near_misses"].values()]
     sims = cosine_matrix(encoder, texts)
     labels = [t if len(t) < 48 else t[:45] + "..." for t in texts]
-    fig = go.Figure(go.Heatmap(z=sims, x=labels, y=labels, zmin=-1, zmax=1, colorscale="RdBu_r",
-                               hovertemplate="%{y}<br>%{x}<br>cosine %{z:.3f}<extra></extra>"))
-    fig.update_layout(title="Pooled cosine between anchors, paraphrases and near-misses",
-                      height=700, width=900, yaxis_autorange="reversed")
+    fig = go.Figure(
+        go.Heatmap(
+            z=sims,
+            x=labels,
+            y=labels,
+            zmin=-1,
+            zmax=1,
+            colorscale="RdBu_r",
+            hovertemplate="%{y}<br>%{x}<br>cosine %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Pooled cosine between anchors, paraphrases and near-misses",
+        height=700,
+        width=900,
+        yaxis_autorange="reversed",
+    )
     return fig

@@ -17,6 +17,7 @@ near-miss is compared with every positive of its query. Notebook 03 (`compsense.
 measures where near-misses sit in the pooled space with its own pairing; the docstrings of
 `paraphrase_positives` and `sugarcrepe_pairs` say how they differ.
 """
+
 from __future__ import annotations
 
 import json
@@ -77,20 +78,30 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
     rows = []
     for scorer_name, scorer in scorers.items():
         scores = np.asarray(scorer(as_pairs(pos) + as_pairs(neg)), dtype=float)
-        pos_scores, neg_scores = scores[: len(pos)], scores[len(pos):]
-        rows.append(dict(scorer=scorer_name, family=PARAPHRASE, metric=MEAN_SCORE,
-                         value=float(pos_scores.mean()), n=len(pos)))
+        pos_scores, neg_scores = scores[: len(pos)], scores[len(pos) :]
+        rows.append(
+            dict(scorer=scorer_name, family=PARAPHRASE, metric=MEAN_SCORE, value=float(pos_scores.mean()), n=len(pos))
+        )
         for family in sorted(families.unique()) + [ALL_FAMILIES]:
             sel = np.ones(len(neg), bool) if family == ALL_FAMILIES else (families == family).to_numpy()
             fam_scores, fam_keys = neg_scores[sel], neg[match_on].to_numpy()[sel]
             n_matched = int(has_positive(pos[match_on], fam_keys).sum())
-            accuracy = (pairwise_accuracy(pos_scores, fam_scores, pos[match_on], fam_keys) if n_matched
-                        else float("nan"))
+            accuracy = pairwise_accuracy(pos_scores, fam_scores, pos[match_on], fam_keys) if n_matched else float("nan")
             rows += [
-                dict(scorer=scorer_name, family=family, metric=MEAN_SCORE, value=float(fam_scores.mean()),
-                     n=int(sel.sum())),
-                dict(scorer=scorer_name, family=family, metric=AUC, value=near_miss_auc(pos_scores, fam_scores),
-                     n=int(sel.sum())),
+                dict(
+                    scorer=scorer_name,
+                    family=family,
+                    metric=MEAN_SCORE,
+                    value=float(fam_scores.mean()),
+                    n=int(sel.sum()),
+                ),
+                dict(
+                    scorer=scorer_name,
+                    family=family,
+                    metric=AUC,
+                    value=near_miss_auc(pos_scores, fam_scores),
+                    n=int(sel.sum()),
+                ),
                 dict(scorer=scorer_name, family=family, metric=PAIRWISE_ACCURACY, value=accuracy, n=n_matched),
             ]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
@@ -122,13 +133,18 @@ def self_match_table(scorers: dict, positives, near_misses=None) -> pd.DataFrame
         scores, start = np.asarray(scorer(pairs), dtype=float), 0
         for family, others in checks.items():
             n = len(others)
-            copy, other = scores[start: start + n], scores[start + n: start + 2 * n]
+            copy, other = scores[start : start + n], scores[start + n : start + 2 * n]
             start += 2 * n
             rows += [
                 dict(scorer=scorer_name, family=family, metric=MEAN_SCORE, value=float(copy.mean()), n=n),
                 dict(scorer=scorer_name, family=family, metric=AUC, value=self_match_auc(copy, other), n=n),
-                dict(scorer=scorer_name, family=family, metric=PAIRWISE_ACCURACY,
-                     value=pairwise_accuracy(copy, other), n=n),
+                dict(
+                    scorer=scorer_name,
+                    family=family,
+                    metric=PAIRWISE_ACCURACY,
+                    value=pairwise_accuracy(copy, other),
+                    n=n,
+                ),
             ]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
@@ -205,8 +221,7 @@ def sugarcrepe_pairs(examples=None, data_dir=None, max_examples: int | None = No
     return _paired_frames(pos, neg, "example_id", max_examples, seed)
 
 
-def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examples: int | None = None,
-                  seed: int = 0):
+def condaqa_pairs(records=None, data_dir=None, unit: str = "sentence", max_examples: int | None = None, seed: int = 0):
     """CondaQA as a negation near-miss test nobody here wrote: (positives, near_misses) for
     `near_miss_table` with match_on="passage_id".
 
@@ -264,7 +279,7 @@ def _edited_region(original: str, *edits: str) -> list[str]:
     changed_end = len(original) - tail
     finish = min([e for e in ends if e >= changed_end], default=len(original))
     back = len(original) - finish  # characters after the cut, identical in every text
-    return [t[begin:len(t) - back].strip() for t in (original, *edits)]
+    return [t[begin : len(t) - back].strip() for t in (original, *edits)]
 
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
@@ -302,8 +317,9 @@ def _sugarcrepe_images(examples, data_dir) -> dict[str, str]:
 
 def verifier_scorer(encoder, verifier: Verifier, batch_size: int = 64, cache_dir=None, device=None):
     """A scorer for `near_miss_table`: pairs -> verifier scores."""
-    return lambda pairs: score_pairs(encoder, verifier, pairs, batch_size=batch_size, cache_dir=cache_dir,
-                                     device=device)
+    return lambda pairs: score_pairs(
+        encoder, verifier, pairs, batch_size=batch_size, cache_dir=cache_dir, device=device
+    )
 
 
 def cosine_scorer(encoder, batch_size: int = 64):
@@ -325,8 +341,16 @@ def figure_near_miss_scores(table, title: str = "Mean score on paraphrases and n
     import plotly.express as px
 
     data = table[table.metric == MEAN_SCORE]
-    fig = px.bar(data, x="scorer", y="value", color="family", barmode="group", title=title,
-                 labels={"value": "mean score", "scorer": ""}, hover_data=["n"])
+    fig = px.bar(
+        data,
+        x="scorer",
+        y="value",
+        color="family",
+        barmode="group",
+        title=title,
+        labels={"value": "mean score", "scorer": ""},
+        hover_data=["n"],
+    )
     fig.update_layout(legend_title_text="pairs", template="plotly_white")
     return fig
 
@@ -351,17 +375,25 @@ def verifier_scorers(fitted: dict, batch_size: int = 64, cache_dir=None, device=
     Frozen verifiers share the backbone, so their token embeddings are cached on disk once for all;
     an end-to-end encoder serves one verifier only, so its embeddings stay in memory.
     """
-    return {label: verifier_scorer(enc, verifier, batch_size=batch_size, device=device,
-                                   cache_dir=cache_dir if history["regime"] == "frozen" else None)
-            for label, (verifier, enc, history) in fitted.items()}
+    return {
+        label: verifier_scorer(
+            enc,
+            verifier,
+            batch_size=batch_size,
+            device=device,
+            cache_dir=cache_dir if history["regime"] == "frozen" else None,
+        )
+        for label, (verifier, enc, history) in fitted.items()
+    }
 
 
 def mrpc_positives(heldout, data_dir=None, split: str = "test", max_unmatched: int | None = None, seed: int = 0):
     """`paraphrase_positives` from MRPC `split` (test by default: Model A may train on MRPC train).
 
     The paraphrases are `geometry.positive_pairs` of MRPC (label 1), as in notebook 03."""
-    return paraphrase_positives(positive_pairs(load_mrpc(split, data_dir=data_dir)), heldout,
-                                max_unmatched=max_unmatched, seed=seed)
+    return paraphrase_positives(
+        positive_pairs(load_mrpc(split, data_dir=data_dir)), heldout, max_unmatched=max_unmatched, seed=seed
+    )
 
 
 def optional_sugarcrepe(data_dir=None, max_examples: int | None = None, seed: int = 0):
@@ -379,25 +411,52 @@ def to_tidy(table, dataset: str, backbone: str, seed: int, verifier_variant: str
     `verifier_variant` (notebook 04's "<train_data>-<size>" folder) goes into the run name and a
     column of its own, so variants and seeds sit side by side in one results file; a table with a
     `dataset` column (`evaluate_sets`) keeps it and ignores `dataset`."""
-    rows = [dict(variant=r.scorer, family=r.family, metric=r.metric, value=r.value, n=r.n,
-                 dataset=getattr(r, "dataset", dataset)) for r in table.itertuples(index=False)]
-    run = (f"{backbone}/verifiers/{verifier_variant}/seed{seed}" if verifier_variant
-           else f"{backbone}/verifiers-seed{seed}")
+    rows = [
+        dict(
+            variant=r.scorer,
+            family=r.family,
+            metric=r.metric,
+            value=r.value,
+            n=r.n,
+            dataset=getattr(r, "dataset", dataset),
+        )
+        for r in table.itertuples(index=False)
+    ]
+    run = (
+        f"{backbone}/verifiers/{verifier_variant}/seed{seed}"
+        if verifier_variant
+        else f"{backbone}/verifiers-seed{seed}"
+    )
     return tidy(rows, run=run, backbone=backbone, seed=seed, verifier_variant=verifier_variant, **constants)
 
 
-def eval_sets(heldout, data_dir=None, mrpc_split: str = "test", max_pairs: int | None = None, seed: int = 0,
-              condaqa_unit: str = "sentence"):
+def eval_sets(
+    heldout,
+    data_dir=None,
+    mrpc_split: str = "test",
+    max_pairs: int | None = None,
+    seed: int = 0,
+    condaqa_unit: str = "sentence",
+):
     """Notebook 04's near-miss sets: {dataset: (positives, near_misses, match_on)} and notes on the
     ones missing. "negatives-heldout": notebook 01's held-out families against MRPC-`mrpc_split`
     paraphrases; "sugarcrepe" and "condaqa": external sets nobody here wrote or tuned on."""
-    sets = {"negatives-heldout": (mrpc_positives(heldout, data_dir=data_dir, split=mrpc_split,
-                                                 max_unmatched=max_pairs, seed=seed), heldout, "sentence1")}
+    sets = {
+        "negatives-heldout": (
+            mrpc_positives(heldout, data_dir=data_dir, split=mrpc_split, max_unmatched=max_pairs, seed=seed),
+            heldout,
+            "sentence1",
+        )
+    }
     notes = []
     for name, (pos, neg, note), key in (
-            ("sugarcrepe", optional_sugarcrepe(data_dir=data_dir, max_examples=max_pairs, seed=seed), "example_id"),
-            ("condaqa", optional_condaqa(data_dir=data_dir, unit=condaqa_unit, max_examples=max_pairs, seed=seed),
-             "passage_id")):
+        ("sugarcrepe", optional_sugarcrepe(data_dir=data_dir, max_examples=max_pairs, seed=seed), "example_id"),
+        (
+            "condaqa",
+            optional_condaqa(data_dir=data_dir, unit=condaqa_unit, max_examples=max_pairs, seed=seed),
+            "passage_id",
+        ),
+    ):
         notes.append(note)
         if neg is not None:
             sets[name] = (pos, neg, key)
@@ -433,17 +492,22 @@ def separation_table(results, datasets=None, decimals: int = 3):
     data = data.fillna({"train_data": "", "size": ""})
     keys = ["variant", "train_data", "size"]
     stats = data.groupby(keys + ["dataset", "check"], sort=False).value.agg(["mean", "std", "count"]).reset_index()
-    stats["cell"] = [f"{m:.{decimals}f}" if n < 2 else f"{m:.{decimals}f} ± {sd:.{decimals}f}"
-                     for m, sd, n in zip(stats["mean"], stats["std"], stats["count"], strict=True)]
+    stats["cell"] = [
+        f"{m:.{decimals}f}" if n < 2 else f"{m:.{decimals}f} ± {sd:.{decimals}f}"
+        for m, sd, n in zip(stats["mean"], stats["std"], stats["count"], strict=True)
+    ]
     wide = stats.pivot_table(index=keys, columns=["dataset", "check"], values="cell", aggfunc="first", sort=False)
     datasets_seen = list(dict.fromkeys(stats["dataset"]))
     wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(CHECKS).index(c[1])))]
     wide.insert(0, "seeds", stats.groupby(keys, sort=False)["count"].max())
-    name_regime = [v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "") for v in
-                   wide.index.get_level_values("variant")]
+    name_regime = [
+        v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "")
+        for v in wide.index.get_level_values("variant")
+    ]
     wide.index = pd.MultiIndex.from_tuples(
         [(n, r, d, s) for (n, r), (_, d, s) in zip(name_regime, wide.index, strict=True)],
-        names=["scorer", "regime", "train_data", "size"])
+        names=["scorer", "regime", "train_data", "size"],
+    )
     return wide
 
 

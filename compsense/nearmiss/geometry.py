@@ -20,6 +20,7 @@ frame); `separation_metrics` turns it into a tidy table; `write_geometry` stores
 {work_dir}/results/. Figures live in `compsense.figures.geometry` and read these frames, never the
 encoders. `pooled_nearmiss_auc` is notebook 02's near-miss axis of the dose-response figure.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,16 +49,27 @@ PAIR_COLUMNS = ["sentence1", "sentence2", "family", "edit", "source_id", "split"
 # The paper's three families (Figure 1's panel order); "role_swap"/"order" name binding-style edits.
 PAPER_FAMILIES = ("negation", "binding", "role_swap", "order", "spatial")
 # The paper family each SugarCrepe subset tests, for labels; the subset name stays the table's key.
-SUGARCREPE_FAMILY = {"swap_att": "binding", "swap_obj": "binding", "replace_rel": "relation, incl. spatial",
-                     "replace_att": "attribute", "replace_obj": "object", "add_att": "addition",
-                     "add_obj": "addition"}
-SCORE_COLUMNS = ["model", "backbone", "variant", "seed", "dataset", "family", "kind", "cosine",
-                 "paraphrase_cosine"]
+SUGARCREPE_FAMILY = {
+    "swap_att": "binding",
+    "swap_obj": "binding",
+    "replace_rel": "relation, incl. spatial",
+    "replace_att": "attribute",
+    "replace_obj": "object",
+    "add_att": "addition",
+    "add_obj": "addition",
+}
+SCORE_COLUMNS = ["model", "backbone", "variant", "seed", "dataset", "family", "kind", "cosine", "paraphrase_cosine"]
 TABLE_KEY = ["run", "backbone", "variant", "seed", "dataset", "family", "metric"]
 NEAR_MISS_DATASETS = ("negatives", "sugarcrepe")
 # The columns of `geometry_summary`, in reading order: separation first, then where near-misses sit.
-SUMMARY_METRICS = (AUC, PAIRWISE_ACCURACY, "near_miss_cos_mean", "gap_to_positive", "random_cos_mean",
-                   "relative_position")
+SUMMARY_METRICS = (
+    AUC,
+    PAIRWISE_ACCURACY,
+    "near_miss_cos_mean",
+    "gap_to_positive",
+    "random_cos_mean",
+    "relative_position",
+)
 HELDOUT = "heldout"
 _SOURCE_PREFIX = r"^[A-Za-z_]+[-:]"
 
@@ -66,8 +78,9 @@ _SOURCE_PREFIX = r"^[A-Za-z_]+[-:]"
 # Cosines
 
 
-def pair_cosines(encoder, pairs: Sequence[tuple[str, str]], batch_size: int = 64,
-                 show_progress: bool = False) -> np.ndarray:
+def pair_cosines(
+    encoder, pairs: Sequence[tuple[str, str]], batch_size: int = 64, show_progress: bool = False
+) -> np.ndarray:
     """Pooled cosine of each (a, b) pair; every distinct text is encoded once."""
     if len(pairs) == 0:
         return np.zeros(0, dtype=np.float32)
@@ -85,8 +98,9 @@ def cosine_matrix(encoder, texts: Sequence[str]) -> np.ndarray:
     return emb @ emb.T
 
 
-def histogram(scores, bins: int | Sequence[float] = 40, density: bool = False,
-              tolerance: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+def histogram(
+    scores, bins: int | Sequence[float] = 40, density: bool = False, tolerance: float = 1e-3
+) -> tuple[np.ndarray, np.ndarray]:
     """(counts, edges) of cosines over [-1, 1]; every value lands in a bin.
 
     The authors binned [0, 1], so negative cosines vanished from their plots without a word. Here
@@ -97,8 +111,10 @@ def histogram(scores, bins: int | Sequence[float] = 40, density: bool = False,
     if np.isnan(values).any():
         raise ValueError(f"{int(np.isnan(values).sum())} NaN cosines; check the encoder's output")
     if values.size and np.abs(values).max() > 1 + tolerance:
-        raise ValueError(f"values up to {np.abs(values).max():.4f} in absolute value are not cosines "
-                         "(expected [-1, 1]); were the embeddings normalized?")
+        raise ValueError(
+            f"values up to {np.abs(values).max():.4f} in absolute value are not cosines "
+            "(expected [-1, 1]); were the embeddings normalized?"
+        )
     edges = np.linspace(-1.0, 1.0, bins + 1) if isinstance(bins, (int, np.integer)) else np.asarray(bins, float)
     if edges.ndim != 1 or len(edges) < 2 or edges[0] > -1 or edges[-1] < 1 or np.any(np.diff(edges) <= 0):
         raise ValueError("bins must be a count or increasing edges that cover [-1, 1]")
@@ -112,9 +128,13 @@ def histogram(scores, bins: int | Sequence[float] = 40, density: bool = False,
 # Pair frames (sentence1, sentence2, ...): what gets scored
 
 
-def load_near_misses(work_dir: str | os.PathLike, split: str | Sequence[str] | None = HELDOUT,
-                     families: Sequence[str] | None = None, max_pairs_per_family: int | None = None,
-                     seed: int = 42) -> pd.DataFrame:
+def load_near_misses(
+    work_dir: str | os.PathLike,
+    split: str | Sequence[str] | None = HELDOUT,
+    families: Sequence[str] | None = None,
+    max_pairs_per_family: int | None = None,
+    seed: int = 42,
+) -> pd.DataFrame:
     """Notebook 01's near-miss pairs ({work_dir}/negatives/pairs.parquet), one split, some families.
 
     `split="heldout"` keeps every split except "train", the one Model B trained on; when there is
@@ -126,7 +146,8 @@ def load_near_misses(work_dir: str | os.PathLike, split: str | Sequence[str] | N
         raise FileNotFoundError(
             f"{path} does not exist: the near-miss pairs come from notebook 01 (01_data_and_negatives). "
             f"Run it first with the same work_dir, e.g.\n  papermill notebooks/01_data_and_negatives.ipynb "
-            f"/tmp/01.ipynb -p work_dir {work_dir}")
+            f"/tmp/01.ipynb -p work_dir {work_dir}"
+        )
     df = read_table(path)
     missing = [c for c in PAIR_COLUMNS if c not in df.columns]
     if missing:
@@ -138,8 +159,12 @@ def load_near_misses(work_dir: str | os.PathLike, split: str | Sequence[str] | N
             raise ValueError(f"{path}: no pairs of famil(ies) {unknown}; found {sorted(df.family.unique())}")
         df = df[df.family.isin(families)]
     if max_pairs_per_family is not None:
-        df = pd.concat([g.sample(n=min(len(g), max_pairs_per_family), random_state=seed)
-                        for _, g in df.groupby("family", sort=True)])
+        df = pd.concat(
+            [
+                g.sample(n=min(len(g), max_pairs_per_family), random_state=seed)
+                for _, g in df.groupby("family", sort=True)
+            ]
+        )
     return df.sort_index().reset_index(drop=True)
 
 
@@ -149,26 +174,35 @@ def _select_split(df: pd.DataFrame, split, path: Path) -> pd.DataFrame:
     if split == HELDOUT:
         kept = df[df.split != "train"]
         if kept.empty:
-            warnings.warn(f"{path}: every pair is in split 'train' (Model B's training split); scoring all "
-                          "of them, so Model B's numbers are on pairs it was trained on", stacklevel=3)
+            warnings.warn(
+                f"{path}: every pair is in split 'train' (Model B's training split); scoring all "
+                "of them, so Model B's numbers are on pairs it was trained on",
+                stacklevel=3,
+            )
             return df
         return kept
     wanted = [split] if isinstance(split, str) else list(split)
     kept = df[df.split.isin(wanted)]
     if kept.empty:
-        raise ValueError(f"{path}: no pairs in split {wanted}; found splits {sorted(df.split.unique())} "
-                         f"(use split=None for all, or {HELDOUT!r} for all but 'train')")
+        raise ValueError(
+            f"{path}: no pairs in split {wanted}; found splits {sorted(df.split.unique())} "
+            f"(use split=None for all, or {HELDOUT!r} for all but 'train')"
+        )
     return kept
 
 
-def positive_pairs(pairs: Iterable, stsb_min_score: float = 4.0, limit: int | None = None,
-                   seed: int = 42) -> pd.DataFrame:
+def positive_pairs(
+    pairs: Iterable, stsb_min_score: float = 4.0, limit: int | None = None, seed: int = 42
+) -> pd.DataFrame:
     """Paraphrase pairs from `compsense.data.datasets.SentencePair`s: MRPC label 1, STS-B score >= `stsb_min_score`.
 
     Columns sentence1, sentence2, id1, id2, source; `limit` samples (seeded) without replacement.
     """
-    rows = [{"sentence1": p.sentence1, "sentence2": p.sentence2, "id1": p.id1, "id2": p.id2, "source": p.source}
-            for p in pairs if (p.label >= stsb_min_score if p.source == "stsb" else p.label == 1)]
+    rows = [
+        {"sentence1": p.sentence1, "sentence2": p.sentence2, "id1": p.id1, "id2": p.id2, "source": p.source}
+        for p in pairs
+        if (p.label >= stsb_min_score if p.source == "stsb" else p.label == 1)
+    ]
     if not rows:
         raise ValueError("no paraphrase pairs: expected MRPC pairs with label 1 or STS-B pairs with a high score")
     df = pd.DataFrame(rows)
@@ -201,12 +235,21 @@ def reference_pairs(paraphrases: pd.DataFrame, n: int, seed: int = 42) -> pd.Dat
             break
         second[bad] = rng.integers(len(sentences), size=int(bad.sum()))
     keep = (owner[first] != owner[second]) & (sentences[first] != sentences[second])
-    return pd.concat([
-        pd.DataFrame({"kind": "reference_positive", "sentence1": positives.sentence1.to_numpy(),
-                      "sentence2": positives.sentence2.to_numpy()}),
-        pd.DataFrame({"kind": "reference_random", "sentence1": sentences[first[keep]],
-                      "sentence2": sentences[second[keep]]}),
-    ], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "kind": "reference_positive",
+                    "sentence1": positives.sentence1.to_numpy(),
+                    "sentence2": positives.sentence2.to_numpy(),
+                }
+            ),
+            pd.DataFrame(
+                {"kind": "reference_random", "sentence1": sentences[first[keep]], "sentence2": sentences[second[keep]]}
+            ),
+        ],
+        ignore_index=True,
+    )
 
 
 def sugarcrepe_caption_pairs(examples: Iterable, per_subset: int | None = None, seed: int = 42) -> pd.DataFrame:
@@ -220,13 +263,18 @@ def sugarcrepe_caption_pairs(examples: Iterable, per_subset: int | None = None, 
     `compsense.nearmiss.evaluation.sugarcrepe_pairs` is a different protocol (another caption of the
     same image as the query, with positives of the same image).
     """
-    df = pd.DataFrame([{"sentence1": e.caption, "sentence2": e.negative_caption, "family": e.subset,
-                        "example_id": e.example_id} for e in examples])
+    df = pd.DataFrame(
+        [
+            {"sentence1": e.caption, "sentence2": e.negative_caption, "family": e.subset, "example_id": e.example_id}
+            for e in examples
+        ]
+    )
     if df.empty:
         raise ValueError("no SugarCrepe examples given")
     if per_subset is not None:
-        df = pd.concat([g.sample(n=min(len(g), per_subset), random_state=seed)
-                        for _, g in df.groupby("family", sort=True)])
+        df = pd.concat(
+            [g.sample(n=min(len(g), per_subset), random_state=seed) for _, g in df.groupby("family", sort=True)]
+        )
     return df.sort_index().reset_index(drop=True)
 
 
@@ -268,8 +316,9 @@ def attach_paraphrases(near_misses: pd.DataFrame, positives: pd.DataFrame) -> pd
 # Scoring: one encoding pass per model
 
 
-def find_models(work_dir, backbone: str, seeds: Sequence[int],
-                variants: Sequence[str] = ("A", "B")) -> tuple[dict[str, str], list[Path]]:
+def find_models(
+    work_dir, backbone: str, seeds: Sequence[int], variants: Sequence[str] = ("A", "B")
+) -> tuple[dict[str, str], list[Path]]:
     """The models to compare for one backbone: the pretrained base (with the first seed, as
     training starts from it) and every trained variant checkpoint that exists.
 
@@ -289,10 +338,19 @@ def find_models(work_dir, backbone: str, seeds: Sequence[int],
     return models, missing
 
 
-def cosine_scores(encoders: Mapping[str, object], near_misses: pd.DataFrame, positives: pd.DataFrame,
-                  references: pd.DataFrame | None = None, sugarcrepe: pd.DataFrame | None = None,
-                  backbone: str | None = None, seed: int = 42, batch_size: int = 64, device: str | None = None,
-                  max_seq_length: int | None = 128, show_progress: bool = True) -> pd.DataFrame:
+def cosine_scores(
+    encoders: Mapping[str, object],
+    near_misses: pd.DataFrame,
+    positives: pd.DataFrame,
+    references: pd.DataFrame | None = None,
+    sugarcrepe: pd.DataFrame | None = None,
+    backbone: str | None = None,
+    seed: int = 42,
+    batch_size: int = 64,
+    device: str | None = None,
+    max_seq_length: int | None = 128,
+    show_progress: bool = True,
+) -> pd.DataFrame:
     """Pooled cosine of every pair under every model: the score frame (one row per model x pair).
 
     `encoders` maps a model key ('base-seed42', 'A-seed42', see `model_key`) to an encoder, or to a
@@ -312,42 +370,76 @@ def cosine_scores(encoders: Mapping[str, object], near_misses: pd.DataFrame, pos
     for key, encoder in tqdm(list(encoders.items()), desc="encode", unit="model", disable=not show_progress):
         variant, model_seed = parse_model_key(key)
         if isinstance(encoder, (str, os.PathLike)):
-            encoder = load_encoder(encoder, device=device, max_seq_length=max_seq_length,
-                                   seed=model_seed if model_seed is not None else seed)
+            encoder = load_encoder(
+                encoder,
+                device=device,
+                max_seq_length=max_seq_length,
+                seed=model_seed if model_seed is not None else seed,
+            )
         cosines = pair_cosines(encoder, all_pairs, batch_size=batch_size)
         start = 0
         for job in jobs:
             n_main, n_para = len(job["pairs"]), len(job.get("paraphrase_pairs", []))
-            main, para = cosines[start:start + n_main], cosines[start + n_main:start + n_main + n_para]
+            main, para = cosines[start : start + n_main], cosines[start + n_main : start + n_main + n_para]
             start += n_main + n_para
-            frames.append(_job_rows(job, main, para, key, backbone, variant,
-                                    model_seed if model_seed is not None else seed))
+            frames.append(
+                _job_rows(job, main, para, key, backbone, variant, model_seed if model_seed is not None else seed)
+            )
     scores = pd.concat(frames, ignore_index=True)
     return scores[SCORE_COLUMNS]
 
 
 def _pair_jobs(near_misses, positives, references, sugarcrepe, seed) -> list[dict]:
     """Every set of pairs to score, as {dataset, family, kind, pairs[, paraphrase_pairs]}."""
-    jobs = [{"dataset": "paraphrase", "family": "paraphrase", "kind": "positive",
-             "pairs": list(zip(positives.sentence1, positives.sentence2, strict=True))}]
+    jobs = [
+        {
+            "dataset": "paraphrase",
+            "family": "paraphrase",
+            "kind": "positive",
+            "pairs": list(zip(positives.sentence1, positives.sentence2, strict=True)),
+        }
+    ]
     if references is not None:
         for kind, group in references.groupby("kind", sort=True):
-            jobs.append({"dataset": "reference", "family": kind, "kind": kind,
-                         "pairs": list(zip(group.sentence1, group.sentence2, strict=True))})
+            jobs.append(
+                {
+                    "dataset": "reference",
+                    "family": kind,
+                    "kind": kind,
+                    "pairs": list(zip(group.sentence1, group.sentence2, strict=True)),
+                }
+            )
     oriented = attach_paraphrases(near_misses, positives)
     sources = [("negatives", oriented)]
     if sugarcrepe is not None:
-        sources.append(("sugarcrepe", sugarcrepe.assign(anchor=sugarcrepe.sentence1, near_miss=sugarcrepe.sentence2,
-                                                        paraphrase=None)))
+        sources.append(
+            (
+                "sugarcrepe",
+                sugarcrepe.assign(anchor=sugarcrepe.sentence1, near_miss=sugarcrepe.sentence2, paraphrase=None),
+            )
+        )
     rng = np.random.default_rng(seed)
     for dataset, frame in sources:
         for family, group in frame.groupby("family", sort=True):
             matched = group.paraphrase.notna().to_numpy()
-            jobs.append({"dataset": dataset, "family": family, "kind": "near_miss",
-                         "pairs": list(zip(group.anchor, group.near_miss, strict=True)), "matched": matched,
-                         "paraphrase_pairs": list(zip(group.anchor[matched], group.paraphrase[matched], strict=True))})
-            jobs.append({"dataset": dataset, "family": family, "kind": "family_random",
-                         "pairs": _random_anchor_pairs(group.anchor.unique(), rng)})
+            jobs.append(
+                {
+                    "dataset": dataset,
+                    "family": family,
+                    "kind": "near_miss",
+                    "pairs": list(zip(group.anchor, group.near_miss, strict=True)),
+                    "matched": matched,
+                    "paraphrase_pairs": list(zip(group.anchor[matched], group.paraphrase[matched], strict=True)),
+                }
+            )
+            jobs.append(
+                {
+                    "dataset": dataset,
+                    "family": family,
+                    "kind": "family_random",
+                    "pairs": _random_anchor_pairs(group.anchor.unique(), rng),
+                }
+            )
     return jobs
 
 
@@ -359,14 +451,25 @@ def _random_anchor_pairs(anchors: np.ndarray, rng: np.random.Generator) -> list[
     return [(anchors[i], anchors[j]) for i, j in zip(order, np.roll(order, 1), strict=True)]
 
 
-def _job_rows(job: dict, cosines: np.ndarray, paraphrase_cosines: np.ndarray, key, backbone, variant,
-              seed) -> pd.DataFrame:
+def _job_rows(
+    job: dict, cosines: np.ndarray, paraphrase_cosines: np.ndarray, key, backbone, variant, seed
+) -> pd.DataFrame:
     paraphrase_cosine = np.full(len(cosines), np.nan)
     if "matched" in job:
         paraphrase_cosine[job["matched"]] = paraphrase_cosines
-    return pd.DataFrame({"model": key, "backbone": backbone, "variant": variant, "seed": seed,
-                         "dataset": job["dataset"], "family": job["family"], "kind": job["kind"],
-                         "cosine": cosines.astype(float), "paraphrase_cosine": paraphrase_cosine})
+    return pd.DataFrame(
+        {
+            "model": key,
+            "backbone": backbone,
+            "variant": variant,
+            "seed": seed,
+            "dataset": job["dataset"],
+            "family": job["family"],
+            "kind": job["kind"],
+            "cosine": cosines.astype(float),
+            "paraphrase_cosine": paraphrase_cosine,
+        }
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -392,35 +495,53 @@ def separation_metrics(scores: pd.DataFrame, **labels) -> pd.DataFrame:
     """
     rows = []
     for model, group in scores.groupby("model", sort=False):
-        ident = {"model": model, "backbone": group.backbone.iloc[0], "variant": group.variant.iloc[0],
-                 "seed": int(group.seed.iloc[0])}
+        ident = {
+            "model": model,
+            "backbone": group.backbone.iloc[0],
+            "variant": group.variant.iloc[0],
+            "seed": int(group.seed.iloc[0]),
+        }
         ident["run"] = f"{ident['backbone']}/{ident['variant']}-seed{ident['seed']}"
         positive = group.loc[group.kind == "positive", "cosine"].to_numpy()
         if len(positive) == 0:
             raise ValueError(f"{model}: the score frame has no 'positive' rows to compare near-misses against")
-        rows += [_row(ident, "paraphrase", "all", "n_positive", len(positive)),
-                 _row(ident, "paraphrase", "all", "positive_cos_mean", positive.mean())]
+        rows += [
+            _row(ident, "paraphrase", "all", "n_positive", len(positive)),
+            _row(ident, "paraphrase", "all", "positive_cos_mean", positive.mean()),
+        ]
         rows += _reference_rows(ident, group)
         near = group[group.kind == "near_miss"]
         for (dataset, family), fam in near.groupby(["dataset", "family"], sort=True):
-            random = group.loc[(group.kind == "family_random") & (group.dataset == dataset)
-                               & (group.family == family), "cosine"].to_numpy()
-            rows += [_row(ident, dataset, family, m, v)
-                     for m, v in family_metrics(positive, fam.cosine.to_numpy(), random,
-                                                fam.paraphrase_cosine.to_numpy()).items()]
+            random = group.loc[
+                (group.kind == "family_random") & (group.dataset == dataset) & (group.family == family), "cosine"
+            ].to_numpy()
+            rows += [
+                _row(ident, dataset, family, m, v)
+                for m, v in family_metrics(
+                    positive, fam.cosine.to_numpy(), random, fam.paraphrase_cosine.to_numpy()
+                ).items()
+            ]
     table = tidy(rows, **labels)
     table["seed"] = table["seed"].astype(int)
     return table
 
 
-def family_metrics(positive: np.ndarray, near_miss: np.ndarray, random: np.ndarray | None = None,
-                   paraphrase_of_anchor: np.ndarray | None = None) -> dict[str, float]:
+def family_metrics(
+    positive: np.ndarray,
+    near_miss: np.ndarray,
+    random: np.ndarray | None = None,
+    paraphrase_of_anchor: np.ndarray | None = None,
+) -> dict[str, float]:
     """The numbers of one family under one model (see `separation_metrics`); NaN paraphrase
     cosines mark near-misses whose anchor has no paraphrase."""
     near_miss = np.asarray(near_miss, float)
-    metrics = {"n_pairs": len(near_miss), "near_miss_cos_mean": near_miss.mean(),
-               "near_miss_cos_std": near_miss.std(), AUC: near_miss_auc(positive, near_miss),
-               "gap_to_positive": np.mean(positive) - near_miss.mean()}
+    metrics = {
+        "n_pairs": len(near_miss),
+        "near_miss_cos_mean": near_miss.mean(),
+        "near_miss_cos_std": near_miss.std(),
+        AUC: near_miss_auc(positive, near_miss),
+        "gap_to_positive": np.mean(positive) - near_miss.mean(),
+    }
     if random is not None and len(random):
         metrics["random_cos_mean"] = float(np.mean(random))
         span = np.mean(positive) - metrics["random_cos_mean"]
@@ -460,8 +581,9 @@ def geometry_summary(table: pd.DataFrame, metrics: Sequence[str] = SUMMARY_METRI
     sub = table[table.metric.isin(metrics) & table.dataset.isin(NEAR_MISS_DATASETS)]
     if sub.empty:
         raise ValueError(f"no rows with metrics {list(metrics)} in the table; found {sorted(table.metric.unique())}")
-    wide = sub.pivot_table(index=["backbone", "dataset", "family"], columns=["metric", "variant"],
-                           values="value", aggfunc="mean")
+    wide = sub.pivot_table(
+        index=["backbone", "dataset", "family"], columns=["metric", "variant"], values="value", aggfunc="mean"
+    )
     order = [(m, v) for m in metrics for v in variant_order(sub.variant.unique()) if (m, v) in wide.columns]
     return wide[order]
 
@@ -506,9 +628,16 @@ def write_geometry(table: pd.DataFrame, scores: pd.DataFrame | None, work_dir) -
 NEARMISS_TABLE = "nearmiss_pooled.parquet"
 
 
-def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphrases: pd.DataFrame, work_dir,
-                        device: str | None = None, batch_size: int = 64, max_seq_length: int | None = 128,
-                        force: bool = False) -> pd.DataFrame:
+def pooled_nearmiss_auc(
+    runs: pd.DataFrame,
+    near_misses: pd.DataFrame,
+    paraphrases: pd.DataFrame,
+    work_dir,
+    device: str | None = None,
+    batch_size: int = 64,
+    max_seq_length: int | None = 128,
+    force: bool = False,
+) -> pd.DataFrame:
     """Near-miss AUC of pooled cosine (paraphrase pairs vs held-out near-miss pairs; metric "auc",
     `metrics.near_miss_auc`) for every model of `runs` (rows of `training.run_grid`), overall (family
     "all") and per family, with a 95% bootstrap interval over pairs (`metrics.near_miss_auc_interval`):
@@ -524,25 +653,48 @@ def pooled_nearmiss_auc(runs: pd.DataFrame, near_misses: pd.DataFrame, paraphras
     for run in tqdm(runs.to_dict("records"), desc="near-miss AUC", unit="model"):
         key = model_key(run["variant"], run["seed"])
         name = f"{run['backbone']}/{key}"
-        if done is not None and "ci_low" in done and (
-                (done.run == name) & (done.metric == AUC) & (done.model_stamp == run["model_stamp"])
+        if (
+            done is not None
+            and "ci_low" in done
+            and (
+                (done.run == name)
+                & (done.metric == AUC)
+                & (done.model_stamp == run["model_stamp"])
                 & done.ci_low.notna()
-                & (done.n_near_miss == len(nm_pairs)) & (done.n_paraphrase == len(pos_pairs))).any():
+                & (done.n_near_miss == len(nm_pairs))
+                & (done.n_paraphrase == len(pos_pairs))
+            ).any()
+        ):
             continue
         with quiet_transformers():
             encoder = load_encoder(run["model"], device=device, max_seq_length=max_seq_length, seed=int(run["seed"]))
         cos = pair_cosines(encoder, nm_pairs + pos_pairs, batch_size=batch_size)
-        nm_cos, pos_cos = cos[:len(nm_pairs)], cos[len(nm_pairs):]
+        nm_cos, pos_cos = cos[: len(nm_pairs)], cos[len(nm_pairs) :]
         rows = []
         for family, idx in [(ALL_FAMILIES, np.arange(len(nm_cos))), *near_misses.groupby("family").indices.items()]:
-            low, high = (near_miss_auc_interval(pos_cos, nm_cos[idx], seed=int(run["seed"]))
-                         if len(idx) > 1 and len(pos_cos) > 1 else (float("nan"), float("nan")))
-            rows.append({**_row({}, "heldout-near-miss", family, AUC, near_miss_auc(pos_cos, nm_cos[idx])),
-                         "ci_low": low, "ci_high": high})
+            low, high = (
+                near_miss_auc_interval(pos_cos, nm_cos[idx], seed=int(run["seed"]))
+                if len(idx) > 1 and len(pos_cos) > 1
+                else (float("nan"), float("nan"))
+            )
+            rows.append(
+                {
+                    **_row({}, "heldout-near-miss", family, AUC, near_miss_auc(pos_cos, nm_cos[idx])),
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
         share = run.get("structural_share")
-        table = tidy(rows, run=name, backbone=run["backbone"], variant=run["variant"], seed=run["seed"],
-                     structural_share=float("nan") if share is None else float(share),
-                     model_stamp=run["model_stamp"], **sizes)
+        table = tidy(
+            rows,
+            run=name,
+            backbone=run["backbone"],
+            variant=run["variant"],
+            seed=run["seed"],
+            structural_share=float("nan") if share is None else float(share),
+            model_stamp=run["model_stamp"],
+            **sizes,
+        )
         append_results(table, path, key=TABLE_KEY)
     table = read_table(path)
     names = {f"{r['backbone']}/{model_key(r['variant'], r['seed'])}" for r in runs.to_dict("records")}

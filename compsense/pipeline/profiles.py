@@ -4,6 +4,7 @@ A profile file has a `common` section (parameters every notebook may declare) an
 notebook stem. A notebook receives `common` merged with its own section, restricted to the
 parameters its `parameters` cell declares (papermill would otherwise inject unknown names).
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,8 +29,10 @@ def params_dir() -> Path:
 def check_profile_name(profile: str) -> str:
     """`profile`, if it is safe to use in params/<profile>.yaml and runs/<profile>/ (else ValueError)."""
     if not isinstance(profile, str) or not _PROFILE_NAME.fullmatch(profile) or ".." in profile:
-        raise ValueError(f"profile name {profile!r}: use letters, digits, '-', '_' and '.' only (no '/', no '..'); "
-                         "it names params/<profile>.yaml and the folder runs/<profile>/")
+        raise ValueError(
+            f"profile name {profile!r}: use letters, digits, '-', '_' and '.' only (no '/', no '..'); "
+            "it names params/<profile>.yaml and the folder runs/<profile>/"
+        )
     return profile
 
 
@@ -50,14 +53,19 @@ def check_profile_keys(path: Path, data: dict) -> None:
     """Every section is `common` or a notebook's stem, and every key is a parameter that notebook (for
     `common`: some notebook) declares; otherwise a misspelt `max_step:` would silently leave the default."""
     folder = params_dir().parent / "notebooks"
-    declared = {nb.stem: set(declared_parameters(nb)) for nb in sorted(folder.glob("*.ipynb"))
-                if parameters_cell(nb) is not None}
+    declared = {
+        nb.stem: set(declared_parameters(nb))
+        for nb in sorted(folder.glob("*.ipynb"))
+        if parameters_cell(nb) is not None
+    }
     if not declared:
         return  # no notebooks beside params/ (an installed copy): nothing to check against
     for section, values in data.items():
         if section != "common" and section not in declared:
-            raise ValueError(f"{path}: unknown section `{section}`{_did_you_mean(section, declared)}; sections are "
-                             f"`common` and the notebooks' names: {', '.join(declared)}")
+            raise ValueError(
+                f"{path}: unknown section `{section}`{_did_you_mean(section, declared)}; sections are "
+                f"`common` and the notebooks' names: {', '.join(declared)}"
+            )
         if values is None:
             continue
         if not isinstance(values, dict):
@@ -66,8 +74,10 @@ def check_profile_keys(path: Path, data: dict) -> None:
         for key in values:
             if key not in known:
                 owner = "any notebook" if section == "common" else f"{section}.ipynb"
-                raise ValueError(f"{path}: `{section}.{key}` is not a parameter of {owner}{_did_you_mean(key, known)}; "
-                                 "fix the name, or declare it in the notebook's `parameters` cell")
+                raise ValueError(
+                    f"{path}: `{section}.{key}` is not a parameter of {owner}{_did_you_mean(key, known)}; "
+                    "fix the name, or declare it in the notebook's `parameters` cell"
+                )
 
 
 def _did_you_mean(name, choices) -> str:

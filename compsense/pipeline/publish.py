@@ -14,6 +14,7 @@ every file). The same run gives byte-identical files (figures carry fixed div id
 stamps a date). A file the previous publication wrote that this run lacks is removed; any other file
 in figures/ is left as it is and named.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,13 +52,16 @@ def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
             finished = ""
         found.append((finished, summary.parent.name, summary.parent))
     if not found:
-        raise NothingToPublish(f"{folder}: no run with a report.md and summary.json. Fix: run "
-                               f"`make reproduce PROFILE={profile}` (or pass --run <run folder>) first.")
+        raise NothingToPublish(
+            f"{folder}: no run with a report.md and summary.json. Fix: run "
+            f"`make reproduce PROFILE={profile}` (or pass --run <run folder>) first."
+        )
     return max(found)[2]
 
 
-def publish(profile: str | None = None, run: str | os.PathLike | None = None,
-            dest: str | os.PathLike = "figures") -> dict:
+def publish(
+    profile: str | None = None, run: str | os.PathLike | None = None, dest: str | os.PathLike = "figures"
+) -> dict:
     """Copy run `run` (default: the latest of `profile`) into `dest`. Returns {"run", "written",
     "unchanged", "removed", "others", "stale_png"}: file names relative to `dest`."""
     if run is None:
@@ -69,8 +73,10 @@ def publish(profile: str | None = None, run: str | os.PathLike | None = None,
     summary_path, report_path = run_dir / "summary.json", run_dir / "report.md"
     for needed in (summary_path, report_path):
         if not needed.exists():
-            raise NothingToPublish(f"{needed}: missing, so {run_dir} is not a finished run. Fix: publish a run "
-                                   "that `python -m compsense reproduce` finished (it writes both).")
+            raise NothingToPublish(
+                f"{needed}: missing, so {run_dir} is not a finished run. Fix: publish a run "
+                "that `python -m compsense reproduce` finished (it writes both)."
+            )
     summary = read_json(summary_path)
     profile = profile or summary.get("profile") or run_dir.parent.name
     figures = resolve(summary.get("figures_dir") or Path(summary.get("work_dir") or f"runs/{profile}") / "figures")
@@ -87,8 +93,12 @@ def publish(profile: str | None = None, run: str | os.PathLike | None = None,
     files[f"{profile}_report.md"] = _relink(report_path.read_text(encoding="utf-8"), figures, run_dir).encode("utf-8")
 
     where = _relative(run_dir)
-    manifest = {"profile": profile, "run": where, "figures_dir": _relative(figures),
-                "files": {name: _sha256(data) for name, data in sorted(files.items())}}
+    manifest = {
+        "profile": profile,
+        "run": where,
+        "figures_dir": _relative(figures),
+        "files": {name: _sha256(data) for name, data in sorted(files.items())},
+    }
     previous = _previous_files(out / MANIFEST)
     done = {"run": where, "written": [], "unchanged": [], "removed": [], "others": [], "stale_png": []}
     for name, data in sorted(files.items()):
@@ -138,8 +148,11 @@ def _sha256(data: bytes) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m compsense.pipeline.publish", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m compsense.pipeline.publish",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--profile", default="local", help="publish this profile's latest run (default local)")
     parser.add_argument("--run", default=None, help="a run folder (runs/<profile>/<run>) instead of the latest")
     parser.add_argument("--dest", default="figures", help="where to publish (default figures/)")
@@ -149,16 +162,21 @@ def main(argv: list[str] | None = None) -> int:
     except (NothingToPublish, ValueError) as err:
         print(f"publish: {err}", file=sys.stderr)
         return 2
-    print(f"published {done['run']} -> {args.dest}/: {len(done['written'])} written, "
-          f"{len(done['unchanged'])} unchanged, {len(done['removed'])} removed")
-    for name in done["written"] + [f"{n} (removed: the previous publication wrote it, this run has none)"
-                                   for n in done["removed"]]:
+    print(
+        f"published {done['run']} -> {args.dest}/: {len(done['written'])} written, "
+        f"{len(done['unchanged'])} unchanged, {len(done['removed'])} removed"
+    )
+    for name in done["written"] + [
+        f"{n} (removed: the previous publication wrote it, this run has none)" for n in done["removed"]
+    ]:
         print(f"  {name}")
     if done["others"]:
         print(f"not from this run, left as they are: {', '.join(done['others'])}")
     if done["stale_png"]:
-        print(f"WARNING: {', '.join(done['stale_png'])}: an earlier drawing; this run drew HTML only (kaleido "
-              "needs Chromium: `apt-get install chromium`, then re-run the stage and publish again)")
+        print(
+            f"WARNING: {', '.join(done['stale_png'])}: an earlier drawing; this run drew HTML only (kaleido "
+            "needs Chromium: `apt-get install chromium`, then re-run the stage and publish again)"
+        )
     return 0
 
 

@@ -14,6 +14,7 @@ Numbers are rounded half up from their decimal text (0.725 -> 0.73), as a reader
 sign is U+2212. Which columns and rows each table shows is set here, and every table says where all
 of its rows are.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,12 +32,18 @@ from compsense.core.storage import write_text
 from compsense.pipeline.report import TABLES_DIR
 from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE
 
-MARKER = re.compile(r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->",
-                    re.S | re.M)
+MARKER = re.compile(
+    r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->", re.S | re.M
+)
 DASH = "–"  # a cell with no number
 
-BACKBONE_LABELS = {"minilm-l6": "MiniLM-L6", "minilm-l12": "MiniLM-L12", "gte-small": "GTE-Small",
-                   "gte-modernbert-base": "GTE-ModernBERT-base", "tiny-bert": "tiny-bert"}  # the paper's names
+BACKBONE_LABELS = {
+    "minilm-l6": "MiniLM-L6",
+    "minilm-l12": "MiniLM-L12",
+    "gte-small": "GTE-Small",
+    "gte-modernbert-base": "GTE-ModernBERT-base",
+    "tiny-bert": "tiny-bert",
+}  # the paper's names
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "acc@1": "Acc@1", "mrr@10": "MRR@10", "recall@100": "Recall@100"}
 ENCODER_LABELS = {"base": "Base", "A": "Model A", "B": "Model B"}
 VERIFIER_LABELS = {"F0": "F0 mean", "F1": "F1 MaxSim", "F2": "F2 alignment", "F3": "F3 CNN", "F4": "F4 Transformer"}
@@ -83,12 +90,12 @@ def pvalue(value) -> str:
 
 
 def mean_std(mean, std, places: int = 3) -> str:
-    """"mean ± std", or the mean alone when there is no std (one seed)."""
+    """ "mean ± std", or the mean alone when there is no std (one seed)."""
     return num(mean, places) if _decimal(std) is None else f"{num(mean, places)} ± {num(std, places)}"
 
 
 def interval(delta, low, high) -> str:
-    """"+0.007 [−0.008, +0.022]"; the delta alone when there is no interval."""
+    """ "+0.007 [−0.008, +0.022]"; the delta alone when there is no interval."""
     if _decimal(delta) is None:
         return DASH
     ci = f" [{num(low, sign=True)}, {num(high, sign=True)}]" if _decimal(low) is not None else ""
@@ -113,16 +120,43 @@ def table1(df: pd.DataFrame) -> str:
     rows = []
     for backbone in backbones:
         for r in df[df.backbone == backbone].itertuples():
-            paper = (DASH if _decimal(r.paper_drop) is None else
-                     f"{num(r.paper_drop, sign=True)} ({num(r.paper_drop_pct, 1, sign=True)}%)")
+            paper = (
+                DASH
+                if _decimal(r.paper_drop) is None
+                else f"{num(r.paper_drop, sign=True)} ({num(r.paper_drop_pct, 1, sign=True)}%)"
+            )
             drop = DASH if _decimal(r.drop) is None else f"{num(r.drop, sign=True)} ({num(r.drop_pct, 1, sign=True)}%)"
             if _decimal(getattr(r, "ci_low", None)) is not None:
                 drop += f" [{num(r.ci_low, sign=True)}, {num(r.ci_high, sign=True)}]"
-            rows.append([BACKBONE_LABELS.get(backbone, backbone), METRIC_LABELS.get(r.metric, r.metric),
-                         mean_std(r.base_mean, r.base_std), mean_std(r.A_mean, r.A_std), mean_std(r.B_mean, r.B_std),
-                         drop, pvalue(getattr(r, "p_holm", None)), num(r.paper_A), num(r.paper_B), paper])
-    return markdown(["backbone", "metric", "Base", "Model A", "Model B", "B − A [95% CI]", "Holm p", "paper A",
-                     "paper B", "paper B − A"], rows)
+            rows.append(
+                [
+                    BACKBONE_LABELS.get(backbone, backbone),
+                    METRIC_LABELS.get(r.metric, r.metric),
+                    mean_std(r.base_mean, r.base_std),
+                    mean_std(r.A_mean, r.A_std),
+                    mean_std(r.B_mean, r.B_std),
+                    drop,
+                    pvalue(getattr(r, "p_holm", None)),
+                    num(r.paper_A),
+                    num(r.paper_B),
+                    paper,
+                ]
+            )
+    return markdown(
+        [
+            "backbone",
+            "metric",
+            "Base",
+            "Model A",
+            "Model B",
+            "B − A [95% CI]",
+            "Holm p",
+            "paper A",
+            "paper B",
+            "paper B − A",
+        ],
+        rows,
+    )
 
 
 def variants(df: pd.DataFrame) -> str:
@@ -134,25 +168,52 @@ def variants(df: pd.DataFrame) -> str:
         label = r.variant + (f" ({VARIANT_NOTES[r.variant]})" if r.variant in VARIANT_NOTES else "")
         reference = _decimal(getattr(r, "mean_delta", None)) is None
         if r.n_seeds > 1 and not reference and r.variant not in CONTROLS:
-            label = f"**{r.variant}**" + label[len(r.variant):]
+            label = f"**{r.variant}**" + label[len(r.variant) :]
         share = DASH if _decimal(r.structural_share) is None else f"{float(r.structural_share):g}"
         gain = getattr(r, "auc_gain", None)
         delta = interval(getattr(r, "mean_delta", None), getattr(r, "ci_low", None), getattr(r, "ci_high", None))
-        rows.append(([BACKBONE_LABELS.get(r.backbone, r.backbone)] if several else [])
-                    + [label, share, f"{int(r.retrieval_rows):,}", str(int(r.n_seeds)), mean_std(r.mean, r.std),
-                       delta, pvalue(getattr(r, "p_holm", None)), DASH if reference else num(gain, 2, sign=True)])
+        rows.append(
+            ([BACKBONE_LABELS.get(r.backbone, r.backbone)] if several else [])
+            + [
+                label,
+                share,
+                f"{int(r.retrieval_rows):,}",
+                str(int(r.n_seeds)),
+                mean_std(r.mean, r.std),
+                delta,
+                pvalue(getattr(r, "p_holm", None)),
+                DASH if reference else num(gain, 2, sign=True),
+            ]
+        )
     metric = METRIC_LABELS.get(df.metric.iloc[0], df.metric.iloc[0]) if "metric" in df and len(df) else "nDCG@10"
-    return markdown((["backbone"] if several else []) + ["variant", "share", "retrieval rows", "seeds", metric,
-                    "− A [95% CI]", "Holm p", "held-out near-miss AUC gain"], rows)
+    return markdown(
+        (["backbone"] if several else [])
+        + [
+            "variant",
+            "share",
+            "retrieval rows",
+            "seeds",
+            metric,
+            "− A [95% CI]",
+            "Holm p",
+            "held-out near-miss AUC gain",
+        ],
+        rows,
+    )
 
 
 # (README heading, column of separation.csv, collapse equal values): the near-miss AUCs are always shown
 # per scorer; a check (self-match, copy > near-miss) shows one value when every scorer of the row agrees.
-SEPARATION_COLUMNS = ([("held-out all", "negatives-heldout auc", False)]
-                      + [(f, f"negatives-heldout:{f} auc", False) for f in PAPER_FAMILIES]
-                      + [("self-match", "negatives-heldout self_match", True),
-                         ("copy > nm", "negatives-heldout copy_vs_near_miss", True),
-                         ("SugarCrepe", "sugarcrepe auc", False), ("CondaQA", "condaqa auc", False)])
+SEPARATION_COLUMNS = (
+    [("held-out all", "negatives-heldout auc", False)]
+    + [(f, f"negatives-heldout:{f} auc", False) for f in PAPER_FAMILIES]
+    + [
+        ("self-match", "negatives-heldout self_match", True),
+        ("copy > nm", "negatives-heldout copy_vs_near_miss", True),
+        ("SugarCrepe", "sugarcrepe auc", False),
+        ("CondaQA", "condaqa auc", False),
+    ]
+)
 
 
 def _mean_std_cell(value) -> str:
@@ -185,8 +246,9 @@ def separation(df: pd.DataFrame) -> str:
             for scorer in sorted(set(verifiers.scorer)):
                 if train_data != train_sets[0] and scorer in TRAINING_FREE:
                     continue
-                rows = verifiers[(verifiers.scorer == scorer) & (verifiers.train_data == train_data)
-                                 & (verifiers["size"] == size)]
+                rows = verifiers[
+                    (verifiers.scorer == scorer) & (verifiers.train_data == train_data) & (verifiers["size"] == size)
+                ]
                 if rows.empty:
                     continue
                 rows = rows.sort_values("regime", key=lambda s: s.map({"frozen": 0, "end2end": 1}).fillna(2))
@@ -196,7 +258,10 @@ def separation(df: pd.DataFrame) -> str:
     for label, rows in groups:
         seeds = [str(s) for s in rows["seeds"]] if "seeds" in rows else []
         if seeds and not label.startswith("pooled"):
-            label = label[:-1] + f"; {' / '.join(dict.fromkeys(seeds)) if len(set(seeds)) == 1 else ' / '.join(seeds)} seeds)"
+            label = (
+                label[:-1]
+                + f"; {' / '.join(dict.fromkeys(seeds)) if len(set(seeds)) == 1 else ' / '.join(seeds)} seeds)"
+            )
         cells = [label]
         for _, column, collapse in SEPARATION_COLUMNS:
             values = [_mean_std_cell(v) for v in rows[column]] if column in rows else [DASH] * len(rows)
@@ -217,15 +282,25 @@ def rerank(df: pd.DataFrame) -> str:
             label, regime = ENCODER_LABELS.get(r["variant"], r["variant"]), "encoder only"
         else:
             label, regime = VERIFIER_LABELS.get(r["verifier"], r["verifier"]), r["regime"]
-        rows.append([label, regime, num(r[metric]), interval(r.get("mean_delta"), r.get("ci_low"), r.get("ci_high")),
-                     pvalue(r.get("p_holm"))])
+        rows.append(
+            [
+                label,
+                regime,
+                num(r[metric]),
+                interval(r.get("mean_delta"), r.get("ci_low"), r.get("ci_high")),
+                pvalue(r.get("p_holm")),
+            ]
+        )
     at = f" (top {k} reranked)" if k else ""
-    return markdown(["method", "regime", f"{METRIC_LABELS.get(metric, metric)}{at}", "− Base [95% CI]", "Holm p"],
-                    rows)
+    return markdown(["method", "regime", f"{METRIC_LABELS.get(metric, metric)}{at}", "− Base [95% CI]", "Holm p"], rows)
 
 
-TABLES = {"table1": ("table1.csv", table1), "variants": ("variants.csv", variants),
-          "separation": ("separation.csv", separation), "rerank": ("rerank.csv", rerank)}
+TABLES = {
+    "table1": ("table1.csv", table1),
+    "variants": ("variants.csv", variants),
+    "separation": ("separation.csv", separation),
+    "rerank": ("rerank.csv", rerank),
+}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -239,14 +314,18 @@ def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -
     file, make = TABLES[name]
     path = resolve(tables_dir) / file
     if not path.exists():
-        raise TableError(f"{path}: missing; README table `{name}` is generated from it. Fix: run the notebook that "
-                         "writes it, then `make figures` (or restore the file from git).")
+        raise TableError(
+            f"{path}: missing; README table `{name}` is generated from it. Fix: run the notebook that "
+            "writes it, then `make figures` (or restore the file from git)."
+        )
     try:
         return make(pd.read_csv(path))
     except (KeyError, AttributeError, ValueError) as err:
-        raise TableError(f"{path}: cannot make README table `{name}` ({type(err).__name__}: {err}). Fix: publish a "
-                         "run's tables again with `make figures`; the file was edited or comes from an older "
-                         "report.") from None
+        raise TableError(
+            f"{path}: cannot make README table `{name}` ({type(err).__name__}: {err}). Fix: publish a "
+            "run's tables again with `make figures`; the file was edited or comes from an older "
+            "report."
+        ) from None
 
 
 def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", where: str = "README.md") -> str:
@@ -254,8 +333,10 @@ def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", w
     for opened in re.finditer(r"^<!-- table:", text, re.M):  # a marker starts a line; a mention in prose does not
         if not MARKER.match(text, opened.start()):
             line = text.count("\n", 0, opened.start()) + 1
-            raise TableError(f"{where}, line {line}: a `<!-- table:NAME ... -->` marker without its closing "
-                             "`<!-- /table -->` (or not followed by a new line). Fix: add the closing marker.")
+            raise TableError(
+                f"{where}, line {line}: a `<!-- table:NAME ... -->` marker without its closing "
+                "`<!-- /table -->` (or not followed by a new line). Fix: add the closing marker."
+            )
 
     def one(match: re.Match) -> str:
         head = match.group(0)[: match.start("body") - match.start()]
@@ -265,8 +346,11 @@ def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", w
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m compsense.pipeline.readme_tables", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m compsense.pipeline.readme_tables",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--readme", default="README.md")
     parser.add_argument("--tables", default=f"figures/{TABLES_DIR}", help="the committed tables (figures/tables)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when the README differs")
@@ -282,8 +366,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.readme}: its tables are those of {args.tables}/ already")
         return 0
     if args.check:
-        sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), args.readme,
-                                                   f"{args.readme} from {args.tables}/"))
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                text.splitlines(True), new.splitlines(True), args.readme, f"{args.readme} from {args.tables}/"
+            )
+        )
         print(f"{args.readme}: the tables differ from {args.tables}/. Fix: make readme-tables", file=sys.stderr)
         return 1
     write_text(path, new)

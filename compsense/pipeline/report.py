@@ -10,6 +10,7 @@ MAX_ROWS says how many rows it leaves out and links that file: nothing is cut si
 `make figures` (compsense.pipeline.publish) copies these tables and the figures into figures/, and
 `make readme-tables` (compsense.pipeline.readme_tables) sets the README's result tables from them.
 """
+
 from __future__ import annotations
 
 import html
@@ -56,6 +57,7 @@ ESTIMATE_TITLE = "Time estimate for the paper profile from this run's measured t
 class Block:
     """One section of the report: a heading, a paragraph, a table (written whole to tables/<name>.csv)
     or the figures."""
+
     title: str
     text: str = ""
     table: pd.DataFrame | None = None
@@ -66,10 +68,16 @@ class Block:
 
 def git_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo_root(),
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo_root(),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -81,14 +89,18 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     return table.groupby(keys, dropna=False).value.agg(["mean", "std", "count"]).reset_index()
 
 
-def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, run_dir: str | os.PathLike,
-                 summary: dict | None = None) -> dict[str, Path]:
+def build_report(
+    work_dir: str | os.PathLike, figures_dir: str | os.PathLike, run_dir: str | os.PathLike, summary: dict | None = None
+) -> dict[str, Path]:
     """Write run_dir/report.md, run_dir/report.html and run_dir/tables/*.csv; returns the two reports' paths."""
     work, figs, run = resolve(work_dir), resolve(figures_dir), resolve(run_dir)
     profile = (summary or {}).get("profile")
     results = work / "results"
-    tables = {name: pd.read_parquet(results / f"{name}.parquet") for name, _ in SECTIONS
-              if (results / f"{name}.parquet").exists()}
+    tables = {
+        name: pd.read_parquet(results / f"{name}.parquet")
+        for name, _ in SECTIONS
+        if (results / f"{name}.parquet").exists()
+    }
 
     answer: list[Block] = []
     details: list[Block] = []
@@ -112,15 +124,23 @@ def build_report(work_dir: str | os.PathLike, figures_dir: str | os.PathLike, ru
 
     # The answer first, then how it was run.
     info = machine()
-    meta = pd.DataFrame({"item": ["profile", "git commit", "device", "python"] + list(info["versions"]),
-                         "value": [profile or "?", git_commit(), info["device"], info["python"]]
-                         + list(info["versions"].values())})
+    meta = pd.DataFrame(
+        {
+            "item": ["profile", "git commit", "device", "python"] + list(info["versions"]),
+            "value": [profile or "?", git_commit(), info["device"], info["python"]] + list(info["versions"].values()),
+        }
+    )
     run_info = [Block("Run metadata", table=meta, name="run_metadata")]
     if summary:
-        stages = pd.DataFrame([{"stage": k, **{f: v.get(f) for f in ("status", "seconds", "reason", "cell", "error")}}
-                               for k, v in summary.get("stages", {}).items()])
-        run_info.append(Block("Stages (time per stage in seconds)", table=stages.dropna(axis=1, how="all"),
-                              name="stages"))
+        stages = pd.DataFrame(
+            [
+                {"stage": k, **{f: v.get(f) for f in ("status", "seconds", "reason", "cell", "error")}}
+                for k, v in summary.get("stages", {}).items()
+            ]
+        )
+        run_info.append(
+            Block("Stages (time per stage in seconds)", table=stages.dropna(axis=1, how="all"), name="stages")
+        )
     run_info += _estimate_blocks(work)
 
     blocks = answer + details + every + run_info
@@ -166,17 +186,31 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 def _table1_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
     """Table 1 on the zero-shot sets with its B - A interval over seeds and queries (Holm-corrected)."""
     if "regime" not in table.columns:
-        return [Block(TABLE1_TITLE, text="No Table 1: the results predate zero-shot checking (no `regime` column); "
-                      "re-run notebook 02 with force=True.")]
+        return [
+            Block(
+                TABLE1_TITLE,
+                text="No Table 1: the results predate zero-shot checking (no `regime` column); "
+                "re-run notebook 02 with force=True.",
+            )
+        ]
     per_query = results / "retrieval_per_query.parquet"
     pq = pd.read_parquet(per_query) if per_query.exists() else None
     sets = sorted(set(table.dataset) - set(table.dataset[table.regime != "zero-shot"]))
-    note = (f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document of any model occurs in "
-            "them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap of B − A resampling "
-            f"seeds and queries together ({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm-corrected over "
-            "the table's comparisons.")
-    return [Block(TABLE1_TITLE, text=note, table=table1(table, per_query=pq, **boot), name="table1",
-                  source=_where(results / "retrieval.parquet"))]
+    note = (
+        f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document of any model occurs in "
+        "them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap of B − A resampling "
+        f"seeds and queries together ({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm-corrected over "
+        "the table's comparisons."
+    )
+    return [
+        Block(
+            TABLE1_TITLE,
+            text=note,
+            table=table1(table, per_query=pq, **boot),
+            name="table1",
+            source=_where(results / "retrieval.parquet"),
+        )
+    ]
 
 
 def _retrieval_details(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
@@ -191,17 +225,24 @@ def _retrieval_details(table: pd.DataFrame, results: Path, boot: dict) -> list[B
         nearmiss = results / NEARMISS_TABLE
         note = ""
         if nearmiss.exists():
-            gain = (dose_response(table, pd.read_parquet(nearmiss)).groupby(["backbone", "variant"], as_index=False)
-                    .auc_gain.mean())
+            gain = (
+                dose_response(table, pd.read_parquet(nearmiss))
+                .groupby(["backbone", "variant"], as_index=False)
+                .auc_gain.mean()
+            )
             variants = variants.merge(gain, on=["backbone", "variant"], how="left")
-            note = ("auc_gain: held-out near-miss AUC (pooled cosine, all families) minus Model A's of the same "
-                    f"seed, mean over seeds (`{_where(nearmiss)}`).")
-        blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants",
-                            source=_where(per_query)))
+            note = (
+                "auc_gain: held-out near-miss AUC (pooled cosine, all families) minus Model A's of the same "
+                f"seed, mean over seeds (`{_where(nearmiss)}`)."
+            )
+        blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants", source=_where(per_query)))
     in_domain = table[(table.regime == "in-domain") & table.metric.isin(["ndcg@10", "acc@1"])]
     if not in_domain.empty:
-        ref = (in_domain.groupby(["backbone", "dataset", "metric", "variant"]).value.agg(["mean", "std", "count"])
-               .reset_index())
+        ref = (
+            in_domain.groupby(["backbone", "dataset", "metric", "variant"])
+            .value.agg(["mean", "std", "count"])
+            .reset_index()
+        )
         blocks.append(Block(IN_DOMAIN_TITLE, table=ref, name="in_domain", source=_where(results / "retrieval.parquet")))
     return blocks
 
@@ -211,8 +252,11 @@ def separation_frame(results: pd.DataFrame) -> pd.DataFrame:
     table: a column per "<dataset> <check>", plus the near-miss AUC of each family of the held-out set
     ("negatives-heldout:<family> auc"), every cell "mean ± std" over verifier seeds."""
     wide = separation_table(results)
-    held = results[(results.dataset == "negatives-heldout") & (results.metric == "auc")
-                   & ~results.family.isin(["all", "self_match", "copy_vs_near_miss"])]
+    held = results[
+        (results.dataset == "negatives-heldout")
+        & (results.metric == "auc")
+        & ~results.family.isin(["all", "self_match", "copy_vs_near_miss"])
+    ]
     if not held.empty:
         # Each family as a dataset of its own whose "all" is that family: the same cells, the same code.
         per_family = separation_table(held.assign(dataset="negatives-heldout:" + held.family, family="all"))
@@ -232,24 +276,35 @@ def _separation_block(table: pd.DataFrame, where: str) -> Block:
     return Block(SEPARATION_TITLE, table=flat, name="separation", source=where)
 
 
-def rerank_answer(results: pd.DataFrame, per_query: pd.DataFrame | None, n: int = 1000, seed: int = 0,
-                  metric: str = "ndcg@10") -> pd.DataFrame:
+def rerank_answer(
+    results: pd.DataFrame, per_query: pd.DataFrame | None, n: int = 1000, seed: int = 0, metric: str = "ndcg@10"
+) -> pd.DataFrame:
     """Notebook 05's answer: each encoder alone and each verifier reranking at the largest K (pure
     rerank, weight 0, when it ran), `metric` as the mean over datasets, and each reranker against
     Base (`compsense.verifiers.rerank.bootstrap_vs_baseline`: paired bootstrap over queries, Holm over
     every K and weight the notebook ran, as the notebook computes it)."""
+    missing = sorted({"variant", "verifier", "regime", "k", "weight", "metric", "value"} - set(results.columns))
+    if missing:
+        raise KeyError(f"rerank results lack columns {missing}; notebook 05 writes them (re-run it)")
     df = results[results.metric == metric]
     reranked = df[df.verifier != "none"]
-    alone = (df[df.regime == ENCODER_ONLY].groupby(["variant"], sort=False, as_index=False).value.mean()
-             .assign(verifier="none", regime=ENCODER_ONLY, k=np.nan, weight=np.nan))
+    alone = (
+        df[df.regime == ENCODER_ONLY]
+        .groupby(["variant"], sort=False, as_index=False)
+        .value.mean()
+        .assign(verifier="none", regime=ENCODER_ONLY, k=np.nan, weight=np.nan)
+    )
     if reranked.empty:
         return alone.rename(columns={"value": metric})
     k = int(reranked.k.max())
     weights = sorted(reranked.weight.astype(float).unique())
     weight = 0.0 if 0.0 in weights else weights[0]
     at = reranked[(reranked.k == k) & np.isclose(reranked.weight.astype(float), weight)]
-    top = (at.groupby(["variant", "verifier", "regime"], sort=False, as_index=False).value.mean()
-           .assign(k=k, weight=weight))
+    top = (
+        at.groupby(["variant", "verifier", "regime"], sort=False, as_index=False)
+        .value.mean()
+        .assign(k=k, weight=weight)
+    )
     # F0 frozen, F0 end2end, F1 frozen, ...
     regime_order = top.regime.map({"frozen": 0, "end2end": 1}).fillna(2)
     top = top.assign(_r=regime_order).sort_values(["verifier", "_r"], kind="stable").drop(columns="_r")
@@ -257,10 +312,15 @@ def rerank_answer(results: pd.DataFrame, per_query: pd.DataFrame | None, n: int 
     if per_query is not None and not per_query.empty:
         boot = bootstrap_vs_baseline(per_query, baseline="base", metric=metric, n=n, seed=seed)
         boot = boot[(boot.k == k) & np.isclose(boot.weight.astype(float), weight)]
-        out = out.merge(boot[["variant", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
-                        on="variant", how="left")
-    return out[["variant", "verifier", "regime", "k", "weight", metric]
-               + [c for c in ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries") if c in out]]
+        out = out.merge(
+            boot[["variant", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
+            on="variant",
+            how="left",
+        )
+    return out[
+        ["variant", "verifier", "regime", "k", "weight", metric]
+        + [c for c in ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries") if c in out]
+    ]
 
 
 def _rerank_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
@@ -268,10 +328,16 @@ def _rerank_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block
     try:
         answer = rerank_answer(table, pd.read_parquet(per_query) if per_query.exists() else None, **boot)
     except (KeyError, ValueError) as err:
-        return [Block(RERANK_TITLE, text=f"No reranking table: {type(err).__name__}: {err} "
-                      f"({_where(results / 'rerank.parquet')}).")]
-    note = (f"mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same queries, 95% BCa interval "
-            f"({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm over every K and weight of the run.")
+        return [
+            Block(
+                RERANK_TITLE,
+                text=f"No reranking table: {type(err).__name__}: {err} ({_where(results / 'rerank.parquet')}).",
+            )
+        ]
+    note = (
+        f"mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same queries, 95% BCa interval "
+        f"({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm over every K and weight of the run."
+    )
     return [Block(RERANK_TITLE, text=note, table=answer, name="rerank", source=_where(results / "rerank.parquet"))]
 
 
@@ -280,13 +346,22 @@ def _estimate_blocks(work: Path) -> list[Block]:
     report: whatever is missing or unreadable is said in the section instead."""
     try:
         est = estimate("paper", work)
-        return [Block(ESTIMATE_TITLE, text=headline(est) + " `python -m compsense estimate --profile paper --from "
-                      f"{_where(work)}` prints it; --bench/--rate add rates measured elsewhere."),
-                Block("Time estimate per stage and component (paper profile)", table=display_frame(est),
-                      name="estimate")]
+        return [
+            Block(
+                ESTIMATE_TITLE,
+                text=headline(est) + " `python -m compsense estimate --profile paper --from "
+                f"{_where(work)}` prints it; --bench/--rate add rates measured elsewhere.",
+            ),
+            Block("Time estimate per stage and component (paper profile)", table=display_frame(est), name="estimate"),
+        ]
     except Exception as err:  # noqa: BLE001 - the report must be written whatever the estimate hits
-        return [Block(ESTIMATE_TITLE, text=f"No estimate: {type(err).__name__}: {err}. It needs the run's "
-                      f"work_dir ({work}) with DONE.json, verifier.json or executed notebooks in it.")]
+        return [
+            Block(
+                ESTIMATE_TITLE,
+                text=f"No estimate: {type(err).__name__}: {err}. It needs the run's "
+                f"work_dir ({work}) with DONE.json, verifier.json or executed notebooks in it.",
+            )
+        ]
 
 
 def _rel(path: Path, start: Path) -> str:
@@ -305,10 +380,12 @@ def _cut_note(block: Block, link_format: str = "[{0}]({0})") -> str:
 
 def _md_table(df: pd.DataFrame) -> str:
     """A GitHub markdown table (pandas' to_markdown needs tabulate, which compsense does not install)."""
+
     def cell(v):
         if isinstance(v, float):
             return "–" if pd.isna(v) else f"{v:.4g}"
         return str(v).replace("|", "\\|").replace("\n", " ")
+
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "---|" * len(df.columns)
     rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
@@ -337,10 +414,12 @@ _HTML_LINK = "<a href='{0}'>{0}</a>"  # table names are [a-z0-9_]: nothing to es
 
 
 def _html(blocks: list[Block], run: Path) -> str:
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>compsense report</title>",
-             "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
-             "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}iframe{width:100%;height:560px;border:0}"
-             "</style></head><body><h1>compsense report</h1>"]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>compsense report</title>",
+        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
+        "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}iframe{width:100%;height:560px;border:0}"
+        "</style></head><body><h1>compsense report</h1>",
+    ]
     for block in blocks:
         parts.append(f"<h2>{html.escape(block.title)}</h2>")
         if block.text:
@@ -349,7 +428,8 @@ def _html(blocks: list[Block], run: Path) -> str:
             parts.append(block.table.head(MAX_ROWS).to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–"))
             if _cut_note(block):
                 parts.append(f"<p>{_cut_note(block, link_format=_HTML_LINK)}</p>")
-        parts += [f"<h3>{html.escape(f.stem)}</h3><iframe src='{html.escape(_rel(f, run))}'></iframe>"
-                  for f in block.figures]
+        parts += [
+            f"<h3>{html.escape(f.stem)}</h3><iframe src='{html.escape(_rel(f, run))}'></iframe>" for f in block.figures
+        ]
     parts.append("</body></html>")
     return "\n".join(parts)

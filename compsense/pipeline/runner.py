@@ -11,6 +11,7 @@ depend on it, keeps everything done so far, and the summary names the failing ce
 to re-run it. One run at a time per profile and work_dir (a lock; a second run is refused), and
 stages.json is re-read and merged under that lock. See docs/promises.md.
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,7 +28,6 @@ from pathlib import Path
 from compsense.core.paths import local_data_dir, repo_root, resolve
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters
-from compsense.pipeline.report import build_report
 from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
 
 
@@ -58,8 +58,11 @@ def code_dependencies(notebook: Path) -> list[Path]:
     """
     package = repo_root() / "compsense"
     nb = json.loads(notebook.read_text(encoding="utf-8"))
-    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-               for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    sources = [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in nb.get("cells", [])
+        if c.get("cell_type") == "code"
+    ]
     todo = [(_python_only(src), "") for src in sources]  # (code, the package its relative imports start from)
     seen: dict[str, Path] = {}
     _visit(package, "compsense", seen, todo)  # every import of compsense runs its __init__
@@ -102,7 +105,7 @@ def _imported_modules(tree, package_of: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package_of.split(".")
-                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -145,14 +148,22 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     figures_dir = run_figures_dir(profile, common)
     profile_dir = resolve(f"runs/{profile}")
-    with run_lock(profile_dir, f"profile {profile}"), \
-            run_lock(work_dir if work_dir not in (None, profile_dir) else None, f"work_dir {work_dir}"):
+    with (
+        run_lock(profile_dir, f"profile {profile}"),
+        run_lock(work_dir if work_dir not in (None, profile_dir) else None, f"work_dir {work_dir}"),
+    ):
         state_path = profile_dir / "stages.json"
         state = read_state(state_path)
         run_dir = resolve(out) if out else new_run_dir(profile_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        summary = {"profile": profile, "run_dir": str(run_dir), "started": run_dir.name, "stages": {},
-                   "work_dir": str(work_dir) if work_dir else None, "figures_dir": str(figures_dir)}
+        summary = {
+            "profile": profile,
+            "run_dir": str(run_dir),
+            "started": run_dir.name,
+            "stages": {},
+            "work_dir": str(work_dir) if work_dir else None,
+            "figures_dir": str(figures_dir),
+        }
         failed: set[str] = set()
         libraries = library_versions()
         print(f"compsense reproduce: profile {profile}, {len(stages)} stage(s), run folder {run_dir}")
@@ -165,45 +176,75 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
                 print(f"  [{key}] not run: depends on failed stage(s) {blocked}")
                 continue
             params = notebook_parameters(profile, nb)
-            parts = {"code": fingerprint(nb, params, []),
-                     "upstream": {d: state.get(d, {}).get("fingerprint", "") for d in DEPENDS_ON.get(key, [])},
-                     "inputs": stage_inputs(key, params, libraries)}
+            parts = {
+                "code": fingerprint(nb, params, []),
+                "upstream": {d: state.get(d, {}).get("fingerprint", "") for d in DEPENDS_ON.get(key, [])},
+                "inputs": stage_inputs(key, params, libraries),
+            }
             fp = _digest(parts)
             stage_work = resolve(params["work_dir"]) if "work_dir" in params else None
             why = "--force" if force else rerun_reason(state.get(key), parts, fp, stage_work)
             if why is None:
-                summary["stages"][key] = {"status": "skipped", "reason": "unchanged since its last success",
-                                          "last_output": state[key].get("output")}
-                print(f"  [{key}] skipped: notebook, parameters, code, data and outputs unchanged since "
-                      f"{state[key].get('finished')} (--force re-runs it)")
+                summary["stages"][key] = {
+                    "status": "skipped",
+                    "reason": "unchanged since its last success",
+                    "last_output": state[key].get("output"),
+                }
+                print(
+                    f"  [{key}] skipped: notebook, parameters, code, data and outputs unchanged since "
+                    f"{state[key].get('finished')} (--force re-runs it)"
+                )
                 continue
             print(f"  [{key}] runs: {why}")
             output = run_dir / nb.name
             before = _snapshot(stage_work, run_dir)
             started = time.time()
             try:
-                papermill.execute_notebook(str(nb), str(output), parameters=params, cwd=str(nb.parent),
-                                           kernel_name="python3", progress_bar=True, log_output=False)
+                papermill.execute_notebook(
+                    str(nb),
+                    str(output),
+                    parameters=params,
+                    cwd=str(nb.parent),
+                    kernel_name="python3",
+                    progress_bar=True,
+                    log_output=False,
+                )
             except Exception as err:
                 failed.add(key)
-                summary["stages"][key] = {**_failure(err, nb, output, profile, key, time.time() - started),
-                                          "reason": why}
-                print(f"  [{key}] FAILED in {summary['stages'][key]['cell']}: {summary['stages'][key]['error']}\n"
-                      f"        re-run from here: {summary['stages'][key]['rerun']}")
+                summary["stages"][key] = {
+                    **_failure(err, nb, output, profile, key, time.time() - started),
+                    "reason": why,
+                }
+                print(
+                    f"  [{key}] FAILED in {summary['stages'][key]['cell']}: {summary['stages'][key]['error']}\n"
+                    f"        re-run from here: {summary['stages'][key]['rerun']}"
+                )
                 continue
             seconds = round(time.time() - started, 1)
             written = _written_since(before, _snapshot(stage_work, run_dir))
-            record = {"fingerprint": fp, "parts": parts, "output": str(output), "seconds": seconds,
-                      "work_dir": str(stage_work) if stage_work else None, "outputs": written,
-                      "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            record = {
+                "fingerprint": fp,
+                "parts": parts,
+                "output": str(output),
+                "seconds": seconds,
+                "work_dir": str(stage_work) if stage_work else None,
+                "outputs": written,
+                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            }
             state = record_stage(state_path, key, record)
             summary["stages"][key] = {"status": "ok", "seconds": seconds, "output": str(output), "reason": why}
-            print(f"  [{key}] ok in {seconds:.0f} s -> "
-                  f"{output.relative_to(repo_root()) if output.is_relative_to(repo_root()) else output}")
+            print(
+                f"  [{key}] ok in {seconds:.0f} s -> "
+                f"{output.relative_to(repo_root()) if output.is_relative_to(repo_root()) else output}"
+            )
         summary["finished"] = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         write_json(run_dir / "summary.json", summary)
         print(f"summary: {run_dir / 'summary.json'}")
         if "work_dir" in common:
+            # Late import, on purpose: the report reads the science modules (torch, sentence-transformers:
+            # ~6 s to import); loaded only after the stages ran, `reproduce` starts and takes its lock at once.
+            from compsense.pipeline.report import build_report
+
             written = build_report(common["work_dir"], figures_dir, run_dir, summary)
             print(f"report:  {written['html']}\n         {written['md']}")
     return 1 if failed else 0
@@ -219,9 +260,11 @@ def run_figures_dir(profile: str, common: dict) -> Path:
     default = f"{common['work_dir']}/figures" if "work_dir" in common else f"runs/{profile}/figures"
     figures_dir = Path(os.path.normpath(resolve(common.get("figures_dir") or default)))
     if figures_dir == Path(os.path.normpath(resolve(COMMITTED_FIGURES))):
-        raise Refused(f"params/{profile}.yaml: `figures_dir: {common.get('figures_dir')}` is the committed "
-                      f"figures/ folder, which a run must not rewrite. Fix: set `figures_dir: {default}` (the run's "
-                      "own folder), then `make figures` copies the latest run's figures and tables into figures/.")
+        raise Refused(
+            f"params/{profile}.yaml: `figures_dir: {common.get('figures_dir')}` is the committed "
+            f"figures/ folder, which a run must not rewrite. Fix: set `figures_dir: {default}` (the run's "
+            "own folder), then `make figures` copies the latest run's figures and tables into figures/."
+        )
     return figures_dir
 
 
@@ -232,16 +275,28 @@ def select_stages(only: list[str] | None) -> list[Path]:
         return found
     unknown = [o for o in only if not any(stage_key(nb).startswith(o) for nb in found)]
     if unknown or not all(o.strip() for o in only):
-        raise Refused(f"--only {','.join(only)}: no stage matches {unknown or ['(empty)']}; "
-                      f"the stages are {', '.join(stage_key(nb) for nb in found)}")
+        raise Refused(
+            f"--only {','.join(only)}: no stage matches {unknown or ['(empty)']}; "
+            f"the stages are {', '.join(stage_key(nb) for nb in found)}"
+        )
     return [nb for nb in found if any(stage_key(nb).startswith(o) for o in only)]
 
 
 # ----------------------------------------------------------------------------------------------
 # What a skip checks besides the code: the data a stage reads, the libraries, and its outputs.
 
-LIBRARIES = ("torch", "transformers", "sentence-transformers", "numpy", "pandas", "scikit-learn", "scipy",
-             "pyarrow", "tokenizers", "safetensors")
+LIBRARIES = (
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "numpy",
+    "pandas",
+    "scikit-learn",
+    "scipy",
+    "pyarrow",
+    "tokenizers",
+    "safetensors",
+)
 # Folders under work_dir that hold no stage result: deleting them never re-runs a stage.
 NOT_OUTPUTS = ("cache",)
 
@@ -277,10 +332,11 @@ def stage_inputs(key: str, params: dict, libraries: dict) -> dict:
     for name in sorted(folders):
         if root is not None and (root / name).is_dir():
             files += sorted(f for f in (root / name).rglob("*") if f.is_file())
-    return {"data_dir": str(root) if root else params.get("data_dir"),
-            "files": {str(f): file_digest(f) for f in files}, "libraries": libraries}
-
-
+    return {
+        "data_dir": str(root) if root else params.get("data_dir"),
+        "files": {str(f): file_digest(f) for f in files},
+        "libraries": libraries,
+    }
 
 
 def _digest(obj) -> str:
@@ -305,11 +361,15 @@ def rerun_reason(record: dict | None, parts: dict, fp: str, work_dir: Path | Non
     if was.get("data_dir") != now["data_dir"]:
         return f"data dir changed: {was.get('data_dir')} -> {now['data_dir']}"
     files = sorted(set(was.get("files", {})) ^ set(now["files"])) or sorted(
-        f for f in now["files"] if was["files"][f] != now["files"][f])
+        f for f in now["files"] if was["files"][f] != now["files"][f]
+    )
     if files:
         return f"data changed: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}"
-    libs = [f"{k} {was.get('libraries', {}).get(k)} -> {v}" for k, v in now["libraries"].items()
-            if was.get("libraries", {}).get(k) != v]
+    libs = [
+        f"{k} {was.get('libraries', {}).get(k)} -> {v}"
+        for k, v in now["libraries"].items()
+        if was.get("libraries", {}).get(k) != v
+    ]
     if libs:
         return f"library versions changed: {', '.join(libs)}"
     if record.get("fingerprint") != fp:
@@ -331,8 +391,13 @@ def _snapshot(work_dir: Path | None, run_dir: Path) -> dict[str, tuple[int, int]
     found = {}
     for path in work_dir.rglob("*"):
         rel = path.relative_to(work_dir)
-        if (rel.parts[0] in NOT_OUTPUTS or any(p.startswith(".") for p in rel.parts) or path.is_relative_to(run_dir)
-                or rel.as_posix() == "stages.json" or not path.is_file()):
+        if (
+            rel.parts[0] in NOT_OUTPUTS
+            or any(p.startswith(".") for p in rel.parts)
+            or path.is_relative_to(run_dir)
+            or rel.as_posix() == "stages.json"
+            or not path.is_file()
+        ):
             continue
         st = path.stat()
         found[rel.as_posix()] = (st.st_size, st.st_mtime_ns)
@@ -366,15 +431,19 @@ def run_lock(folder: Path | None, what: str):
         fh.seek(0)
         holder = fh.read().strip() or "a process that has not written its id yet"
         fh.close()
-        raise Refused(f"another `compsense reproduce` is running on {what} ({holder}; lock {path}). Two runs at "
-                      "once would overwrite each other's outputs: wait for it to finish, or use another profile "
-                      "or work_dir. The lock goes away by itself when that process ends, even if it is "
-                      "killed.") from None
+        raise Refused(
+            f"another `compsense reproduce` is running on {what} ({holder}; lock {path}). Two runs at "
+            "once would overwrite each other's outputs: wait for it to finish, or use another profile "
+            "or work_dir. The lock goes away by itself when that process ends, even if it is "
+            "killed."
+        ) from None
     try:
         fh.seek(0)
         fh.truncate()
-        fh.write(f"pid {os.getpid()} on {socket.gethostname()}, "
-                 f"started {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+        fh.write(
+            f"pid {os.getpid()} on {socket.gethostname()}, "
+            f"started {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n"
+        )
         fh.flush()
         yield
     finally:
@@ -406,8 +475,10 @@ def new_run_dir(profile_dir: Path) -> Path:
     raise Refused(f"{profile_dir}: 999 run folders named {stamp}-*; pass --out")
 
 
-STATE_RECOVER = ("delete it (or restore a copy): every stage then runs once more, and stages that keep their own "
-                 "checkpoints (training) resume from them")
+STATE_RECOVER = (
+    "delete it (or restore a copy): every stage then runs once more, and stages that keep their own "
+    "checkpoints (training) resume from them"
+)
 
 
 def read_state(path: Path) -> dict:

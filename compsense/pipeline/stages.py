@@ -5,6 +5,7 @@ Why a module of its own: the runner, doctor and the time estimate all need the l
 the report (which the runner writes) reads doctor and the estimate; with the list here, none of
 them imports another to learn it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,5 +29,10 @@ def stage_key(notebook: Path) -> str:
 
 # Local dataset folders each stage reads whatever its parameters say; folders a parameter names
 # (train_sources, eval_datasets) and files a parameter points at (nq_path) are added to these.
-STAGE_DATA = {"01": ["mrpc"], "02": ["mrpc"], "03": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
-              "04": ["mrpc", "stsb", "sugarcrepe", "condaqa"], "05": []}
+STAGE_DATA = {
+    "01": ["mrpc"],
+    "02": ["mrpc"],
+    "03": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
+    "04": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
+    "05": [],
+}

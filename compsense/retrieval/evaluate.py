@@ -7,29 +7,42 @@ mteb/results repository: <model>/<revision>/<TaskName>.json), so the numbers can
 that read MTEB results. They are this harness's numbers, not MTEB's: each file says so in its
 "compsense" block (harness, split, max sequence length, size and sha256 of each data file).
 """
+
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
 
-from compsense.core.storage import TIDY_COLUMNS, append_results, write_json
-from compsense.core.paths import resolve
 from compsense.core.encoders import find_backbone, load_encoder, quiet_transformers
-from compsense.core.paths import local_data_dir
-from compsense.core.storage import file_digest
+from compsense.core.paths import local_data_dir, resolve
+from compsense.core.storage import TIDY_COLUMNS, append_results, file_digest, write_json
 from compsense.retrieval.harness import METRICS, evaluate_dataset, is_nanobeir, load_eval_datasets
 
 # MTEB's task names for the BEIR folders (the names mteb.get_task knows); others keep the folder name.
 MTEB_TASK_NAMES = {
-    "arguana": "ArguAna", "climate-fever": "ClimateFEVER", "dbpedia-entity": "DBPedia", "fever": "FEVER",
-    "fiqa": "FiQA2018", "hotpotqa": "HotpotQA", "msmarco": "MSMARCO", "nfcorpus": "NFCorpus", "nq": "NQ",
-    "quora": "QuoraRetrieval", "scidocs": "SCIDOCS", "scifact": "SciFact", "trec-covid": "TRECCOVID",
+    "arguana": "ArguAna",
+    "climate-fever": "ClimateFEVER",
+    "dbpedia-entity": "DBPedia",
+    "fever": "FEVER",
+    "fiqa": "FiQA2018",
+    "hotpotqa": "HotpotQA",
+    "msmarco": "MSMARCO",
+    "nfcorpus": "NFCorpus",
+    "nq": "NQ",
+    "quora": "QuoraRetrieval",
+    "scidocs": "SCIDOCS",
+    "scifact": "SciFact",
+    "trec-covid": "TRECCOVID",
     "webis-touche2020": "Touche2020",
 }
 # Our metric -> MTEB's retrieval score key. Acc@1 (top document relevant) is MTEB's precision_at_1.
-MTEB_SCORE_KEYS = {"ndcg@10": "ndcg_at_10", "acc@1": "precision_at_1", "mrr@10": "mrr_at_10",
-                   "recall@100": "recall_at_100"}
+MTEB_SCORE_KEYS = {
+    "ndcg@10": "ndcg_at_10",
+    "acc@1": "precision_at_1",
+    "mrr@10": "mrr_at_10",
+    "recall@100": "recall_at_100",
+}
 # The TaskResult shape (scores as {split: [{main_score, hf_subset, languages, ...}]}) dates from
 # mteb 1.11.0; mteb reads files of an older version through a converter for the previous shape.
 MTEB_FORMAT_VERSION = "1.11.0"
@@ -37,10 +50,18 @@ NO_REVISION = "no_revision_available"  # mteb's own placeholder for a model with
 TIDY_KEY = [c for c in TIDY_COLUMNS if c != "value"]
 
 
-def evaluate_models(model: str, datasets: list[str], split: str = "test", data_dir=None,
-                    out: str | os.PathLike = "runs/evaluate", batch_size: int = 64,
-                    max_seq_length: int | None = 128, device: str | None = None, seed: int = 0,
-                    nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en") -> dict:
+def evaluate_models(
+    model: str,
+    datasets: list[str],
+    split: str = "test",
+    data_dir=None,
+    out: str | os.PathLike = "runs/evaluate",
+    batch_size: int = 64,
+    max_seq_length: int | None = 128,
+    device: str | None = None,
+    seed: int = 0,
+    nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en",
+) -> dict:
     """Evaluate `model` on each dataset and write the tables and MTEB JSON files under `out`. A
     dataset is a BEIR folder, a name under the data folder ("scifact"), or a NanoBEIR set
     ("NanoSciFact", "nanobeir:scifact": from <data folder>/nanobeir, else `nanobeir_dataset_id`
@@ -48,15 +69,23 @@ def evaluate_models(model: str, datasets: list[str], split: str = "test", data_d
     value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
     backbone = find_backbone(model)
     label = backbone.name if backbone else Path(str(model)).name
-    labels = {"run": f"evaluate/{label}", "backbone": backbone.name if backbone else None,
-              "variant": "base" if backbone else "checkpoint", "seed": seed}
+    labels = {
+        "run": f"evaluate/{label}",
+        "backbone": backbone.name if backbone else None,
+        "variant": "base" if backbone else "checkpoint",
+        "seed": seed,
+    }
     out_dir = resolve(out)
     tidy_path = out_dir / "results" / "retrieval.parquet"
     per_query_path = out_dir / "results" / "retrieval_per_query.parquet"
     mteb_dir = out_dir / "mteb" / _mteb_model_name(model, backbone) / NO_REVISION
 
-    loaded = load_eval_datasets(datasets, data_dir=data_dir, split=split,  # fail before encoding
-                                nanobeir_dataset_id=nanobeir_dataset_id)
+    loaded = load_eval_datasets(
+        datasets,
+        data_dir=data_dir,
+        split=split,  # fail before encoding
+        nanobeir_dataset_id=nanobeir_dataset_id,
+    )
     with quiet_transformers():
         encoder = load_encoder(model, device=device, max_seq_length=max_seq_length, seed=seed)
     metrics, mteb_files = {}, []
@@ -65,27 +94,42 @@ def evaluate_models(model: str, datasets: list[str], split: str = "test", data_d
         result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=True)
         seconds = time.monotonic() - started
         nano = is_nanobeir(name)
-        extra = {"model": str(model), "split": ds.split, "max_seq_length": max_seq_length,
-                 "source": ds.source}
+        extra = {"model": str(model), "split": ds.split, "max_seq_length": max_seq_length, "source": ds.source}
         # One row per run x dataset x split x metric: a later run of the same model and split replaces it.
         append_results(result.to_tidy(**labels, **extra), tidy_path, key=[*TIDY_KEY, "split"])
-        append_results(result.per_query_table(**labels, split=ds.split), per_query_path,
-                       key=["run", "dataset", "split", "qid"])
-        provenance = {"harness": result.harness, "model": str(model), "dataset": ds.name, "split": ds.split,
-                      "max_seq_length": max_seq_length, "n_queries": result.n_queries, "n_docs": result.n_docs,
-                      "source": ds.source,
-                      **({} if nano else {"dataset_files": _dataset_files(_beir_folder(name, data_dir), split)})}
-        record = mteb_task_result(ds.name, result.metrics, split=ds.split, evaluation_time=seconds,
-                                  provenance=provenance)
+        append_results(
+            result.per_query_table(**labels, split=ds.split), per_query_path, key=["run", "dataset", "split", "qid"]
+        )
+        provenance = {
+            "harness": result.harness,
+            "model": str(model),
+            "dataset": ds.name,
+            "split": ds.split,
+            "max_seq_length": max_seq_length,
+            "n_queries": result.n_queries,
+            "n_docs": result.n_docs,
+            "source": ds.source,
+            **({} if nano else {"dataset_files": _dataset_files(_beir_folder(name, data_dir), split)}),
+        }
+        record = mteb_task_result(
+            ds.name, result.metrics, split=ds.split, evaluation_time=seconds, provenance=provenance
+        )
         mteb_files.append(write_json(mteb_dir / f"{record['task_name']}.json", record))
         metrics[ds.name] = result.metrics
-    write_json(mteb_dir / "model_meta.json", {"name": _mteb_model_name(model, backbone).replace("__", "/", 1),
-                                              "revision": NO_REVISION})
+    write_json(
+        mteb_dir / "model_meta.json",
+        {"name": _mteb_model_name(model, backbone).replace("__", "/", 1), "revision": NO_REVISION},
+    )
     return {"metrics": metrics, "tidy": tidy_path, "per_query": per_query_path, "mteb": mteb_files}
 
 
-def mteb_task_result(dataset: str, metrics: dict[str, float], split: str = "test",
-                     evaluation_time: float | None = None, provenance: dict | None = None) -> dict:
+def mteb_task_result(
+    dataset: str,
+    metrics: dict[str, float],
+    split: str = "test",
+    evaluation_time: float | None = None,
+    provenance: dict | None = None,
+) -> dict:
     """One dataset's metrics as an MTEB TaskResult dict (main score nDCG@10, MTEB's for retrieval)."""
     scores = {MTEB_SCORE_KEYS[m]: float(v) for m, v in metrics.items() if m in MTEB_SCORE_KEYS}
     scores.update(main_score=scores["ndcg_at_10"], hf_subset="default", languages=["eng-Latn"])

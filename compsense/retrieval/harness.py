@@ -9,6 +9,7 @@ exact search over L2-normalised embeddings, ties broken by the smaller document 
 Also here: the paired bootstrap over queries, the paper's Table 1 as data, and `table1`, which
 puts our mean +- std over seeds beside the paper's numbers.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,14 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from compsense.core.storage import append_results, read_table, tidy
-from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
-from compsense.data.datasets import document_text
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
-from compsense.core.paths import workspace
-from compsense.data import datasets as data
-from compsense.retrieval.regime import overlap, read_training_keys
 from compsense.core.layout import RESULTS
+from compsense.core.paths import workspace
+from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
+from compsense.core.storage import append_results, read_table, tidy
+from compsense.data import datasets as data
+from compsense.data.datasets import document_text
+from compsense.retrieval.regime import overlap, read_training_keys
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,14 @@ MAX_K = 100
 # Ralev et al. 2026, Table 1: mean NanoBEIR (13 sets) nDCG@10 and Acc@1, mean over seeds 42/43/44.
 PAPER_TABLE1 = pd.DataFrame(
     [
-        ("minilm-l6", "ndcg@10", 0.439, 0.401), ("minilm-l12", "ndcg@10", 0.467, 0.424),
-        ("gte-small", "ndcg@10", 0.481, 0.442), ("gte-modernbert-base", "ndcg@10", 0.543, 0.324),
-        ("minilm-l6", "acc@1", 0.393, 0.346), ("minilm-l12", "acc@1", 0.424, 0.369),
-        ("gte-small", "acc@1", 0.444, 0.389), ("gte-modernbert-base", "acc@1", 0.493, 0.275),
+        ("minilm-l6", "ndcg@10", 0.439, 0.401),
+        ("minilm-l12", "ndcg@10", 0.467, 0.424),
+        ("gte-small", "ndcg@10", 0.481, 0.442),
+        ("gte-modernbert-base", "ndcg@10", 0.543, 0.324),
+        ("minilm-l6", "acc@1", 0.393, 0.346),
+        ("minilm-l12", "acc@1", 0.424, 0.369),
+        ("gte-small", "acc@1", 0.444, 0.389),
+        ("gte-modernbert-base", "acc@1", 0.493, 0.275),
     ],
     columns=["backbone", "metric", "paper_A", "paper_B"],
 )
@@ -92,11 +97,11 @@ def top_k(query_emb, doc_emb, k: int = MAX_K, query_chunk: int = 256, doc_chunk:
     k = min(k, doc_emb.shape[0])
     all_scores, all_idx = [], []
     for qs in range(0, query_emb.shape[0], query_chunk):
-        q = query_emb[qs:qs + query_chunk]
+        q = query_emb[qs : qs + query_chunk]
         best_s = torch.empty((q.shape[0], 0), dtype=q.dtype, device=q.device)
         best_i = torch.empty((q.shape[0], 0), dtype=torch.long, device=q.device)
         for ds in range(0, doc_emb.shape[0], doc_chunk):
-            s = q @ doc_emb[ds:ds + doc_chunk].T
+            s = q @ doc_emb[ds : ds + doc_chunk].T
             i = torch.arange(ds, ds + s.shape[1], device=q.device).expand(q.shape[0], -1)
             s, i = torch.cat([best_s, s], 1), torch.cat([best_i, i], 1)
             order = torch.sort(s, dim=1, descending=True, stable=True).indices[:, :k]
@@ -137,8 +142,15 @@ def score_rankings(rankings: dict[str, list[str]], qrels: dict[str, dict[str, in
 # Encoding + evaluation
 
 
-def evaluate(encoder, corpus: dict[str, dict], queries: dict[str, str], qrels: dict[str, dict[str, int]],
-             batch_size: int = 64, name: str = "", show_progress: bool = True) -> RetrievalResult:
+def evaluate(
+    encoder,
+    corpus: dict[str, dict],
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    batch_size: int = 64,
+    name: str = "",
+    show_progress: bool = True,
+) -> RetrievalResult:
     """Encode, search exactly, score. Queries are those in `qrels` with a relevant document.
 
     `corpus` maps doc id -> {"title", "text"} (text = title + " " + text); `encoder` is anything
@@ -148,16 +160,21 @@ def evaluate(encoder, corpus: dict[str, dict], queries: dict[str, str], qrels: d
     qrels = {q: rel for q, rel in qrels.items() if rel}
     missing = [q for q in qrels if q not in queries]
     if missing:
-        raise KeyError(f"evaluate({name!r}): {len(missing)} qrels queries (first {missing[0]!r}) have no "
-                       "query text; pass the queries of the same split")
+        raise KeyError(
+            f"evaluate({name!r}): {len(missing)} qrels queries (first {missing[0]!r}) have no "
+            "query text; pass the queries of the same split"
+        )
     if not qrels or not corpus:
-        raise ValueError(f"evaluate({name!r}): nothing to evaluate ({len(qrels)} judged queries, "
-                         f"{len(corpus)} documents)")
+        raise ValueError(
+            f"evaluate({name!r}): nothing to evaluate ({len(qrels)} judged queries, {len(corpus)} documents)"
+        )
     absent = sorted({d for rel in qrels.values() for d in rel if d not in corpus})
     if absent:
-        raise ValueError(f"evaluate({name!r}): {len(absent)} relevant document(s) named by the qrels are not in "
-                         f"the corpus (first {absent[0]!r}); they would count as misses. Load qrels and corpus "
-                         "of the same dataset (compsense.data.datasets.load_beir drops and counts such qrels)")
+        raise ValueError(
+            f"evaluate({name!r}): {len(absent)} relevant document(s) named by the qrels are not in "
+            f"the corpus (first {absent[0]!r}); they would count as misses. Load qrels and corpus "
+            "of the same dataset (compsense.data.datasets.load_beir drops and counts such qrels)"
+        )
     doc_ids = sorted(corpus)  # ties then go to the smaller id, as in sentence-transformers' evaluator
     doc_texts = [document_text(corpus[d]) for d in doc_ids]
     qids = list(qrels)
@@ -172,8 +189,15 @@ def evaluate(encoder, corpus: dict[str, dict], queries: dict[str, str], qrels: d
 
 def evaluate_dataset(encoder, dataset, batch_size: int = 64, show_progress: bool = True) -> RetrievalResult:
     """`evaluate` on a `compsense.data.datasets.BeirDataset`, named after it."""
-    return evaluate(encoder, dataset.corpus, dataset.queries, dataset.qrels, batch_size=batch_size,
-                    name=dataset.name, show_progress=show_progress)
+    return evaluate(
+        encoder,
+        dataset.corpus,
+        dataset.queries,
+        dataset.qrels,
+        batch_size=batch_size,
+        name=dataset.name,
+        show_progress=show_progress,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,12 +236,19 @@ def is_nanobeir(name) -> bool:
     return key.startswith("nanobeir:") or (key.startswith("nano") and "/" not in key)
 
 
-def load_eval_datasets(names: list[str], data_dir=None, split: str = "test", max_queries: int | None = None,
-                       extra_docs: int = 300, seed: int = 0,
-                       nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en") -> list:
+def load_eval_datasets(
+    names: list[str],
+    data_dir=None,
+    split: str = "test",
+    max_queries: int | None = None,
+    extra_docs: int = 300,
+    seed: int = 0,
+    nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en",
+) -> list:
     """Each name is a NanoBEIR set ("NanoSciFact", "nanobeir:scifact", read from `nanobeir_dataset_id`
-    on the hub unless a local copy exists under `<data folder>/nanobeir`) or a BEIR folder name/path ("scifact" under the data
-    folder); `max_queries` subsamples (see `subsample`). Each dataset's `source` says where it came from."""
+    on the hub unless a local copy exists under `<data folder>/nanobeir`) or a BEIR folder name/path
+    ("scifact" under the data folder); `max_queries` subsamples (see `subsample`). Each dataset's
+    `source` says where it came from."""
     out = []
     for name in names:
         key = str(name)
@@ -230,9 +261,16 @@ def load_eval_datasets(names: list[str], data_dir=None, split: str = "test", max
     return out
 
 
-def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLike, device: str | None = None,
-                  batch_size: int = 64, max_seq_length: int | None = 128, force: bool = False,
-                  show_progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate_runs(
+    runs: pd.DataFrame,
+    datasets: list,
+    work_dir: str | os.PathLike,
+    device: str | None = None,
+    batch_size: int = 64,
+    max_seq_length: int | None = 128,
+    force: bool = False,
+    show_progress: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluate every model in `runs` (rows of `train.run_grid`: backbone, variant, seed,
     structural_share, model, model_stamp) on every dataset, appending to
     {work_dir}/results/retrieval.parquet (tidy) and retrieval_per_query.parquet.
@@ -246,7 +284,6 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
     """
     from tqdm.auto import tqdm
 
-
     results_dir = workspace(work_dir, RESULTS)
     tidy_path, pq_path = results_dir / "retrieval.parquet", results_dir / "retrieval_per_query.parquet"
     done = read_table(tidy_path) if tidy_path.exists() and not force else None
@@ -258,18 +295,25 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
             continue
         keys_path = run.get("train_keys")
         if run["variant"] != "base" and not (isinstance(keys_path, str) and keys_path):
-            raise ValueError(f"{labels['run']}: no `train_keys` (the hashes of its training texts), so its regime "
-                             "cannot be computed; pass the rows returned by train.run_grid")
+            raise ValueError(
+                f"{labels['run']}: no `train_keys` (the hashes of its training texts), so its regime "
+                "cannot be computed; pass the rows returned by train.run_grid"
+            )
         train_keys = read_training_keys(keys_path) if run["variant"] != "base" else set()
         with quiet_transformers():
             encoder = load_encoder(run["model"], device=device, max_seq_length=max_seq_length, seed=int(run["seed"]))
         for ds in todo:
             result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=show_progress)
             share = run["structural_share"]
-            extra = dict(structural_share=float("nan") if share is None else float(share),
-                         model_stamp=run["model_stamp"], **overlap(train_keys, ds), source=ds.source,
-                         families=run.get("families") or "", retrieval_rows=int(run.get("retrieval_rows") or 0),
-                         structural_rows=int(run.get("structural_rows") or 0))
+            extra = dict(
+                structural_share=float("nan") if share is None else float(share),
+                model_stamp=run["model_stamp"],
+                **overlap(train_keys, ds),
+                source=ds.source,
+                families=run.get("families") or "",
+                retrieval_rows=int(run.get("retrieval_rows") or 0),
+                structural_rows=int(run.get("structural_rows") or 0),
+            )
             append_results(result.to_tidy(**labels, **extra), tidy_path)
             pq = result.per_query_table(**labels, **extra)
             append_results(pq, pq_path, key=["run", "dataset", "qid"])
@@ -288,9 +332,15 @@ def evaluate_runs(runs: pd.DataFrame, datasets: list, work_dir: str | os.PathLik
 def _already_done(done: pd.DataFrame | None, labels: dict, stamp: str, dataset) -> bool:
     if done is None or not {"model_stamp", "regime"} <= set(done.columns):
         return False
-    hit = done[(done.run == labels["run"]) & (done.dataset == dataset.name) & (done.harness == HARNESS)
-               & (done.model_stamp == stamp) & done.regime.notna() & (done.n_queries == len(dataset.qrels))
-               & (done.n_docs == len(dataset.corpus))]
+    hit = done[
+        (done.run == labels["run"])
+        & (done.dataset == dataset.name)
+        & (done.harness == HARNESS)
+        & (done.model_stamp == stamp)
+        & done.regime.notna()
+        & (done.n_queries == len(dataset.qrels))
+        & (done.n_docs == len(dataset.corpus))
+    ]
     return set(METRICS) <= set(hit.metric)
 
 
@@ -298,8 +348,9 @@ def _already_done(done: pd.DataFrame | None, labels: dict, stamp: str, dataset) 
 # Statistics and tables
 
 
-def paired_bootstrap(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str = "ndcg@10",
-                     n: int = 1000, seed: int = 0) -> dict:
+def paired_bootstrap(
+    per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str = "ndcg@10", n: int = 1000, seed: int = 0
+) -> dict:
     """Mean of B - A over queries, its 95% BCa bootstrap interval (`scipy.stats.bootstrap`) and the
     two-sided p-value of a paired permutation test (`scipy.stats.permutation_test`: random sign flips
     of the per-query differences, the null of exchangeable A and B).
@@ -322,13 +373,26 @@ def paired_bootstrap(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metri
     if np.ptp(delta) <= 1e-12 or len(delta) < 3:  # BCa is undefined without spread: the interval is the point
         low = high = mean
     else:
-        ci = stats.bootstrap((delta,), np.mean, n_resamples=n, method="BCa", vectorized=True,
-                             random_state=np.random.default_rng(seed)).confidence_interval
+        ci = stats.bootstrap(
+            (delta,), np.mean, n_resamples=n, method="BCa", vectorized=True, random_state=np.random.default_rng(seed)
+        ).confidence_interval
         low, high = float(ci.low), float(ci.high)
-    perm = stats.permutation_test((delta,), np.mean, permutation_type="samples", n_resamples=n, vectorized=True,
-                                  alternative="two-sided", random_state=np.random.default_rng(seed + 1))
-    return {"mean_delta": mean, "ci_low": low, "ci_high": high, "p_value": float(perm.pvalue),
-            "n_queries": int(len(delta))}
+    perm = stats.permutation_test(
+        (delta,),
+        np.mean,
+        permutation_type="samples",
+        n_resamples=n,
+        vectorized=True,
+        alternative="two-sided",
+        random_state=np.random.default_rng(seed + 1),
+    )
+    return {
+        "mean_delta": mean,
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": float(perm.pvalue),
+        "n_queries": int(len(delta)),
+    }
 
 
 def zero_shot(results: pd.DataFrame) -> pd.DataFrame:
@@ -337,22 +401,26 @@ def zero_shot(results: pd.DataFrame) -> pd.DataFrame:
     model is left out for all, so every variant's mean covers the same sets (the untrained base is
     zero-shot everywhere). A table written before regimes were computed is an error."""
     if "regime" not in results.columns:
-        raise ValueError("this results table has no `regime` column (written before zero-shot was checked); "
-                         "re-run notebook 02's evaluation (force=True) to compute it")
+        raise ValueError(
+            "this results table has no `regime` column (written before zero-shot was checked); "
+            "re-run notebook 02's evaluation (force=True) to compute it"
+        )
     in_domain = set(results.dataset[results.regime != "zero-shot"])
     return results[~results.dataset.isin(in_domain)]
 
 
-def bootstrap_ab(per_query: pd.DataFrame, metric: str = "ndcg@10", a: str = "A", b: str = "B",
-                 n: int = 10000, seed: int = 0) -> pd.DataFrame:
+def bootstrap_ab(
+    per_query: pd.DataFrame, metric: str = "ndcg@10", a: str = "A", b: str = "B", n: int = 10000, seed: int = 0
+) -> pd.DataFrame:
     """B - A per backbone on the zero-shot sets, with a hierarchical bootstrap over seeds and
     queries together (`compsense.core.stats.hierarchical_bootstrap`): the interval covers training noise
     (which seed) as well as query noise."""
     return ab_tests(per_query, [(a, b)], metric=metric, n=n, seed=seed, correct=False)
 
 
-def ab_tests(per_query: pd.DataFrame, comparisons, metric: str = "ndcg@10", n: int = 10000, seed: int = 0,
-             correct: bool = True) -> pd.DataFrame:
+def ab_tests(
+    per_query: pd.DataFrame, comparisons, metric: str = "ndcg@10", n: int = 10000, seed: int = 0, correct: bool = True
+) -> pd.DataFrame:
     """One hierarchical-bootstrap test per backbone and (reference, variant) pair on the zero-shot
     sets; with `correct`, Holm-adjusted p-values over all the table's tests (`p_holm`)."""
     pq = zero_shot(per_query)
@@ -369,8 +437,14 @@ def ab_tests(per_query: pd.DataFrame, comparisons, metric: str = "ndcg@10", n: i
     return out
 
 
-def variant_table(results: pd.DataFrame, per_query: pd.DataFrame, metric: str = "ndcg@10", reference: str = "A",
-                  n: int = 10000, seed: int = 0) -> pd.DataFrame:
+def variant_table(
+    results: pd.DataFrame,
+    per_query: pd.DataFrame,
+    metric: str = "ndcg@10",
+    reference: str = "A",
+    n: int = 10000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Every trained variant against `reference` on the zero-shot sets: mean ± std over seeds, the
     training rows it saw, and B − reference with a hierarchical-bootstrap interval and a
     Holm-adjusted p over every comparison in the table. Includes B vs C-identity when both exist:
@@ -378,52 +452,78 @@ def variant_table(results: pd.DataFrame, per_query: pd.DataFrame, metric: str = 
     zs = zero_shot(results)
     zs = zs[(zs.metric == metric) & (zs.variant != "base")]
     per_seed = zs.groupby(["backbone", "variant", "seed"], as_index=False).agg(
-        value=("value", "mean"), structural_share=("structural_share", "first"),
-        families=("families", "first"), retrieval_rows=("retrieval_rows", "first"),
-        structural_rows=("structural_rows", "first"))
+        value=("value", "mean"),
+        structural_share=("structural_share", "first"),
+        families=("families", "first"),
+        retrieval_rows=("retrieval_rows", "first"),
+        structural_rows=("structural_rows", "first"),
+    )
     summary = per_seed.groupby(["backbone", "variant"], as_index=False).agg(
-        structural_share=("structural_share", "first"), families=("families", "first"),
-        retrieval_rows=("retrieval_rows", "first"), structural_rows=("structural_rows", "first"),
-        mean=("value", "mean"), std=("value", "std"), n_seeds=("seed", "nunique"))
+        structural_share=("structural_share", "first"),
+        families=("families", "first"),
+        retrieval_rows=("retrieval_rows", "first"),
+        structural_rows=("structural_rows", "first"),
+        mean=("value", "mean"),
+        std=("value", "std"),
+        n_seeds=("seed", "nunique"),
+    )
     variants = [v for v in summary.variant.unique() if v != reference]
     comparisons = [(reference, v) for v in variants]
     if {"B", "C-identity"} <= set(variants):
         comparisons.append(("C-identity", "B"))
     tests = ab_tests(per_query, comparisons, metric=metric, n=n, seed=seed)
-    out = summary.merge(tests[tests.reference == reference].drop(columns=["reference", "metric", "n_seeds"]),
-                        on=["backbone", "variant"], how="left") if not tests.empty else summary
+    out = (
+        summary.merge(
+            tests[tests.reference == reference].drop(columns=["reference", "metric", "n_seeds"]),
+            on=["backbone", "variant"],
+            how="left",
+        )
+        if not tests.empty
+        else summary
+    )
     out.insert(2, "metric", metric)
     out.attrs["tests"] = tests
     return out.sort_values(["backbone", "structural_share", "variant"]).reset_index(drop=True)
 
 
-def dose_response(results: pd.DataFrame, nearmiss: pd.DataFrame, metric: str = "ndcg@10",
-                  reference: str = "A") -> pd.DataFrame:
+def dose_response(
+    results: pd.DataFrame, nearmiss: pd.DataFrame, metric: str = "ndcg@10", reference: str = "A"
+) -> pd.DataFrame:
     """Per backbone x variant x seed: the zero-shot drop of `metric` against the reference of the
     same seed, and the held-out near-miss AUC gain over it (`nearmiss`: tidy rows of
     `geometry.pooled_nearmiss_auc`, family "all"). One point of the dose-response figure each."""
     zs = zero_shot(results)
-    score = zs[zs.metric == metric].groupby(["backbone", "variant", "seed"]).agg(
-        value=("value", "mean"), structural_share=("structural_share", "first"))
+    score = (
+        zs[zs.metric == metric]
+        .groupby(["backbone", "variant", "seed"])
+        .agg(value=("value", "mean"), structural_share=("structural_share", "first"))
+    )
     auc = nearmiss[(nearmiss.family == "all")].groupby(["backbone", "variant", "seed"]).value.mean().rename("auc")
     df = score.join(auc, how="inner").reset_index()
     ref = df[df.variant == reference].set_index(["backbone", "seed"])[["value", "auc"]]
     df = df.join(ref, on=["backbone", "seed"], rsuffix="_ref").dropna(subset=["value_ref"])
     df["drop"] = df["value"] - df["value_ref"]
     df["auc_gain"] = df["auc"] - df["auc_ref"]
-    return df.rename(columns={"value": metric})[["backbone", "variant", "seed", "structural_share", metric, "drop",
-                                                  "auc", "auc_gain"]]
+    return df.rename(columns={"value": metric})[
+        ["backbone", "variant", "seed", "structural_share", metric, "drop", "auc", "auc_gain"]
+    ]
 
 
 def _seed_means(results: pd.DataFrame, metrics) -> pd.DataFrame:
     """Mean over datasets per backbone x variant x seed x metric (the paper's 'mean NanoBEIR')."""
     df = results[results.metric.isin(metrics)]
     return df.groupby(["backbone", "variant", "seed", "metric"], as_index=False).agg(
-        value=("value", "mean"), n_datasets=("dataset", "nunique"))
+        value=("value", "mean"), n_datasets=("dataset", "nunique")
+    )
 
 
-def table1(results: pd.DataFrame, metrics=("ndcg@10", "acc@1"), per_query: pd.DataFrame | None = None,
-           n: int = 10000, seed: int = 0) -> pd.DataFrame:
+def table1(
+    results: pd.DataFrame,
+    metrics=("ndcg@10", "acc@1"),
+    per_query: pd.DataFrame | None = None,
+    n: int = 10000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Table 1: per backbone and metric, mean and std over seeds of base, A and B (each the mean
     over datasets), the drop B - A (absolute and % of A), and the paper's A, B and drop beside.
     Zero-shot rows only (`zero_shot`): the paper's Table 1 is zero-shot."""
@@ -451,42 +551,66 @@ def table1(results: pd.DataFrame, metrics=("ndcg@10", "acc@1"), per_query: pd.Da
     out["paper_drop_pct"] = 100 * out.paper_drop / out.paper_A
     if per_query is not None:
         # B - A interval over seeds and queries together, Holm over every backbone x metric of the table.
-        tests = pd.concat([ab_tests(per_query, [("A", "B")], metric=m, n=n, seed=seed, correct=False)
-                           for m in metrics], ignore_index=True)
+        tests = pd.concat(
+            [ab_tests(per_query, [("A", "B")], metric=m, n=n, seed=seed, correct=False) for m in metrics],
+            ignore_index=True,
+        )
         if not tests.empty:
             tests["p_holm"] = holm(tests.p_value)
-            out = out.merge(tests[["backbone", "metric", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
-                            on=["backbone", "metric"], how="left")
+            out = out.merge(
+                tests[["backbone", "metric", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
+                on=["backbone", "metric"],
+                how="left",
+            )
     return out
 
 
 def style_table1(table: pd.DataFrame):
     """Table 1 for display: 'mean ± std' cells, ours beside the paper's, drops coloured."""
+
     def pm(mean, std):
         if pd.isna(mean):
             return "–"
         return f"{mean:.3f}" if pd.isna(std) else f"{mean:.3f} ± {std:.3f}"
 
-    shown = pd.DataFrame({
-        "backbone": table.backbone, "metric": table.metric,
-        "base": [pm(m, s) for m, s in zip(table.base_mean, table.base_std)],
-        "A (ours)": [pm(m, s) for m, s in zip(table.A_mean, table.A_std)],
-        "B (ours)": [pm(m, s) for m, s in zip(table.B_mean, table.B_std)],
-        "B − A (ours)": table["drop"], "drop % (ours)": table.drop_pct,
-        "A (paper)": table.paper_A, "B (paper)": table.paper_B,
-        "B − A (paper)": table.paper_drop, "drop % (paper)": table.paper_drop_pct,
-        "seeds": table.n_seeds, "datasets": table.n_datasets,
-    })
+    shown = pd.DataFrame(
+        {
+            "backbone": table.backbone,
+            "metric": table.metric,
+            "base": [pm(m, s) for m, s in zip(table.base_mean, table.base_std)],
+            "A (ours)": [pm(m, s) for m, s in zip(table.A_mean, table.A_std)],
+            "B (ours)": [pm(m, s) for m, s in zip(table.B_mean, table.B_std)],
+            "B − A (ours)": table["drop"],
+            "drop % (ours)": table.drop_pct,
+            "A (paper)": table.paper_A,
+            "B (paper)": table.paper_B,
+            "B − A (paper)": table.paper_drop,
+            "drop % (paper)": table.paper_drop_pct,
+            "seeds": table.n_seeds,
+            "datasets": table.n_datasets,
+        }
+    )
     if "ci_low" in table:
-        shown.insert(6, "95% CI (seeds × queries)", [f"[{lo:+.3f}, {hi:+.3f}]" if pd.notna(lo) else "–"
-                                                    for lo, hi in zip(table.ci_low, table.ci_high)])
+        shown.insert(
+            6,
+            "95% CI (seeds × queries)",
+            [f"[{lo:+.3f}, {hi:+.3f}]" if pd.notna(lo) else "–" for lo, hi in zip(table.ci_low, table.ci_high)],
+        )
         shown.insert(7, "p (Holm)", table.p_holm)
     num = ["B − A (ours)", "A (paper)", "B (paper)", "B − A (paper)"]
-    return (shown.style.hide(axis="index")
-            .format({**{c: "{:.3f}" for c in num}, "drop % (ours)": "{:+.1f}%", "drop % (paper)": "{:+.1f}%",
-                     **({"p (Holm)": "{:.4f}"} if "p (Holm)" in shown else {})},
-                    na_rep="–")
-            .map(_drop_colour, subset=["B − A (ours)", "B − A (paper)"]))
+    return (
+        shown.style.hide(axis="index")
+        .format(
+            {
+                **{c: "{:.3f}" for c in num},
+                "drop % (ours)": "{:+.1f}%",
+                "drop % (paper)": "{:+.1f}%",
+                **({"p (Holm)": "{:.4f}"} if "p (Holm)" in shown else {}),
+            },
+            na_rep="–",
+        )
+        .map(_drop_colour, subset=["B − A (ours)", "B − A (paper)"])
+    )
 
 
 def _drop_colour(value) -> str:
@@ -525,13 +649,23 @@ def describe_result(t1: pd.DataFrame, variants: pd.DataFrame | None = None, metr
     should take away, generated from the numbers so that it cannot drift from them."""
     lines = []
     for r in t1[t1.metric == metric].itertuples():
-        ci = (f", 95% CI [{r.ci_low:+.3f}, {r.ci_high:+.3f}] over seeds and queries, Holm p = {r.p_holm:.3g}"
-              if "ci_low" in t1 and pd.notna(getattr(r, "ci_low", np.nan)) else "")
-        verdict = ("a cost" if getattr(r, "ci_high", 0) < 0 else "a gain" if getattr(r, "ci_low", 0) > 0
-                   else "no difference the interval can tell from zero")
+        ci = (
+            f", 95% CI [{r.ci_low:+.3f}, {r.ci_high:+.3f}] over seeds and queries, Holm p = {r.p_holm:.3g}"
+            if "ci_low" in t1 and pd.notna(getattr(r, "ci_low", np.nan))
+            else ""
+        )
+        verdict = (
+            "a cost"
+            if getattr(r, "ci_high", 0) < 0
+            else "a gain"
+            if getattr(r, "ci_low", 0) > 0
+            else "no difference the interval can tell from zero"
+        )
         paper = f"; the paper: {r.paper_drop:+.3f} ({r.paper_drop_pct:+.1f}%)" if pd.notna(r.paper_drop) else ""
-        lines.append(f"{r.backbone}: zero-shot {metric} B − A = {r.drop:+.3f} ({r.drop_pct:+.1f}% of A = {r.A_mean:.3f}, "
-                     f"{int(r.n_seeds)} seed(s)){ci}: {verdict}{paper}.")
+        lines.append(
+            f"{r.backbone}: zero-shot {metric} B − A = {r.drop:+.3f} ({r.drop_pct:+.1f}% of A = {r.A_mean:.3f}, "
+            f"{int(r.n_seeds)} seed(s)){ci}: {verdict}{paper}."
+        )
     if variants is not None and "mean_delta" in variants:
         tests = variants.attrs.get("tests")
         for backbone, grp in variants.groupby("backbone", sort=False):
@@ -543,6 +677,8 @@ def describe_result(t1: pd.DataFrame, variants: pd.DataFrame | None = None, metr
                     bc = bc.iloc[0]
                     lines.append(
                         f"{backbone}: the control C-identity (same identity rows, random negatives) costs "
-                        f"{c.mean_delta:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}] against A; B − C = {bc.mean_delta:+.3f} "
-                        f"[{bc.ci_low:+.3f}, {bc.ci_high:+.3f}] is the part the near-misses themselves account for.")
+                        f"{c.mean_delta:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}] against A; "
+                        f"B − C = {bc.mean_delta:+.3f} [{bc.ci_low:+.3f}, {bc.ci_high:+.3f}] is the part the "
+                        "near-misses themselves account for."
+                    )
     return "\n".join(lines) if lines else "No zero-shot A/B comparison in these results."

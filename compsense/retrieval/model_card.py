@@ -9,6 +9,7 @@ and as a Markdown table that also says each set's regime (zero-shot or in-domain
 DONE.json's record of final/'s file sizes is updated with it: the finished-run check
 (`train._finished_problem`) keeps holding, and a truncated card would still be caught.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,6 @@ def add_card_metrics(run_dir: str | os.PathLike, rows: pd.DataFrame) -> Path:
     the card's path."""
     from huggingface_hub import EvalResult, ModelCard
 
-
     run_dir = Path(run_dir)
     card_path, done_path = run_dir / "final" / "README.md", run_dir / "DONE.json"
     for path, what in ((card_path, "model card"), (done_path, "DONE.json")):
@@ -37,18 +37,27 @@ def add_card_metrics(run_dir: str | os.PathLike, rows: pd.DataFrame) -> Path:
             raise FileNotFoundError(f"{path}: no {what}; train the model first (notebook 02, run_grid)")
     missing = {"dataset", "metric", "value", "regime"} - set(rows.columns)
     if missing:
-        raise ValueError(f"{run_dir}: metric rows lack columns {sorted(missing)}; pass the rows of "
-                         "results/retrieval.parquet (compsense.retrieval.harness.evaluate_runs)")
+        raise ValueError(
+            f"{run_dir}: metric rows lack columns {sorted(missing)}; pass the rows of "
+            "results/retrieval.parquet (compsense.retrieval.harness.evaluate_runs)"
+        )
     rows = rows[rows.metric.isin(MTEB_SCORE_KEYS)].sort_values(["regime", "dataset", "metric"])
     if rows.empty:
         raise ValueError(f"{run_dir}: no rows with a metric among {sorted(MTEB_SCORE_KEYS)} to write")
     card = ModelCard.load(card_path)
     card.data.model_name = card.data.model_name or run_dir.name
     card.data.eval_results = [
-        EvalResult(task_type="retrieval", task_name=f"Retrieval ({r.regime})", dataset_type=f"BeIR/{r.dataset}",
-                   dataset_name=mteb_task_name(r.dataset), dataset_split=getattr(r, "split", "test"),
-                   metric_type=MTEB_SCORE_KEYS[r.metric], metric_value=round(float(r.value), 5))
-        for r in rows.itertuples()]
+        EvalResult(
+            task_type="retrieval",
+            task_name=f"Retrieval ({r.regime})",
+            dataset_type=f"BeIR/{r.dataset}",
+            dataset_name=mteb_task_name(r.dataset),
+            dataset_split=getattr(r, "split", "test"),
+            metric_type=MTEB_SCORE_KEYS[r.metric],
+            metric_value=round(float(r.value), 5),
+        )
+        for r in rows.itertuples()
+    ]
     text = _strip_section(str(card)) + "\n" + _section(rows) + "\n"
     write_text(card_path, text)
     done = read_json(done_path, recover=f"delete {run_dir} to train it again")
@@ -77,12 +86,19 @@ def _section(rows: pd.DataFrame) -> str:
     head = "| " + " | ".join(table.columns) + " |"
     lines = [head, "|" + "---|" * len(table.columns)]
     lines += ["| " + " | ".join(_cell(v) for v in rec) + " |" for rec in table.itertuples(index=False)]
-    return "\n".join([
-        SECTION, "",
-        "Measured by compsense's retrieval harness (exact cosine search over the full corpus of each BEIR "
-        "test split). **zero-shot**: no query or document of the set is among this model's training texts; "
-        "**in-domain**: the model trained on that corpus, so the number says nothing about transfer.", "",
-        *lines, "", _END])
+    return "\n".join(
+        [
+            SECTION,
+            "",
+            "Measured by compsense's retrieval harness (exact cosine search over the full corpus of each BEIR "
+            "test split). **zero-shot**: no query or document of the set is among this model's training texts; "
+            "**in-domain**: the model trained on that corpus, so the number says nothing about transfer.",
+            "",
+            *lines,
+            "",
+            _END,
+        ]
+    )
 
 
 def _strip_section(text: str) -> str:
@@ -90,7 +106,7 @@ def _strip_section(text: str) -> str:
         return text.rstrip() + "\n"
     start = text.index(SECTION)
     end = text.find(_END, start)
-    rest = text[end + len(_END):] if end >= 0 else ""
+    rest = text[end + len(_END) :] if end >= 0 else ""
     return (text[:start].rstrip() + "\n" + rest.lstrip("\n")).rstrip() + "\n"
 
 

@@ -9,6 +9,7 @@ Training writes the hashes of its texts beside the model (`write_training_keys`)
 them back (`read_training_keys`) and calls `overlap`. Hashes, not texts: licensed dataset text is
 never copied into a run folder twice, and a key set of a few thousand rows stays small.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,16 +55,19 @@ def training_keys(train_df, columns=("anchor", "positive", "negative")) -> set[s
 
 def write_training_keys(path: str | os.PathLike, train_df) -> Path:
     keys = sorted(training_keys(train_df))
-    return write_json(path, {"normalisation": "NFKC casefold, whitespace collapsed; sha1[:16]",
-                             "n_texts": len(keys), "keys": keys})
+    return write_json(
+        path, {"normalisation": "NFKC casefold, whitespace collapsed; sha1[:16]", "n_texts": len(keys), "keys": keys}
+    )
 
 
 def read_training_keys(path: str | os.PathLike) -> set[str]:
     path = Path(path)
     rerun = "delete it and re-run run_grid, which rewrites it from the training rows"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: the training-text keys of this model are missing; re-run its "
-                                "training cell (run_grid writes them, also for finished runs)")
+        raise FileNotFoundError(
+            f"{path}: the training-text keys of this model are missing; re-run its "
+            "training cell (run_grid writes them, also for finished runs)"
+        )
     data = read_json(path, recover=rerun)
     try:
         return set(data["keys"])

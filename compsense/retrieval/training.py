@@ -12,6 +12,7 @@ resumption from the last checkpoint after an interruption, and a DONE.json marke
 run is never trained twice. The reported model is `final/`, the last step: no checkpoint is
 selected on any test set.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,18 +30,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from compsense.core.storage import read_json, read_table, write_json
-from compsense.core.paths import resolve, workspace
-from compsense.data.datasets import document_text
 from compsense.core.encoders import BACKBONES, hub_offline, load_encoder, quiet_transformers
-from compsense.core.seed import seed_everything
-from compsense.data import datasets as data
-from compsense.retrieval.regime import KEYS_FILE, dataset_keys, text_key, write_training_keys
 from compsense.core.layout import NEGATIVES, model_dir
+from compsense.core.paths import resolve
+from compsense.core.seed import seed_everything
+from compsense.core.storage import read_json, read_table, write_json
+from compsense.data import datasets as data
+from compsense.data.datasets import document_text
+from compsense.retrieval.regime import KEYS_FILE, dataset_keys, text_key, write_training_keys
 
 log = logging.getLogger(__name__)
 
-# The columns MultipleNegativesRankingLoss reads, in its order (negatives.TRIPLET_COLUMNS adds the near-miss bookkeeping)
+# The columns MultipleNegativesRankingLoss reads, in its order (negatives.TRIPLET_COLUMNS adds the
+# near-miss bookkeeping)
 MNRL_COLUMNS = ["anchor", "positive", "negative"]
 STRUCTURAL_COLUMNS = ["anchor", "positive", "negative", "family", "source_id", "split"]
 BEIR_SOURCES = ("nfcorpus", "scifact")  # BEIR folders with a train split under the data dir
@@ -90,8 +92,16 @@ class TrainConfig:
         unknown = set(overrides) - known
         if unknown:
             raise TypeError(f"TrainConfig has no field(s) {sorted(unknown)}")
-        values = {"backbone": backbone, "variant": variant, "seed": seed, "batch_size": 128,
-                  "max_seq_length": 128, "scale": 10.0, "structural_share": share, **recipe}
+        values = {
+            "backbone": backbone,
+            "variant": variant,
+            "seed": seed,
+            "batch_size": 128,
+            "max_seq_length": 128,
+            "scale": 10.0,
+            "structural_share": share,
+            **recipe,
+        }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -116,9 +126,16 @@ def sweep_variant(share: float, main_share: float) -> str:
 # Training data
 
 
-def build_retrieval_triplets(sources=("nfcorpus",), data_dir=None, stsb_min_score: float = 4.0,
-                             max_rows: int | None = None, seed: int = 42, nq_path=None,
-                             max_pairs_per_query: int | None = 2, exclude_datasets=()) -> tuple[pd.DataFrame, dict]:
+def build_retrieval_triplets(
+    sources=("nfcorpus",),
+    data_dir=None,
+    stsb_min_score: float = 4.0,
+    max_rows: int | None = None,
+    seed: int = 42,
+    nq_path=None,
+    max_pairs_per_query: int | None = 2,
+    exclude_datasets=(),
+) -> tuple[pd.DataFrame, dict]:
     """Model A's (anchor, positive, negative) triplets from offline data, with counts of what was kept.
 
     - "nfcorpus": BEIR NFCorpus TRAIN qrels (110,575 query-document pairs over 2,590 queries), the
@@ -144,8 +161,14 @@ def build_retrieval_triplets(sources=("nfcorpus",), data_dir=None, stsb_min_scor
     excluded: set[str] = set()
     for ds in exclude_datasets:
         excluded |= set().union(*dataset_keys(ds))
-    frames, stats = [], {"sources": list(sources), "max_pairs_per_query": max_pairs_per_query,
-                         "excluded_datasets": [ds.name for ds in exclude_datasets]}
+    frames, stats = (
+        [],
+        {
+            "sources": list(sources),
+            "max_pairs_per_query": max_pairs_per_query,
+            "excluded_datasets": [ds.name for ds in exclude_datasets],
+        },
+    )
     for source in sources:
         if source == "nq":
             try:
@@ -154,7 +177,8 @@ def build_retrieval_triplets(sources=("nfcorpus",), data_dir=None, stsb_min_scor
                 raise data.MissingDataError(
                     f"training source 'nq' cannot be loaded ({err}). Give a local copy of NQ "
                     "(question, answer-passage) pairs with `nq_path`, go online (HF_HUB_OFFLINE=0), or run "
-                    "the offline design instead: `--profile local` (NFCorpus train -> SciFact zero-shot)") from err
+                    "the offline design instead: `--profile local` (NFCorpus train -> SciFact zero-shot)"
+                ) from err
             st = {"read": len(pairs)}
         elif source == "mrpc":
             raw = data.load_mrpc("train", data_dir=data_dir)
@@ -187,8 +211,11 @@ def build_retrieval_triplets(sources=("nfcorpus",), data_dir=None, stsb_min_scor
         st["distinct_anchors"] = int(df.anchor.nunique())
         stats[source] = st
         frames.append(df.drop(columns="group"))
-    out = pd.concat(frames, ignore_index=True)[MNRL_COLUMNS + ["source"]] if frames else pd.DataFrame(
-        columns=MNRL_COLUMNS + ["source"])
+    out = (
+        pd.concat(frames, ignore_index=True)[MNRL_COLUMNS + ["source"]]
+        if frames
+        else pd.DataFrame(columns=MNRL_COLUMNS + ["source"])
+    )
     if max_rows is not None and len(out) > max_rows:
         stats["dropped_by_max_rows"] = len(out) - max_rows
         out = out.sample(n=max_rows, random_state=seed).reset_index(drop=True)
@@ -207,8 +234,13 @@ def _beir_pairs(ds, max_pairs_per_query: int | None, rng: np.random.Generator) -
             capped += len(docs) - max_pairs_per_query
             docs = sorted(rng.choice(docs, size=max_pairs_per_query, replace=False).tolist())
         pairs += [(ds.queries[q], document_text(ds.corpus[d]), q) for d in docs]
-    st = {"split": "train", "read_queries": len(ds.qrels),
-          "read_pairs": sum(len(r) for r in ds.qrels.values()), "over_per_query_cap": capped, "read": len(pairs)}
+    st = {
+        "split": "train",
+        "read_queries": len(ds.qrels),
+        "read_pairs": sum(len(r) for r in ds.qrels.values()),
+        "over_per_query_cap": capped,
+        "read": len(pairs),
+    }
     return pairs, st
 
 
@@ -224,7 +256,7 @@ def _random_negatives(df: pd.DataFrame, rng: np.random.Generator, tries: int = 2
     negatives, redrawn = [], 0
     for anchor, group in zip(df.anchor, df.group):
         bad = by_group[group] | {anchor}
-        for attempt in range(tries):
+        for _attempt in range(tries):
             neg = positives[rng.integers(len(positives))]
             if neg not in bad:
                 break
@@ -266,8 +298,14 @@ PAPER_STRUCTURAL_FAMILIES = ("negation", "binding", "spatial")
 STRUCTURAL_NEGATIVES = ("near-miss", "random")
 
 
-def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, share: float,
-                   seed: int = 0, total_rows: int | None = None, negatives: str = "near-miss") -> pd.DataFrame:
+def mix_structural(
+    retrieval_df: pd.DataFrame,
+    structural_df: pd.DataFrame,
+    share: float,
+    seed: int = 0,
+    total_rows: int | None = None,
+    negatives: str = "near-miss",
+) -> pd.DataFrame:
     """A model's training rows: retrieval rows plus structural rows making up `share` of the result
     (share = 0 gives Model A's data).
 
@@ -291,13 +329,22 @@ def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, shar
         n_struct = int(total_rows) - n_ret
     else:
         if total_rows is not None:
-            log.warning("only %d retrieval rows for %d rows at share %g: all are used, the run repeats them",
-                        n_ret, total_rows, share)
+            log.warning(
+                "only %d retrieval rows for %d rows at share %g: all are used, the run repeats them",
+                n_ret,
+                total_rows,
+                share,
+            )
         n_struct = int(round(share * n_ret / (1 - share)))
     # Separate generators: the retrieval prefix does not depend on the share or the structural pool.
     retrieval = retrieval.iloc[np.random.default_rng([seed, 1]).permutation(len(retrieval))[:n_ret]]
-    counts = {"retrieval": n_ret, "structural": n_struct, "structural_repeated": 0, "share": share,
-              "negatives": negatives}
+    counts = {
+        "retrieval": n_ret,
+        "structural": n_struct,
+        "structural_repeated": 0,
+        "share": share,
+        "negatives": negatives,
+    }
     if n_struct == 0:
         out = retrieval
     else:
@@ -323,8 +370,9 @@ def mix_structural(retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, shar
     return out
 
 
-def _random_other_sentences(rows: pd.DataFrame, pool_df: pd.DataFrame, rng: np.random.Generator,
-                            tries: int = 50) -> list[str]:
+def _random_other_sentences(
+    rows: pd.DataFrame, pool_df: pd.DataFrame, rng: np.random.Generator, tries: int = 50
+) -> list[str]:
     """For each row, a random anchor of the pool from another source sentence (the control's negative)."""
     anchors = pool_df.anchor.to_numpy()
     owners = (pool_df.source_id if "source_id" in pool_df else pool_df.anchor).to_numpy()
@@ -346,8 +394,9 @@ def _random_other_sentences(rows: pd.DataFrame, pool_df: pd.DataFrame, rng: np.r
 # Training
 
 
-def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, force: bool = False,
-                callbacks: list | None = None) -> Path:
+def train_model(
+    config: TrainConfig, train_df: pd.DataFrame, output_dir=None, force: bool = False, callbacks: list | None = None
+) -> Path:
     """Train one run and return its `final/` model folder.
 
     A run whose DONE.json matches its final/ files (sizes recorded at the end of training) is
@@ -380,18 +429,23 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
 
     from transformers.trainer_utils import get_last_checkpoint
 
-
     seed_everything(config.seed)
     resume = get_last_checkpoint(str(out)) if not force else None
-    model = load_encoder(config.backbone, device=config.device, max_seq_length=config.max_seq_length,
-                         seed=config.seed)
+    model = load_encoder(config.backbone, device=config.device, max_seq_length=config.max_seq_length, seed=config.seed)
     describe_model_card(model, config, train_df)
     trainer, timer = build_trainer(model, config, train_df, out, callbacks=callbacks)
     log_path = out / "train_log.jsonl"
     if trainer.is_world_process_zero():
         write_json(started, identity)
-        _append_jsonl(log_path, {"event": "resume" if resume else "start", "checkpoint": resume,
-                                 "time": _now(), "world_size": trainer.args.world_size})
+        _append_jsonl(
+            log_path,
+            {
+                "event": "resume" if resume else "start",
+                "checkpoint": resume,
+                "time": _now(),
+                "world_size": trainer.args.world_size,
+            },
+        )
     with quiet_transformers():  # per-checkpoint "Writing model shards" bars; the step bar stays
         trainer.train(resume_from_checkpoint=resume)
     if trainer.is_world_process_zero():
@@ -404,33 +458,59 @@ def train_model(config: TrainConfig, train_df: pd.DataFrame, output_dir=None, fo
         os.replace(tmp, final)
         n_triplets = timer.steps * config.batch_size * trainer.args.world_size
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-        write_json(done, {
-            "config": asdict(config), "train_rows": len(train_df), "resumed_from": resume,
-            "final_files": _file_sizes(final),
-            "global_step": trainer.state.global_step, "world_size": trainer.args.world_size,
-            "duration_s": timer.seconds, "triplets_per_s": n_triplets / timer.seconds if timer.seconds else None,
-            "final_loss": losses[-1] if losses else None, "finished_at": _now(), "versions": _versions(),
-        })
+        write_json(
+            done,
+            {
+                "config": asdict(config),
+                "train_rows": len(train_df),
+                "resumed_from": resume,
+                "final_files": _file_sizes(final),
+                "global_step": trainer.state.global_step,
+                "world_size": trainer.args.world_size,
+                "duration_s": timer.seconds,
+                "triplets_per_s": n_triplets / timer.seconds if timer.seconds else None,
+                "final_loss": losses[-1] if losses else None,
+                "finished_at": _now(),
+                "versions": _versions(),
+            },
+        )
         if not config.keep_checkpoints:
             for ckpt in out.glob("checkpoint-*"):
                 shutil.rmtree(ckpt, ignore_errors=True)
-        log.info("%s: %d steps in %.0f s (%.1f triplets/s)", out, trainer.state.global_step, timer.seconds,
-                 n_triplets / max(timer.seconds, 1e-9))
+        log.info(
+            "%s: %d steps in %.0f s (%.1f triplets/s)",
+            out,
+            trainer.state.global_step,
+            timer.seconds,
+            n_triplets / max(timer.seconds, 1e-9),
+        )
     trainer.accelerator.wait_for_everyone()
     return final
 
 
 # What a trained model's card says about each training source (SOURCES.md of the data folder).
 SOURCE_CARDS = {
-    "nfcorpus": {"name": "BEIR NFCorpus, train qrels", "id": "BeIR/nfcorpus",
-                 "licence": "not stated upstream; research evaluation use"},
+    "nfcorpus": {
+        "name": "BEIR NFCorpus, train qrels",
+        "id": "BeIR/nfcorpus",
+        "licence": "not stated upstream; research evaluation use",
+    },
     "scifact": {"name": "BEIR SciFact, train claims", "id": "BeIR/scifact", "licence": "CC BY-NC 2.0"},
-    "mrpc": {"name": "MRPC (GLUE train), paraphrase pairs", "id": "nyu-mll/glue",
-             "licence": "Microsoft Research license terms"},
-    "stsb": {"name": "STS Benchmark train, score >= 4", "id": "sentence-transformers/stsb",
-             "licence": "scores CC BY-SA 4.0; sentences under their sources' licences"},
-    "nq": {"name": "Natural Questions (question, answer passage)", "id": "sentence-transformers/natural-questions",
-           "licence": "CC BY-SA 3.0"},
+    "mrpc": {
+        "name": "MRPC (GLUE train), paraphrase pairs",
+        "id": "nyu-mll/glue",
+        "licence": "Microsoft Research license terms",
+    },
+    "stsb": {
+        "name": "STS Benchmark train, score >= 4",
+        "id": "sentence-transformers/stsb",
+        "licence": "scores CC BY-SA 4.0; sentences under their sources' licences",
+    },
+    "nq": {
+        "name": "Natural Questions (question, answer passage)",
+        "id": "sentence-transformers/natural-questions",
+        "licence": "CC BY-SA 3.0",
+    },
 }
 
 
@@ -451,15 +531,24 @@ def describe_model_card(model, config: TrainConfig, train_df: pd.DataFrame) -> N
     backbone = BACKBONES.get(config.backbone)
     base = backbone.hub_id if backbone is not None and backbone.hub_id else config.backbone
     card.model_name = f"{base} fine-tuned by compsense: Model {config.variant}, seed {config.seed}"
-    card.train_datasets = [{"name": SOURCE_CARDS.get(s, {}).get("name", s), **(
-        {"id": SOURCE_CARDS[s]["id"]} if s in SOURCE_CARDS else {})} for s in sources]
+    card.train_datasets = [
+        {"name": SOURCE_CARDS.get(s, {}).get("name", s), **({"id": SOURCE_CARDS[s]["id"]} if s in SOURCE_CARDS else {})}
+        for s in sources
+    ]
     if families:
         card.train_datasets.append({"name": "compsense structural identity triplets (" + ", ".join(families) + ")"})
-    card.tags = [*card.tags, "compsense", f"compsense-variant:{config.variant}", f"seed:{config.seed}",
-                 *(f"structural-family:{f}" for f in families)]
+    card.tags = [
+        *card.tags,
+        "compsense",
+        f"compsense-variant:{config.variant}",
+        f"seed:{config.seed}",
+        *(f"structural-family:{f}" for f in families),
+    ]
     licences = "; ".join(f"{s}: {SOURCE_CARDS[s]['licence']}" for s in sources if s in SOURCE_CARDS)
-    card.task_name = (f"zero-shot retrieval study (compsense); base model {base}; training data licences: "
-                      f"{licences or 'see the sources'}")
+    card.task_name = (
+        f"zero-shot retrieval study (compsense); base model {base}; training data licences: "
+        f"{licences or 'see the sources'}"
+    )
 
 
 def _drop_training_text(card) -> None:
@@ -524,8 +613,9 @@ def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path,
     dataset = _to_dataset(train_df)
     loss = losses.MultipleNegativesRankingLoss(model, scale=config.scale)
     log_cb, timer = _callbacks(out / "train_log.jsonl")
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss,
-                                         callbacks=[*(callbacks or []), log_cb, timer])
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=dataset, loss=loss, callbacks=[*(callbacks or []), log_cb, timer]
+    )
     return trainer, timer
 
 
@@ -534,8 +624,10 @@ def _to_dataset(train_df: pd.DataFrame):
     try:
         from datasets import Dataset
     except ImportError as err:
-        raise ImportError("training needs the `datasets` package (pip install datasets); on a machine "
-                          "without it, carry a wheel or a site-packages folder with it") from err
+        raise ImportError(
+            "training needs the `datasets` package (pip install datasets); on a machine "
+            "without it, carry a wheel or a site-packages folder with it"
+        ) from err
     return Dataset.from_pandas(train_df[MNRL_COLUMNS].reset_index(drop=True), preserve_index=False)
 
 
@@ -553,14 +645,18 @@ def mnrl_on_batch(model, batch: pd.DataFrame, scale: float = TrainConfig.scale) 
     losses, _ = _st_training_imports()
     model.eval()
     with torch.no_grad():
+
         def embed(texts):
             return model.encode(list(texts), convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
+
         anchors, candidates = embed(batch.anchor), embed([*batch.positive, *batch.negative])
         logits = scale * anchors @ candidates.T
         by_hand = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch), device=logits.device))
         prepare = getattr(model, "preprocess", None) or model.tokenize  # ST 6 renamed tokenize
-        features = [{k: v.to(model.device) if hasattr(v, "to") else v for k, v in prepare(list(col)).items()}
-                    for col in (batch.anchor, batch.positive, batch.negative)]
+        features = [
+            {k: v.to(model.device) if hasattr(v, "to") else v for k, v in prepare(list(col)).items()}
+            for col in (batch.anchor, batch.positive, batch.negative)
+        ]
         library = losses.MultipleNegativesRankingLoss(model, scale=scale)(features, labels=None)
     names = [f"positive {i}" for i in range(len(batch))] + [f"negative {i}" for i in range(len(batch))]
     table = pd.DataFrame(logits.cpu().numpy(), columns=names, index=[f"anchor {i}" for i in range(len(batch))])
@@ -606,8 +702,15 @@ def _callbacks(log_path: Path):
 
 
 # Knobs that change what is trained; the rest (paths, workers, logging, checkpoints) do not.
-_NOT_RECIPE = {"work_dir", "device", "dataloader_num_workers", "save_steps", "save_total_limit",
-               "logging_steps", "keep_checkpoints"}
+_NOT_RECIPE = {
+    "work_dir",
+    "device",
+    "dataloader_num_workers",
+    "save_steps",
+    "save_total_limit",
+    "logging_steps",
+    "keep_checkpoints",
+}
 
 
 def _recipe(config: TrainConfig) -> dict:
@@ -626,8 +729,10 @@ def _check_same_run(previous: dict, current: dict, out: Path) -> None:
         diff["training data"] = ("other rows", "these rows")
     if diff:
         changes = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
-        raise ValueError(f"{out} holds a run with a different setup ({changes}). Pass force=True to retrain "
-                         "it, or use another work_dir to keep both")
+        raise ValueError(
+            f"{out} holds a run with a different setup ({changes}). Pass force=True to retrain "
+            "it, or use another work_dir to keep both"
+        )
 
 
 def _retrain_beside(config: TrainConfig, train_df: pd.DataFrame, out: Path, callbacks) -> Path:
@@ -638,7 +743,9 @@ def _retrain_beside(config: TrainConfig, train_df: pd.DataFrame, out: Path, call
     started = sibling / "run_config.json"
     if started.exists():
         try:
-            _check_same_run(_read_json(started), {"recipe": _recipe(config), "data_sha1": _data_sha1(train_df)}, sibling)
+            _check_same_run(
+                _read_json(started), {"recipe": _recipe(config), "data_sha1": _data_sha1(train_df)}, sibling
+            )
         except ValueError:
             shutil.rmtree(sibling)  # a stale retrain of another setup: only ever our own scratch folder
     train_model(config, train_df, output_dir=sibling, force=False, callbacks=callbacks)
@@ -662,7 +769,9 @@ def _finished_problem(done: Path, final: Path) -> str | None:
         return "final/ is missing"
     recorded = marker.get("final_files")
     if recorded is None:  # a marker from before sizes were recorded: the weights must at least exist
-        return None if any(final.glob("*.safetensors")) or any(final.glob("**/*.safetensors")) else "final/ has no weights"
+        return (
+            None if any(final.glob("*.safetensors")) or any(final.glob("**/*.safetensors")) else "final/ has no weights"
+        )
     actual = _file_sizes(final)
     wrong = sorted(p for p, size in recorded.items() if actual.get(p) != size)
     return f"final/ differs from DONE.json ({len(wrong)} file(s), e.g. {wrong[0]})" if wrong else None
@@ -690,8 +799,11 @@ def _versions() -> dict:
     import torch
     import transformers
 
-    return {"torch": torch.__version__, "transformers": transformers.__version__,
-            "sentence_transformers": sentence_transformers.__version__}
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,9 +827,17 @@ class RunSpec:
 NAMED_VARIANTS = ("base", "A", "B", "B-all", "C-identity")
 
 
-def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: float = PAPER_STRUCTURAL_SHARE,
-              share_sweep=(), sweep_seeds=None, families=PAPER_STRUCTURAL_FAMILIES,
-              sweep_all_seeds=(), first_seed_only=()) -> list[RunSpec]:
+def plan_runs(
+    backbones,
+    seeds,
+    variants=("base", "A", "B"),
+    structural_share: float = PAPER_STRUCTURAL_SHARE,
+    share_sweep=(),
+    sweep_seeds=None,
+    families=PAPER_STRUCTURAL_FAMILIES,
+    sweep_all_seeds=(),
+    first_seed_only=(),
+) -> list[RunSpec]:
     """The runs of the A/B grid, seed by seed (so a grid cut short has whole seeds): base (once per
     backbone, first seed), the named variants (`NAMED_VARIANTS`; those in `first_seed_only` for the
     first seed only), then the share-sweep points (B with another share, "B-share<s>") for
@@ -731,8 +851,7 @@ def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: f
         "A": dict(structural_share=0.0, families=families),
         "B": dict(structural_share=float(structural_share), families=families),
         "B-all": dict(structural_share=float(structural_share), families=None),
-        "C-identity": dict(structural_share=float(structural_share), families=families,
-                           structural_negatives="random"),
+        "C-identity": dict(structural_share=float(structural_share), families=families, structural_negatives="random"),
     }
     sweep_for = set(sweep_seeds if sweep_seeds is not None else seeds[:1])
     runs = []
@@ -745,7 +864,8 @@ def plan_runs(backbones, seeds, variants=("base", "A", "B"), structural_share: f
             for share in share_sweep:
                 variant = sweep_variant(share, structural_share)
                 if (seed in sweep_for or share in sweep_all_seeds) and not any(
-                        r.backbone == backbone and r.variant == variant and r.seed == seed for r in runs):
+                    r.backbone == backbone and r.variant == variant and r.seed == seed for r in runs
+                ):
                     runs.append(RunSpec(backbone, variant, seed, float(share), families))
     return runs
 
@@ -756,14 +876,25 @@ def select_structural(structural_df: pd.DataFrame, families) -> pd.DataFrame:
         return structural_df
     missing = sorted(set(families) - set(structural_df.family))
     if missing:
-        raise ValueError(f"no structural triplets of famil(ies) {missing}; notebook 01 made "
-                         f"{sorted(structural_df.family.unique())} (check its `families` parameter)")
+        raise ValueError(
+            f"no structural triplets of famil(ies) {missing}; notebook 01 made "
+            f"{sorted(structural_df.family.unique())} (check its `families` parameter)"
+        )
     return structural_df[structural_df.family.isin(families)].reset_index(drop=True)
 
 
-def run_grid(runs: list[RunSpec], retrieval_df: pd.DataFrame, structural_df: pd.DataFrame, work_dir,
-             max_steps=None, batch_size=None, learning_rate=None, weight_decay=None, force: bool = False,
-             **config_overrides) -> pd.DataFrame:
+def run_grid(
+    runs: list[RunSpec],
+    retrieval_df: pd.DataFrame,
+    structural_df: pd.DataFrame,
+    work_dir,
+    max_steps=None,
+    batch_size=None,
+    learning_rate=None,
+    weight_decay=None,
+    force: bool = False,
+    **config_overrides,
+) -> pd.DataFrame:
     """Train every run that is not finished yet (None knobs = the backbone's paper recipe) and
     return one row per run: backbone, variant, seed, structural_share, families, model (path or,
     for base, the backbone name), model_stamp (DONE.json's finished_at), status, triplets_per_s,
@@ -774,31 +905,63 @@ def run_grid(runs: list[RunSpec], retrieval_df: pd.DataFrame, structural_df: pd.
     differ only in what those triplets are."""
     from tqdm.auto import tqdm
 
-
     rows = []
     for spec in tqdm(runs, desc="train", unit="run"):
         row = asdict(spec)
         row["families"] = "" if not spec.structural_share else ",".join(spec.families) if spec.families else "all"
         if spec.variant == "base":
-            rows.append({**row, "model": spec.backbone, "model_stamp": "pretrained", "status": "base",
-                         "retrieval_rows": 0, "structural_rows": 0, "train_keys": None})
+            rows.append(
+                {
+                    **row,
+                    "model": spec.backbone,
+                    "model_stamp": "pretrained",
+                    "status": "base",
+                    "retrieval_rows": 0,
+                    "structural_rows": 0,
+                    "train_keys": None,
+                }
+            )
             continue
-        config = TrainConfig.paper(spec.backbone, spec.variant, spec.seed, structural_share=spec.structural_share,
-                                   max_steps=max_steps, batch_size=batch_size, learning_rate=learning_rate,
-                                   weight_decay=weight_decay, work_dir=str(work_dir), **config_overrides)
+        config = TrainConfig.paper(
+            spec.backbone,
+            spec.variant,
+            spec.seed,
+            structural_share=spec.structural_share,
+            max_steps=max_steps,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            work_dir=str(work_dir),
+            **config_overrides,
+        )
         was_done = (config.run_dir / "DONE.json").exists() and not force
         pool = select_structural(structural_df, spec.families) if spec.structural_share else structural_df
-        data = mix_structural(retrieval_df, pool, spec.structural_share, seed=spec.seed,
-                              total_rows=config.max_steps * config.batch_size, negatives=spec.structural_negatives)
+        data = mix_structural(
+            retrieval_df,
+            pool,
+            spec.structural_share,
+            seed=spec.seed,
+            total_rows=config.max_steps * config.batch_size,
+            negatives=spec.structural_negatives,
+        )
         final = train_model(config, data, force=force)
         keys = write_training_keys(config.run_dir / KEYS_FILE, data)
         done = json.loads((config.run_dir / "DONE.json").read_text())
         mix = data.attrs.get("mix", {})
-        rows.append({**row, "model": str(final), "model_stamp": done["finished_at"],
-                     "status": "skipped (done)" if was_done else "trained",
-                     "triplets_per_s": done.get("triplets_per_s"), "train_rows": done.get("train_rows"),
-                     "retrieval_rows": mix.get("retrieval"), "structural_rows": mix.get("structural"),
-                     "train_keys": str(keys), "mix": mix})
+        rows.append(
+            {
+                **row,
+                "model": str(final),
+                "model_stamp": done["finished_at"],
+                "status": "skipped (done)" if was_done else "trained",
+                "triplets_per_s": done.get("triplets_per_s"),
+                "train_rows": done.get("train_rows"),
+                "retrieval_rows": mix.get("retrieval"),
+                "structural_rows": mix.get("structural"),
+                "train_keys": str(keys),
+                "mix": mix,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -814,8 +977,11 @@ def read_train_logs(runs: pd.DataFrame, work_dir) -> pd.DataFrame:
         if df.empty:
             continue
         df = df.drop_duplicates("step", keep="last")  # a resumed run re-logs nothing, but be safe
-        frames.append(df.assign(backbone=r["backbone"], variant=r["variant"], seed=r["seed"],
-                                structural_share=r["structural_share"]))
+        frames.append(
+            df.assign(
+                backbone=r["backbone"], variant=r["variant"], seed=r["seed"], structural_share=r["structural_share"]
+            )
+        )
     cols = ["backbone", "variant", "seed", "structural_share", "step", "loss", "learning_rate"]
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
@@ -832,10 +998,11 @@ def push_models(runs: pd.DataFrame, repo_prefix: str, api=None, private: bool = 
     if api is None:
         from huggingface_hub import HfApi
 
-
         if hub_offline():
-            raise RuntimeError("push_to_hub with HF_HUB_OFFLINE set: the hub cannot be reached. Unset it "
-                               "(HF_HUB_OFFLINE=0) on a machine that is online, or leave push_to_hub = None")
+            raise RuntimeError(
+                "push_to_hub with HF_HUB_OFFLINE set: the hub cannot be reached. Unset it "
+                "(HF_HUB_OFFLINE=0) on a machine that is online, or leave push_to_hub = None"
+            )
         api = HfApi()
     pushed = []
     for r in runs[runs.variant != "base"].to_dict("records"):
@@ -844,7 +1011,11 @@ def push_models(runs: pd.DataFrame, repo_prefix: str, api=None, private: bool = 
             raise FileNotFoundError(f"{folder}: not a saved model; train it first (run_grid)")
         repo_id = f"{repo_prefix}-{r['backbone']}-{r['variant']}-seed{r['seed']}".replace("_", "-")
         api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
-        api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
-                          commit_message=f"compsense: {r['backbone']} {r['variant']} seed {r['seed']}")
+        api.upload_folder(
+            folder_path=str(folder),
+            repo_id=repo_id,
+            repo_type="model",
+            commit_message=f"compsense: {r['backbone']} {r['variant']} seed {r['seed']}",
+        )
         pushed.append(repo_id)
     return pushed

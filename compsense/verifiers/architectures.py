@@ -24,6 +24,7 @@ same pair to several lengths and asserts identical scores for all five, at both 
 Below the verifiers: scoring (`score_maps`, `score_pairs`) and saving (safetensors + JSON).
 Training lives in `compsense.verifiers.training`, the near-miss test in `compsense.nearmiss.evaluation`.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,10 +106,17 @@ class AlignVerifier(Verifier):
 
     name = "F2"
 
-    def __init__(self, lam: float = 0.1, tau: float = 0.1, learnable: bool = False,
-                 normalize_positions: bool = False, include_special: bool = False):
-        super().__init__(include_special, lam=lam, tau=tau, learnable=learnable,
-                         normalize_positions=normalize_positions)
+    def __init__(
+        self,
+        lam: float = 0.1,
+        tau: float = 0.1,
+        learnable: bool = False,
+        normalize_positions: bool = False,
+        include_special: bool = False,
+    ):
+        super().__init__(
+            include_special, lam=lam, tau=tau, learnable=learnable, normalize_positions=normalize_positions
+        )
         raw = torch.tensor([_inv_softplus(lam), _inv_softplus(tau)], dtype=torch.float32)
         if learnable:
             self.raw = nn.Parameter(raw)
@@ -153,16 +161,18 @@ class CNNVerifier(Verifier):
 
     name = "F3"
 
-    def __init__(self, channels: int = 16, layers: int = 2, kernel_size: int = 3, hidden: int = 32,
-                 include_special: bool = False):
+    def __init__(
+        self, channels: int = 16, layers: int = 2, kernel_size: int = 3, hidden: int = 32, include_special: bool = False
+    ):
         super().__init__(include_special, channels=channels, layers=layers, kernel_size=kernel_size, hidden=hidden)
         if kernel_size % 2 != 1:
             raise ValueError(f"kernel_size must be odd (same-size convolutions), got {kernel_size}")
         convs, c_in = [], 3
         for k in range(layers):
-            dilation = 2 ** k  # a wider view at no extra parameters: 3x3, then 5x5 effective, ...
-            convs.append(nn.Conv2d(c_in, channels, kernel_size, padding=dilation * (kernel_size // 2),
-                                   dilation=dilation))
+            dilation = 2**k  # a wider view at no extra parameters: 3x3, then 5x5 effective, ...
+            convs.append(
+                nn.Conv2d(c_in, channels, kernel_size, padding=dilation * (kernel_size // 2), dilation=dilation)
+            )
             c_in = channels
         self.convs = nn.ModuleList(convs)
         self.head = nn.Sequential(nn.Linear(2 * channels, hidden), nn.ReLU(), nn.Linear(hidden, 1))
@@ -193,10 +203,27 @@ class PatchTransformerVerifier(Verifier):
 
     name = "F4"
 
-    def __init__(self, dim: int = 64, ff_dim: int = 128, heads: int = 1, layers: int = 1, patch_size: int = 8,
-                 dropout: float = 0.1, max_patches: int = 64, include_special: bool = False):
-        super().__init__(include_special, dim=dim, ff_dim=ff_dim, heads=heads, layers=layers,
-                         patch_size=patch_size, dropout=dropout, max_patches=max_patches)
+    def __init__(
+        self,
+        dim: int = 64,
+        ff_dim: int = 128,
+        heads: int = 1,
+        layers: int = 1,
+        patch_size: int = 8,
+        dropout: float = 0.1,
+        max_patches: int = 64,
+        include_special: bool = False,
+    ):
+        super().__init__(
+            include_special,
+            dim=dim,
+            ff_dim=ff_dim,
+            heads=heads,
+            layers=layers,
+            patch_size=patch_size,
+            dropout=dropout,
+            max_patches=max_patches,
+        )
         self.patch_size, self.max_patches = patch_size, max_patches
         self.patch_embed = nn.Conv2d(3, dim, kernel_size=patch_size, stride=patch_size)
         self.row_pos = nn.Parameter(torch.randn(max_patches, dim) * 0.02)
@@ -204,8 +231,17 @@ class PatchTransformerVerifier(Verifier):
         self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
         # A plain list of layers, not nn.TransformerEncoder: its nested-tensor fast path drops masked keys.
         self.blocks = nn.ModuleList(
-            nn.TransformerEncoderLayer(dim, heads, dim_feedforward=ff_dim, dropout=dropout, activation="gelu",
-                                       batch_first=True, norm_first=True) for _ in range(layers))
+            nn.TransformerEncoderLayer(
+                dim,
+                heads,
+                dim_feedforward=ff_dim,
+                dropout=dropout,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(layers)
+        )
         self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, 1))
 
     def forward(self, M, q_mask, d_mask):
@@ -218,8 +254,10 @@ class PatchTransformerVerifier(Verifier):
         cells = F.pad(cells, (0, pad_d, 0, pad_q))
         gq, gd = x.shape[2] // p, x.shape[3] // p
         if max(gq, gd) > self.max_patches:
-            raise ValueError(f"F4 handles maps up to {self.max_patches * p} tokens a side, got "
-                             f"{M.shape[1]}x{M.shape[2]}; create it with a larger max_patches")
+            raise ValueError(
+                f"F4 handles maps up to {self.max_patches * p} tokens a side, got "
+                f"{M.shape[1]}x{M.shape[2]}; create it with a larger max_patches"
+            )
         tokens = self.patch_embed(x).flatten(2).transpose(1, 2)  # [B, gq*gd, dim]
         pos = (self.row_pos[:gq, None, :] + self.col_pos[None, :gd, :]).reshape(gq * gd, -1)
         tokens = torch.cat([self.cls.expand(len(tokens), -1, -1), tokens + pos], dim=1)
@@ -247,18 +285,37 @@ class PaperCNNVerifier(Verifier):
     name = "F3"
     size = "paper"
 
-    def __init__(self, canvas: int = 128, channels: int = 128, layers: int = 2, kernel_size: int = 3,
-                 hidden: int = 128, dropout: float = 0.1, include_special: bool = False):
-        super().__init__(include_special, canvas=canvas, channels=channels, layers=layers,
-                         kernel_size=kernel_size, hidden=hidden, dropout=dropout)
-        if canvas < 2 ** layers:
-            raise ValueError(f"canvas {canvas} is too small for {layers} 2x2 poolings; use at least {2 ** layers}")
+    def __init__(
+        self,
+        canvas: int = 128,
+        channels: int = 128,
+        layers: int = 2,
+        kernel_size: int = 3,
+        hidden: int = 128,
+        dropout: float = 0.1,
+        include_special: bool = False,
+    ):
+        super().__init__(
+            include_special,
+            canvas=canvas,
+            channels=channels,
+            layers=layers,
+            kernel_size=kernel_size,
+            hidden=hidden,
+            dropout=dropout,
+        )
+        if canvas < 2**layers:
+            raise ValueError(f"canvas {canvas} is too small for {layers} 2x2 poolings; use at least {2**layers}")
         self.canvas = canvas
         blocks, c_in = [], 3
         for k in range(layers):
-            c_out = channels * 2 ** k
-            blocks += [nn.Conv2d(c_in, c_out, kernel_size, padding=kernel_size // 2), nn.BatchNorm2d(c_out),
-                       nn.ReLU(), nn.MaxPool2d(2)]
+            c_out = channels * 2**k
+            blocks += [
+                nn.Conv2d(c_in, c_out, kernel_size, padding=kernel_size // 2),
+                nn.BatchNorm2d(c_out),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+            ]
             c_in = c_out
         self.conv = nn.Sequential(*blocks)
         self.head = nn.Sequential(nn.Linear(c_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, 1))
@@ -286,13 +343,32 @@ class PaperPatchTransformerVerifier(Verifier):
     name = "F4"
     size = "paper"
 
-    def __init__(self, dim: int = 384, canvas: int = 128, ff_dim: int = 32, heads: int = 1, layers: int = 1,
-                 patch_size: int = 8, dropout: float = 0.1, include_special: bool = False):
-        super().__init__(include_special, dim=dim, canvas=canvas, ff_dim=ff_dim, heads=heads, layers=layers,
-                         patch_size=patch_size, dropout=dropout)
+    def __init__(
+        self,
+        dim: int = 384,
+        canvas: int = 128,
+        ff_dim: int = 32,
+        heads: int = 1,
+        layers: int = 1,
+        patch_size: int = 8,
+        dropout: float = 0.1,
+        include_special: bool = False,
+    ):
+        super().__init__(
+            include_special,
+            dim=dim,
+            canvas=canvas,
+            ff_dim=ff_dim,
+            heads=heads,
+            layers=layers,
+            patch_size=patch_size,
+            dropout=dropout,
+        )
         if canvas % patch_size:
-            raise ValueError(f"canvas {canvas} must be a multiple of patch_size {patch_size} (the authors' "
-                             "max_seq_length 128 with 8x8 patches); set max_seq_length accordingly")
+            raise ValueError(
+                f"canvas {canvas} must be a multiple of patch_size {patch_size} (the authors' "
+                "max_seq_length 128 with 8x8 patches); set max_seq_length accordingly"
+            )
         self.canvas, self.patch_size = canvas, patch_size
         n_patches = (canvas // patch_size) ** 2
         self.patch_embed = nn.Conv2d(3, dim, kernel_size=patch_size, stride=patch_size)
@@ -302,8 +378,17 @@ class PaperPatchTransformerVerifier(Verifier):
         self.dropout = nn.Dropout(dropout)
         # A plain list of layers, not nn.TransformerEncoder: its nested-tensor fast path drops masked keys.
         self.blocks = nn.ModuleList(
-            nn.TransformerEncoderLayer(dim, heads, dim_feedforward=ff_dim, dropout=dropout, activation="gelu",
-                                       batch_first=True, norm_first=True) for _ in range(layers))
+            nn.TransformerEncoderLayer(
+                dim,
+                heads,
+                dim_feedforward=ff_dim,
+                dropout=dropout,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(layers)
+        )
         self.head = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(dim, 1))
 
     def forward(self, M, q_mask, d_mask):
@@ -322,7 +407,11 @@ class PaperPatchTransformerVerifier(Verifier):
 
 
 REGISTRY: dict[str, type[Verifier]] = {
-    "F0": MeanVerifier, "F1": MaxSimVerifier, "F2": AlignVerifier, "F3": CNNVerifier, "F4": PatchTransformerVerifier,
+    "F0": MeanVerifier,
+    "F1": MaxSimVerifier,
+    "F2": AlignVerifier,
+    "F3": CNNVerifier,
+    "F4": PatchTransformerVerifier,
 }
 # The authors' sizes; F0-F2 have one size only.
 PAPER_SIZE: dict[str, type[Verifier]] = {"F3": PaperCNNVerifier, "F4": PaperPatchTransformerVerifier}
@@ -343,8 +432,7 @@ def canonical_name(name: str) -> str:
     key = str(name).strip()
     key = ALIASES.get(key.lower(), key.upper())
     if key not in REGISTRY:
-        raise ValueError(f"unknown verifier {name!r}; choose one of {', '.join(NAMES)} "
-                         f"or {', '.join(ALIASES)}")
+        raise ValueError(f"unknown verifier {name!r}; choose one of {', '.join(NAMES)} or {', '.join(ALIASES)}")
     return key
 
 
@@ -374,13 +462,15 @@ def sized_kwargs(name: str, size: str, encoder_dim: int | None = None, max_seq_l
     if size != "paper" or key not in PAPER_SIZE:
         return {}
     if max_seq_length is None or (key == "F4" and encoder_dim is None):
-        raise ValueError(f"the paper-size {key} needs the encoder's max_seq_length"
-                         f"{' and dimension' if key == 'F4' else ''}; pass them to sized_kwargs")
+        raise ValueError(
+            f"the paper-size {key} needs the encoder's max_seq_length"
+            f"{' and dimension' if key == 'F4' else ''}; pass them to sized_kwargs"
+        )
     return {"canvas": int(max_seq_length), **({"dim": int(encoder_dim)} if key == "F4" else {})}
 
 
 def size_of(verifier: Verifier) -> str:
-    """"paper" for the authors' F3/F4, "small" otherwise (F0-F2 have one size)."""
+    """ "paper" for the authors' F3/F4, "small" otherwise (F0-F2 have one size)."""
     return verifier.size
 
 
@@ -397,8 +487,16 @@ def save(verifier: Verifier, directory: str | os.PathLike, extra: dict | None = 
     state = {k: v.detach().cpu().contiguous() for k, v in verifier.state_dict().items()}
     with atomic_path(directory / WEIGHTS_FILE) as tmp:
         save_file(state, str(tmp))
-    write_json(directory / CONFIG_FILE, {"name": verifier.name, "size": size_of(verifier), "config": verifier.config,
-                                         "n_parameters": n_parameters(verifier), **(extra or {})})
+    write_json(
+        directory / CONFIG_FILE,
+        {
+            "name": verifier.name,
+            "size": size_of(verifier),
+            "config": verifier.config,
+            "n_parameters": n_parameters(verifier),
+            **(extra or {}),
+        },
+    )
     return directory
 
 
@@ -414,9 +512,11 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
     try:
         verifier = create(meta["name"], size=meta.get("size", "small"), **meta["config"])
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{config_path}: not a verifier config compsense can build ({type(err).__name__}: {err}); "
-                         "it needs `name` and `config` as verifiers.save writes them. Re-train the verifier "
-                         "(notebook 04) or restore the file") from None
+        raise ValueError(
+            f"{config_path}: not a verifier config compsense can build ({type(err).__name__}: {err}); "
+            "it needs `name` and `config` as verifiers.save writes them. Re-train the verifier "
+            "(notebook 04) or restore the file"
+        ) from None
     verifier.load_state_dict(load_file(str(directory / WEIGHTS_FILE)))
     if device is not None:
         verifier.to(device)
@@ -431,8 +531,9 @@ def read_info(directory: str | os.PathLike) -> dict:
     except FileNotFoundError:
         raise FileNotFoundError(f"{path} does not exist: not a saved verifier (see verifiers.save)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is truncated or corrupt ({err}); re-train the verifier (notebook 04) "
-                         "or restore the file") from None
+        raise ValueError(
+            f"{path} is truncated or corrupt ({err}); re-train the verifier (notebook 04) or restore the file"
+        ) from None
     if not isinstance(info, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(info).__name__}; re-train the verifier")
     return info
@@ -450,8 +551,9 @@ def score_maps(verifier: Verifier, M: torch.Tensor, q_mask: torch.Tensor, d_mask
         verifier.train(was_training)
 
 
-def score_pairs(encoder, verifier: Verifier, pairs, batch_size: int = 64, cache_dir=None, device=None,
-                show_progress: bool = False) -> np.ndarray:
+def score_pairs(
+    encoder, verifier: Verifier, pairs, batch_size: int = 64, cache_dir=None, device=None, show_progress: bool = False
+) -> np.ndarray:
     """Verifier scores of (query, document) pairs: every distinct text is encoded once.
 
     `pairs` is a list of (query, document) tuples, of records with sentence1/sentence2, or a
@@ -463,15 +565,23 @@ def score_pairs(encoder, verifier: Verifier, pairs, batch_size: int = 64, cache_
     if not pairs:
         return np.zeros(0, dtype=np.float32)
     texts = sorted({t for pair in pairs for t in pair})
-    cache = TokenCache(encoder, texts, cache_dir, include_special=verifier.include_special,
-                       batch_size=batch_size, device=device, show_progress=show_progress)
+    cache = TokenCache(
+        encoder,
+        texts,
+        cache_dir,
+        include_special=verifier.include_special,
+        batch_size=batch_size,
+        device=device,
+        show_progress=show_progress,
+    )
     rows_q, rows_d = cache.rows([p[0] for p in pairs]), cache.rows([p[1] for p in pairs])
     target = device_of(verifier, torch.device(device) if device else None)
     scores = []
-    for start in tqdm(range(0, len(pairs), batch_size), desc=f"scoring ({verifier.name})",
-                      disable=not show_progress, leave=False):
-        q = cache.batch(rows_q[start:start + batch_size], device=target)
-        d = cache.batch(rows_d[start:start + batch_size], device=target)
+    for start in tqdm(
+        range(0, len(pairs), batch_size), desc=f"scoring ({verifier.name})", disable=not show_progress, leave=False
+    ):
+        q = cache.batch(rows_q[start : start + batch_size], device=target)
+        d = cache.batch(rows_d[start : start + batch_size], device=target)
         scores.append(score_maps(verifier, *similarity_map(q, d)).float().cpu())
     return torch.cat(scores).numpy()
 
@@ -484,8 +594,10 @@ def as_pairs(pairs) -> list[tuple[str, str]]:
             raise ValueError(f"pairs table lacks columns {sorted(missing)}; it needs sentence1 and sentence2")
         missing_text = pairs["sentence1"].isna() | pairs["sentence2"].isna()
         if missing_text.any():
-            raise ValueError(f"pairs table: {int(missing_text.sum())} row(s) with a missing text (first at row "
-                             f"{pairs.index[missing_text.to_numpy()][0]!r}); drop or fill them before scoring")
+            raise ValueError(
+                f"pairs table: {int(missing_text.sum())} row(s) with a missing text (first at row "
+                f"{pairs.index[missing_text.to_numpy()][0]!r}); drop or fill them before scoring"
+            )
         return list(zip(pairs["sentence1"].astype(str), pairs["sentence2"].astype(str)))
     if isinstance(pairs, (str, bytes)):
         raise TypeError("pairs must be a list of (query, document) pairs, not one string")
@@ -495,8 +607,10 @@ def as_pairs(pairs) -> list[tuple[str, str]]:
         if isinstance(pair, (str, bytes)) or len(pair) != 2:
             raise ValueError(f"pairs[{i}] is {p!r}: each pair must be two texts (query, document)")
         if not all(isinstance(t, str) for t in pair):
-            raise ValueError(f"pairs[{i}] holds a non-text value ({pair!r}); scoring it would score its repr. "
-                             "Drop or fill the missing text first")
+            raise ValueError(
+                f"pairs[{i}] holds a non-text value ({pair!r}); scoring it would score its repr. "
+                "Drop or fill the missing text first"
+            )
         out.append((pair[0], pair[1]))
     return out
 

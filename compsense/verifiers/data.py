@@ -17,6 +17,7 @@ ranking a sentence's copy below its near-miss). In (s, s, nm(s)) and (s, p, nm(p
 a one-edit change of the positive, so it overlaps the anchor about as much as the positive does:
 only the edit tells them apart. `overlap_report` measures that per kind of row.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,9 +35,18 @@ TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced")
 ROW_COLUMNS = ["anchor", "positive", "negative", "row_kind", "family"]
 
 
-def training_rows(kind: str, structural, data_dir=None, retrieval_sources=("nfcorpus",),
-                  structural_share: float = 0.19, families=None, max_retrieval_rows: int | None = None,
-                  max_paraphrase_pairs: int | None = None, seed: int = 42, retrieval_kwargs: dict | None = None):
+def training_rows(
+    kind: str,
+    structural,
+    data_dir=None,
+    retrieval_sources=("nfcorpus",),
+    structural_share: float = 0.19,
+    families=None,
+    max_retrieval_rows: int | None = None,
+    max_paraphrase_pairs: int | None = None,
+    seed: int = 42,
+    retrieval_kwargs: dict | None = None,
+):
     """Notebook 04's training rows of `kind` (see the module docstring). Returns (table, counts);
     the table has anchor, positive, negative, row_kind (identity / paraphrase / retrieval), family.
 
@@ -58,8 +68,9 @@ def training_rows(kind: str, structural, data_dir=None, retrieval_sources=("nfco
         pool = select_structural(structural, families).assign(row_kind="identity")
     else:
         pool, para_counts = balanced_structural_rows(data_dir=data_dir, max_pairs=max_paraphrase_pairs, seed=seed)
-    retrieval, stats = build_retrieval_triplets(list(retrieval_sources), data_dir=data_dir,
-                                                max_rows=max_retrieval_rows, seed=seed, **(retrieval_kwargs or {}))
+    retrieval, stats = build_retrieval_triplets(
+        list(retrieval_sources), data_dir=data_dir, max_rows=max_retrieval_rows, seed=seed, **(retrieval_kwargs or {})
+    )
     # mix_structural names a structural row's `source` after its family; carry the row kind in it.
     tagged = pool.assign(family=pool["row_kind"] + "/" + pool["family"].astype(str))
     mixed = mix_structural(retrieval, tagged, structural_share, seed=seed)
@@ -67,8 +78,12 @@ def training_rows(kind: str, structural, data_dir=None, retrieval_sources=("nfco
     row_kind = np.where(structural_rows, mixed["source"].str.split("/").str[0], "retrieval")
     family = np.where(structural_rows, mixed["source"].str.split("/", n=1).str[-1], "")
     table = mixed.assign(row_kind=row_kind, family=family)
-    counts = {"train_data": kind, **mixed.attrs.get("mix", {}), "retrieval_sources": list(retrieval_sources),
-              "rows_by_kind": table["row_kind"].value_counts().to_dict()}
+    counts = {
+        "train_data": kind,
+        **mixed.attrs.get("mix", {}),
+        "retrieval_sources": list(retrieval_sources),
+        "rows_by_kind": table["row_kind"].value_counts().to_dict(),
+    }
     if kind == "balanced":
         counts.update(para_counts)
     return _rows(table), counts
@@ -77,8 +92,14 @@ def training_rows(kind: str, structural, data_dir=None, retrieval_sources=("nfco
 PAPER_FAMILIES = ("negation", "binding", "spatial")  # as compsense.retrieval.training.PAPER_STRUCTURAL_FAMILIES
 
 
-def balanced_structural_rows(data_dir=None, paraphrases=None, max_pairs: int | None = None, seed: int = 42,
-                             prefer=PAPER_FAMILIES, balance: bool = True):
+def balanced_structural_rows(
+    data_dir=None,
+    paraphrases=None,
+    max_pairs: int | None = None,
+    seed: int = 42,
+    prefer=PAPER_FAMILIES,
+    balance: bool = True,
+):
     """(s, s, nm(s)) and (s, p, nm(p)) for paraphrase pairs (s, p) where both sentences have a
     near-miss, with nm(s) and nm(p) of the same family where one exists (so both kinds of row
     of an anchor ask about the same kind of edit), a family of `prefer` (the paper's three) when
@@ -87,9 +108,9 @@ def balanced_structural_rows(data_dir=None, paraphrases=None, max_pairs: int | N
     paraphrases: a table with sentence1, sentence2 (default: MRPC train label 1 and STS-B train
     score >= 4, `geometry.positive_pairs`; nothing from MRPC test, the held-out source). Near-misses
     come from `negatives.make_pairs(balance=True)`, as notebook 01's, so no traded word gives a row
-    away (`balance=False` keeps every edit, for small inputs). `max_pairs` keeps a seeded sample of the pairs. The identity rows keep their overlap
-    gap (a copy against a near-copy) and teach copy > near-miss; the paraphrase rows are the ones
-    overlap cannot solve.
+    away (`balance=False` keeps every edit, for small inputs). `max_pairs` keeps a seeded sample of the
+    pairs. The identity rows keep their overlap gap (a copy against a near-copy) and teach
+    copy > near-miss; the paraphrase rows are the ones overlap cannot solve.
     """
     if paraphrases is None:
         paraphrases = positive_pairs(load_mrpc("train", data_dir=data_dir) + load_stsb("train", data_dir=data_dir))
@@ -117,10 +138,15 @@ def balanced_structural_rows(data_dir=None, paraphrases=None, max_pairs: int | N
         rows.append((s, p, by_sentence[p][fam_p], "paraphrase", fam_p))
     table = pd.DataFrame(rows, columns=ROW_COLUMNS)
     if table.empty:
-        raise ValueError(f"no paraphrase pair of {len(pairs)} has near-misses on both sides; check the "
-                         "paraphrases (MRPC/STS-B train sentences) and the negatives' families")
-    counts = {"paraphrase_pairs": len(pairs), "pairs_with_near_misses": len(table) // 2,
-              "same_family": int(sum(a == b for a, b in zip(table.family[::2], table.family[1::2])))}
+        raise ValueError(
+            f"no paraphrase pair of {len(pairs)} has near-misses on both sides; check the "
+            "paraphrases (MRPC/STS-B train sentences) and the negatives' families"
+        )
+    counts = {
+        "paraphrase_pairs": len(pairs),
+        "pairs_with_near_misses": len(table) // 2,
+        "same_family": int(sum(a == b for a, b in zip(table.family[::2], table.family[1::2]))),
+    }
     return table, counts
 
 
@@ -136,8 +162,15 @@ def overlap_report(table) -> pd.DataFrame:
     for kind, group in table.groupby("row_kind", sort=True):
         pos = np.array([token_jaccard(a, b) for a, b in zip(group.anchor, group.positive)])
         neg = np.array([token_jaccard(a, b) for a, b in zip(group.anchor, group.negative)])
-        rows.append({"row_kind": kind, "n": len(group), "jaccard_anchor_positive": pos.mean(),
-                     "jaccard_anchor_negative": neg.mean(), "difference": pos.mean() - neg.mean()})
+        rows.append(
+            {
+                "row_kind": kind,
+                "n": len(group),
+                "jaccard_anchor_positive": pos.mean(),
+                "jaccard_anchor_negative": neg.mean(),
+                "difference": pos.mean() - neg.mean(),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -13,6 +13,7 @@ encoder learning rate 1e-5) are overridden there and are not their values.
 `verifier_training.train_verifier`, so notebook 04 can run the authors' unequal budgets
 (`recipe: authors`) or our equal ones, and report one beside the other.
 """
+
 from __future__ import annotations
 
 from compsense.verifiers.architectures import canonical_name
@@ -22,8 +23,12 @@ LIGHT = ("F0", "F1", "F2")  # batch 128 (BATCH_SIZE); F3/F4 run at 32 (out of me
 
 # Samples per second by (verifier, regime), for encoders of < 50M, < 120M and more parameters.
 THROUGHPUT = {
-    ("light", "frozen"): (600, 300, 150), ("F3", "frozen"): (50, 30, 20), ("F4", "frozen"): (200, 120, 60),
-    ("light", "end2end"): (440, 165, 90), ("F3", "end2end"): (55, 35, 25), ("F4", "end2end"): (150, 80, 40),
+    ("light", "frozen"): (600, 300, 150),
+    ("F3", "frozen"): (50, 30, 20),
+    ("F4", "frozen"): (200, 120, 60),
+    ("light", "end2end"): (440, 165, 90),
+    ("F3", "end2end"): (55, 35, 25),
+    ("F4", "end2end"): (150, 80, 40),
 }
 # Encoder learning rate and weight decay for encoders of < 30M, < 50M, < 120M and more parameters.
 ENCODER_LR = (2e-5, 1.5e-5, 1e-5, 5e-6)
@@ -32,8 +37,14 @@ ENCODER_WEIGHT_DECAY = (0.001, 0.005, 0.01, 0.01)
 # Settings that do not depend on the verifier (the script's MNRL_TEMPERATURE, WARMUP_RATIO, and
 # the loss of train_and_eval_verifiers_experiment.py: each anchor against every positive of the
 # batch and its own hard negative, B x (B + 1); [CLS]/[SEP] are part of the token embeddings).
-COMMON = {"temperature": 0.1, "warmup_ratio": 0.1, "in_batch_negatives": None, "hard_negatives": "own",
-          "lr": 1e-4, "max_grad_norm": 1.0}
+COMMON = {
+    "temperature": 0.1,
+    "warmup_ratio": 0.1,
+    "in_batch_negatives": None,
+    "hard_negatives": "own",
+    "lr": 1e-4,
+    "max_grad_norm": 1.0,
+}
 
 
 def encoder_millions(encoder) -> int:
@@ -55,9 +66,14 @@ def authors_recipe(name: str, regime: str, encoder_params_millions: int) -> dict
     batch = 128 if key in LIGHT else 32
     steps = MINUTES * 60 * throughput // batch  # bash integer division, as compute_iterations
     size_class = 0 if m < 30 else 1 if m < 50 else 2 if m < 120 else 3
-    return {**COMMON, "batch_size": batch, "budget_examples": steps * batch,
-            "weight_decay": 0.0 if key in LIGHT else 0.01,
-            "encoder_lr": ENCODER_LR[size_class], "encoder_weight_decay": ENCODER_WEIGHT_DECAY[size_class]}
+    return {
+        **COMMON,
+        "batch_size": batch,
+        "budget_examples": steps * batch,
+        "weight_decay": 0.0 if key in LIGHT else 0.01,
+        "encoder_lr": ENCODER_LR[size_class],
+        "encoder_weight_decay": ENCODER_WEIGHT_DECAY[size_class],
+    }
 
 
 def authors_budget(name: str, regime: str, encoder_params_millions: int) -> int:

@@ -14,13 +14,14 @@ apart; this module asks whether that sensitivity survives as retrieval quality, 
   top-K of an exact search is a prefix of its top-100.
 - Caches: the corpus's pooled embeddings and token embeddings are computed once per (encoder
   weights, corpus texts, max length, storage dtype) and kept under cache_dir, keyed by
-  `simmap.cache_key`. Token embeddings (a `simmap.TokenCache`) are stored in float16 by default: SciFact at max length 128 is ~5,183 x 126 x 384
-  values, ~0.5 GB in float16 against ~1 GB in float32, and each end-to-end verifier has its own
-  encoder, hence its own cache (cosines move by < 1e-3). On a GPU the cache sits on the device and
-  candidates are gathered there.
+  `simmap.cache_key`. Token embeddings (a `simmap.TokenCache`) are stored in float16 by default:
+  SciFact at max length 128 is ~5,183 x 126 x 384 values, ~0.5 GB in float16 against ~1 GB in
+  float32, and each end-to-end verifier has its own encoder, hence its own cache (cosines move by
+  < 1e-3). On a GPU the cache sits on the device and candidates are gathered there.
 - Evaluation: `retrieval.score_rankings`, the one harness. Documents below the top-K keep their
   first-stage order, so recall@100 is the first stage's whatever K.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,18 +35,33 @@ import numpy as np
 import pandas as pd
 import torch
 
-from compsense.retrieval.harness import (HARNESS, MAX_K, METRICS, RetrievalResult, document_text, paired_bootstrap,
-                        score_rankings, top_k)
-from compsense.verifiers.simmap import (TokenCache, cache_key, encoder_device, encoder_fingerprint, similarity_map, storage_dtype,
-                     token_embeddings)
-from compsense.core.stats import holm
+from compsense.core import layout
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
+from compsense.core.layout import load_models, results_file, verifier_dir
+from compsense.core.stats import holm
 from compsense.core.storage import append_results, atomic_path, tidy
+from compsense.retrieval.harness import (
+    HARNESS,
+    MAX_K,
+    METRICS,
+    RetrievalResult,
+    document_text,
+    paired_bootstrap,
+    score_rankings,
+    top_k,
+)
 from compsense.verifiers import architectures as V
 from compsense.verifiers.architectures import device_of, score_maps
+from compsense.verifiers.simmap import (
+    TokenCache,
+    cache_key,
+    encoder_device,
+    encoder_fingerprint,
+    similarity_map,
+    storage_dtype,
+    token_embeddings,
+)
 from compsense.verifiers.training import REGIMES
-from compsense.core import layout
-from compsense.core.layout import load_models, results_file, verifier_dir
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +78,13 @@ TRAINING_FREE = ("F0", "F1", "F2")
 # Caches
 
 
-def pooled_embeddings(encoder, texts: Sequence[str], cache_dir=None, batch_size: int = 64,
-                      show_progress: bool = False) -> tuple[torch.Tensor, int]:
+def pooled_embeddings(
+    encoder, texts: Sequence[str], cache_dir=None, batch_size: int = 64, show_progress: bool = False
+) -> tuple[torch.Tensor, int]:
     """L2-normalised pooled document embeddings [N, D] (float32, CPU), as `retrieval.evaluate`
     computes them, read from `cache_dir/pooled-<key>.safetensors` when there. Returns (embeddings,
     number of texts encoded: 0 when read from disk)."""
     from safetensors.torch import load_file, save_file
-
 
     path = None
     if cache_dir is not None:
@@ -114,9 +130,18 @@ class Reranker:
     `corpus_encoded` counts the documents this object ran through an encoder.
     """
 
-    def __init__(self, encoder, corpus: dict[str, dict], cache_dir=None, token_encoder=None,
-                 batch_size: int = 64, candidate_batch: int = 256, device=None, dtype="float16",
-                 show_progress: bool = False):
+    def __init__(
+        self,
+        encoder,
+        corpus: dict[str, dict],
+        cache_dir=None,
+        token_encoder=None,
+        batch_size: int = 64,
+        candidate_batch: int = 256,
+        device=None,
+        dtype="float16",
+        show_progress: bool = False,
+    ):
         if not corpus:
             raise ValueError("Reranker needs a non-empty corpus")
         if candidate_batch < 1 or batch_size < 1:
@@ -132,8 +157,9 @@ class Reranker:
         self.show_progress = show_progress
         self.timings = {"corpus_pooled_s": 0.0, "corpus_tokens_s": 0.0}  # one-off encoding (or reading) cost
         start = time.perf_counter()
-        self.doc_emb, self.corpus_encoded = pooled_embeddings(encoder, self.doc_texts, self.cache_dir, batch_size,
-                                                              show_progress)
+        self.doc_emb, self.corpus_encoded = pooled_embeddings(
+            encoder, self.doc_texts, self.cache_dir, batch_size, show_progress
+        )
         self.timings["corpus_pooled_s"] = time.perf_counter() - start
         self._doc_emb_device = self.doc_emb.to(self.device)
         self._tokens: dict[bool, TokenCache] = {}
@@ -164,9 +190,16 @@ class Reranker:
         """The corpus's token embeddings under `token_encoder`, from disk or computed once."""
         if include_special not in self._tokens:
             start = time.perf_counter()
-            cache = TokenCache(self.token_encoder, self.doc_texts, self.cache_dir, include_special=include_special,
-                               batch_size=self.batch_size, device=self.device, show_progress=self.show_progress,
-                               dtype=self.dtype)
+            cache = TokenCache(
+                self.token_encoder,
+                self.doc_texts,
+                self.cache_dir,
+                include_special=include_special,
+                batch_size=self.batch_size,
+                device=self.device,
+                show_progress=self.show_progress,
+                dtype=self.dtype,
+            )
             self.timings["corpus_tokens_s"] += time.perf_counter() - start
             self.corpus_encoded += cache.encoded
             self._tokens[include_special] = cache.to(self.device) if self.device.type == "cuda" else cache
@@ -176,22 +209,27 @@ class Reranker:
         """Verifier scores [Q, k] of every (query, candidate), in batches of `candidate_batch` pairs."""
         docs = self.corpus_tokens(verifier.include_special)
         target = device_of(verifier, self.device)
-        q_tokens = token_embeddings(self.token_encoder, [queries[q] for q in candidates.qids],
-                                    include_special=verifier.include_special, batch_size=self.batch_size,
-                                    device=self.device).to(target)
+        q_tokens = token_embeddings(
+            self.token_encoder,
+            [queries[q] for q in candidates.qids],
+            include_special=verifier.include_special,
+            batch_size=self.batch_size,
+            device=self.device,
+        ).to(target)
         n_q, k = candidates.indices.shape
         q_rows = torch.arange(n_q).repeat_interleave(k).tolist()
         d_rows = candidates.indices.reshape(-1).tolist()
         out = []
         for start in range(0, len(d_rows), self.candidate_batch):
-            q = q_tokens.select(q_rows[start:start + self.candidate_batch])
-            d = docs.batch(d_rows[start:start + self.candidate_batch], device=target)
+            q = q_tokens.select(q_rows[start : start + self.candidate_batch])
+            d = docs.batch(d_rows[start : start + self.candidate_batch], device=target)
             out.append(score_maps(verifier, *similarity_map(q, d)).float().cpu())
         _sync(target)
         return torch.cat(out).view(n_q, k)
 
-    def rerank(self, verifier, queries: dict[str, str], k: int = 100, weight: float = 0.0,
-               candidates: Candidates | None = None) -> dict[str, list[tuple[str, float]]]:
+    def rerank(
+        self, verifier, queries: dict[str, str], k: int = 100, weight: float = 0.0, candidates: Candidates | None = None
+    ) -> dict[str, list[tuple[str, float]]]:
         """{query id: [(doc id, fused score), ...]} for the top-k, best first.
 
         `candidates` (a deeper first stage) saves the search; weight 1 never calls the verifier.
@@ -208,9 +246,21 @@ class Reranker:
         return ranked(cands, fuse(cands.scores, v_scores, weight), self.doc_ids)
 
 
-def rerank(encoder, verifier, corpus: dict[str, dict], queries: dict[str, str], k: int = 100, weight: float = 0.0,
-           cache_dir=None, token_encoder=None, batch_size: int = 64, candidate_batch: int = 256, device=None,
-           dtype="float16", show_progress: bool = False) -> dict[str, list[tuple[str, float]]]:
+def rerank(
+    encoder,
+    verifier,
+    corpus: dict[str, dict],
+    queries: dict[str, str],
+    k: int = 100,
+    weight: float = 0.0,
+    cache_dir=None,
+    token_encoder=None,
+    batch_size: int = 64,
+    candidate_batch: int = 256,
+    device=None,
+    dtype="float16",
+    show_progress: bool = False,
+) -> dict[str, list[tuple[str, float]]]:
     """Retrieve the top-k of each query by pooled cosine (exact search), rescore them with
     w * pooled + (1 - w) * verifier, re-sort: {query id: [(doc id, score), ...]}, best first.
 
@@ -218,8 +268,17 @@ def rerank(encoder, verifier, corpus: dict[str, dict], queries: dict[str, str], 
     corpus's pooled and token embeddings are encoded once and read from disk on later calls. For
     many verifiers or K over one corpus, build one `Reranker` and call its `rerank`.
     """
-    reranker = Reranker(encoder, corpus, cache_dir=cache_dir, token_encoder=token_encoder, batch_size=batch_size,
-                        candidate_batch=candidate_batch, device=device, dtype=dtype, show_progress=show_progress)
+    reranker = Reranker(
+        encoder,
+        corpus,
+        cache_dir=cache_dir,
+        token_encoder=token_encoder,
+        batch_size=batch_size,
+        candidate_batch=candidate_batch,
+        device=device,
+        dtype=dtype,
+        show_progress=show_progress,
+    )
     return reranker.rerank(verifier, queries, k=k, weight=weight)
 
 
@@ -237,12 +296,15 @@ def ranked(candidates: Candidates, scores: torch.Tensor, doc_ids: Sequence[str])
     """Candidates re-sorted by `scores` [Q, k]; equal scores keep the first-stage order."""
     order = torch.sort(scores, dim=1, descending=True, stable=True).indices
     idx, scores = candidates.indices.gather(1, order).tolist(), scores.gather(1, order).tolist()
-    return {q: [(doc_ids[i], float(s)) for i, s in zip(row_i, row_s)]
-            for q, row_i, row_s in zip(candidates.qids, idx, scores)}
+    return {
+        q: [(doc_ids[i], float(s)) for i, s in zip(row_i, row_s)]
+        for q, row_i, row_s in zip(candidates.qids, idx, scores)
+    }
 
 
-def full_rankings(reranked: dict[str, list[tuple[str, float]]], first_stage: Candidates, doc_ids: Sequence[str],
-                  depth: int = MAX_K) -> dict[str, list[str]]:
+def full_rankings(
+    reranked: dict[str, list[tuple[str, float]]], first_stage: Candidates, doc_ids: Sequence[str], depth: int = MAX_K
+) -> dict[str, list[str]]:
     """Doc ids to `depth`: the reranked top-K, then the rest of the first stage in its own order."""
     out = {}
     for q, row in zip(first_stage.qids, first_stage.indices.tolist()):
@@ -253,14 +315,24 @@ def full_rankings(reranked: dict[str, list[tuple[str, float]]], first_stage: Can
     return out
 
 
-def score_result(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]], name: str, n_docs: int,
-                 harness: str = RERANK_HARNESS) -> RetrievalResult:
+def score_result(
+    rankings: dict[str, list[str]],
+    qrels: dict[str, dict[str, int]],
+    name: str,
+    n_docs: int,
+    harness: str = RERANK_HARNESS,
+) -> RetrievalResult:
     """`retrieval.score_rankings` over the judged queries, as a RetrievalResult."""
     qrels = {q: {d: r for d, r in rel.items() if r > 0} for q, rel in qrels.items()}
     qrels = {q: rel for q, rel in qrels.items() if rel}
     per_query = score_rankings(rankings, qrels)
-    return RetrievalResult(name=name, metrics={m: float(per_query[m].mean()) for m in METRICS},
-                           per_query=per_query, n_docs=n_docs, harness=harness)
+    return RetrievalResult(
+        name=name,
+        metrics={m: float(per_query[m].mean()) for m in METRICS},
+        per_query=per_query,
+        n_docs=n_docs,
+        harness=harness,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,16 +351,31 @@ class Method:
     source: str  # "notebook 04" or "training-free (untrained)"
 
 
-def baseline_encoders(backbone: str, work_dir, seed: int, device=None, max_seq_length: int | None = 128,
-                      variants: Sequence[str] = ("A", "B")) -> tuple[dict, list[str]]:
+def baseline_encoders(
+    backbone: str,
+    work_dir,
+    seed: int,
+    device=None,
+    max_seq_length: int | None = 128,
+    variants: Sequence[str] = ("A", "B"),
+) -> tuple[dict, list[str]]:
     """{"base": encoder, "A": ..., "B": ...} for the checkpoints notebook 02 left, and notes on the missing
     (`layout.load_models` with Base first)."""
     return load_models(work_dir, backbone, seed, ("base", *variants), device=device, max_seq_length=max_seq_length)
 
 
-def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_encoder, device=None,
-                 max_seq_length: int | None = 128, fallback: bool = True, include_special: bool = False,
-                 variant: str = "identity-small", seed: int = 42) -> tuple[list[Method], list[str]]:
+def find_methods(
+    work_dir,
+    names: Sequence[str],
+    regimes: Sequence[str],
+    base_encoder,
+    device=None,
+    max_seq_length: int | None = 128,
+    fallback: bool = True,
+    include_special: bool = False,
+    variant: str = "identity-small",
+    seed: int = 42,
+) -> tuple[list[Method], list[str]]:
     """The verifiers of one notebook-04 variant and seed (`layout.verifier_dir`:
     {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/), each with its encoder (the
     backbone when frozen, its own fine-tuned copy when end-to-end), and notes.
@@ -321,15 +408,21 @@ def find_methods(work_dir, names: Sequence[str], regimes: Sequence[str], base_en
                 if device is not None:
                     verifier.to(device)
                 methods.append(Method(label, name, regime, verifier, base_encoder, "training-free (untrained)"))
-                notes.append(f"{label}: no saved verifier at {folder}; using an untrained {name} "
-                             f"({'parameter-free, identical to notebook 04' if name != 'F2' else 'lam = tau = 0.1'})")
+                notes.append(
+                    f"{label}: no saved verifier at {folder}; using an untrained {name} "
+                    f"({'parameter-free, identical to notebook 04' if name != 'F2' else 'lam = tau = 0.1'})"
+                )
             else:
-                notes.append(f"{label}: no saved verifier at {folder}; run notebooks/04_verifiers.ipynb for this "
-                             "profile (left out)")
+                notes.append(
+                    f"{label}: no saved verifier at {folder}; run notebooks/04_verifiers.ipynb for this "
+                    "profile (left out)"
+                )
     if not methods:
-        raise FileNotFoundError(f"no verifier to rerank with under {verifier_dir(work_dir, variant, seed, '')}: run "
-                                "notebooks/04_verifiers.ipynb for this profile first, or include 'frozen' in "
-                                "regimes for the training-free F0-F2")
+        raise FileNotFoundError(
+            f"no verifier to rerank with under {verifier_dir(work_dir, variant, seed, '')}: run "
+            "notebooks/04_verifiers.ipynb for this profile first, or include 'frozen' in "
+            "regimes for the training-free F0-F2"
+        )
     return methods, notes
 
 
@@ -339,8 +432,10 @@ def _encoder_mismatch(label: str, folder, encoder) -> list[str]:
     trained_on = (V.read_info(folder).get("settings") or {}).get("encoder")
     here = encoder_fingerprint(encoder)[:16]
     if trained_on and trained_on != here:
-        return [f"{label}: trained on another encoder's token embeddings (fingerprint {trained_on}, this "
-                f"backbone's {here}); re-run notebooks/04_verifiers.ipynb with this backbone for comparable scores"]
+        return [
+            f"{label}: trained on another encoder's token embeddings (fingerprint {trained_on}, this "
+            f"backbone's {here}); re-run notebooks/04_verifiers.ipynb with this backbone for comparable scores"
+        ]
     return []
 
 
@@ -355,10 +450,26 @@ class GridResult:
     cost: pd.DataFrame  # one row per method (or baseline) x dataset x K
 
 
-def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], work_dir, backbone: str, seed: int,
-             ks: Sequence[int] = KS, weights: Sequence[float] = (0.0,), first_stage: str = "own",
-             batch_size: int = 64, candidate_batch: int = 256, cost_queries: int | None = 20, cost_repeats: int = 3,
-             device=None, dtype="float16", show_progress: bool = True, write: bool = True, **labels) -> GridResult:
+def run_grid(
+    datasets: Sequence,
+    baselines: dict,
+    methods: Sequence[Method],
+    work_dir,
+    backbone: str,
+    seed: int,
+    ks: Sequence[int] = KS,
+    weights: Sequence[float] = (0.0,),
+    first_stage: str = "own",
+    batch_size: int = 64,
+    candidate_batch: int = 256,
+    cost_queries: int | None = 20,
+    cost_repeats: int = 3,
+    device=None,
+    dtype="float16",
+    show_progress: bool = True,
+    write: bool = True,
+    **labels,
+) -> GridResult:
     """Rerank every dataset with every method at every K and weight, and evaluate the encoder-only
     baselines, through the retrieval harness. With `write`, results go to {work_dir}/results/
     rerank.parquet (tidy), rerank_per_query.parquet and rerank_cost.parquet (rows with the same
@@ -373,7 +484,6 @@ def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], wor
     verifier scoring is repeated.
     """
     from tqdm.auto import tqdm
-
 
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
@@ -390,8 +500,15 @@ def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], wor
     rows, per_query, cost = [], [], []
 
     def record(result: RetrievalResult, variant, verifier, regime, k, weight, first):
-        ident = dict(run=f"{backbone}/{variant}-seed{seed}", variant=variant, verifier=verifier, regime=regime,
-                     k=int(k), weight=float(weight), first_stage=first)
+        ident = dict(
+            run=f"{backbone}/{variant}-seed{seed}",
+            variant=variant,
+            verifier=verifier,
+            regime=regime,
+            k=int(k),
+            weight=float(weight),
+            first_stage=first,
+        )
         rows.append(result.to_tidy(**common, **ident))
         per_query.append(result.per_query_table(**common, **ident))
 
@@ -403,23 +520,50 @@ def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], wor
         def stage(encoder, label, token_encoder=None):
             key = (id(encoder), id(token_encoder))
             if key not in first_stages:
-                reranker = Reranker(encoder, ds.corpus, cache_dir, token_encoder=token_encoder, batch_size=batch_size,
-                                    candidate_batch=candidate_batch, device=device, dtype=dtype,
-                                    show_progress=show_progress)
+                reranker = Reranker(
+                    encoder,
+                    ds.corpus,
+                    cache_dir,
+                    token_encoder=token_encoder,
+                    batch_size=batch_size,
+                    candidate_batch=candidate_batch,
+                    device=device,
+                    dtype=dtype,
+                    show_progress=show_progress,
+                )
                 candidates = reranker.search(queries, depth)
                 first_stages[key] = (reranker, candidates)
             return first_stages[key]
 
         def encoder_only(encoder, variant, regime):
             reranker, cands = stage(encoder, variant)
-            rankings = {q: [reranker.doc_ids[i] for i in row[:MAX_K]]
-                        for q, row in zip(cands.qids, cands.indices.tolist())}
-            record(score_result(rankings, ds.qrels, ds.name, len(reranker), harness=HARNESS),
-                   variant, "none", regime, MAX_K, 1.0, variant)
-            cost.append(dict(dataset=ds.name, variant=variant, verifier="none", regime=regime, k=MAX_K,
-                             first_stage_ms=time_first_stage(reranker, timed, depth, cost_repeats), rerank_ms=0.0,
-                             n_timed=len(timed), index_mb=reranker.index_megabytes, token_cache_mb=0.0,
-                             device=str(reranker.device)))
+            rankings = {
+                q: [reranker.doc_ids[i] for i in row[:MAX_K]] for q, row in zip(cands.qids, cands.indices.tolist())
+            }
+            record(
+                score_result(rankings, ds.qrels, ds.name, len(reranker), harness=HARNESS),
+                variant,
+                "none",
+                regime,
+                MAX_K,
+                1.0,
+                variant,
+            )
+            cost.append(
+                dict(
+                    dataset=ds.name,
+                    variant=variant,
+                    verifier="none",
+                    regime=regime,
+                    k=MAX_K,
+                    first_stage_ms=time_first_stage(reranker, timed, depth, cost_repeats),
+                    rerank_ms=0.0,
+                    n_timed=len(timed),
+                    index_mb=reranker.index_megabytes,
+                    token_cache_mb=0.0,
+                    device=str(reranker.device),
+                )
+            )
 
         for variant, encoder in baselines.items():
             encoder_only(encoder, variant, ENCODER_ONLY)
@@ -439,18 +583,35 @@ def run_grid(datasets: Sequence, baselines: dict, methods: Sequence[Method], wor
             for k in ks:
                 top = cands.top(min(k, cands.k))
                 for w in weights:
-                    fused = fuse(top.scores, v_scores[:, :top.k], w)
+                    fused = fuse(top.scores, v_scores[:, : top.k], w)
                     rankings = full_rankings(ranked(top, fused, reranker.doc_ids), cands, reranker.doc_ids)
-                    record(score_result(rankings, ds.qrels, ds.name, len(reranker)), method.label, method.name,
-                           method.regime, k, w, first)
+                    record(
+                        score_result(rankings, ds.qrels, ds.name, len(reranker)),
+                        method.label,
+                        method.name,
+                        method.regime,
+                        k,
+                        w,
+                        first,
+                    )
             first_ms = time_first_stage(reranker, timed, depth, cost_repeats)
             tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
             for k in ks:
-                cost.append(dict(dataset=ds.name, variant=method.label, verifier=method.name, regime=method.regime,
-                                 k=int(k), first_stage_ms=first_ms,
-                                 rerank_ms=time_rerank(reranker, method.verifier, timed, k, cost_repeats),
-                                 n_timed=len(timed), index_mb=reranker.index_megabytes, token_cache_mb=tokens_mb,
-                                 device=str(reranker.device)))
+                cost.append(
+                    dict(
+                        dataset=ds.name,
+                        variant=method.label,
+                        verifier=method.name,
+                        regime=method.regime,
+                        k=int(k),
+                        first_stage_ms=first_ms,
+                        rerank_ms=time_rerank(reranker, method.verifier, timed, k, cost_repeats),
+                        n_timed=len(timed),
+                        index_mb=reranker.index_megabytes,
+                        token_cache_mb=tokens_mb,
+                        device=str(reranker.device),
+                    )
+                )
             if method.encoder is not base:
                 reranker.release()  # an end-to-end encoder serves this one method: free its token cache
         log.info("%s: reranked with %d methods at K=%s", ds.name, len(methods), ks)
@@ -494,24 +655,49 @@ def _best_of(fn, repeats: int) -> float:
 # Tables and statistics
 
 
-def bootstrap_vs_baseline(per_query: pd.DataFrame, baseline: str = "base", metric: str = "ndcg@10",
-                          n: int = 1000, seed: int = 0) -> pd.DataFrame:
+def bootstrap_vs_baseline(
+    per_query: pd.DataFrame, baseline: str = "base", metric: str = "ndcg@10", n: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Paired bootstrap (reranked - encoder-only `baseline`) per method, K and weight, queries paired
     on (dataset, qid): mean delta, 95% BCa CI, permutation p-value, and `p_holm`, Holm-adjusted over
     every row of the table (it makes many comparisons: ~80 in the paper profile). Empty when the
     baseline has no rows."""
     base = per_query[(per_query.variant == baseline) & (per_query.verifier == "none")]
     reranked = per_query[per_query.verifier != "none"]
-    columns = ["variant", "verifier", "regime", "k", "weight", "baseline", "metric", "mean_delta", "ci_low",
-               "ci_high", "p_value", "p_holm", "n_queries"]
+    columns = [
+        "variant",
+        "verifier",
+        "regime",
+        "k",
+        "weight",
+        "baseline",
+        "metric",
+        "mean_delta",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "n_queries",
+    ]
     if base.empty or reranked.empty:
         return pd.DataFrame(columns=columns)
     rows = []
     for (variant, verifier, regime, k, weight), grp in reranked.groupby(
-            ["variant", "verifier", "regime", "k", "weight"], sort=False):
+        ["variant", "verifier", "regime", "k", "weight"], sort=False
+    ):
         stats = paired_bootstrap(base, grp, metric=metric, n=n, seed=seed)
-        rows.append(dict(variant=variant, verifier=verifier, regime=regime, k=int(k), weight=float(weight),
-                         baseline=baseline, metric=metric, **stats))
+        rows.append(
+            dict(
+                variant=variant,
+                verifier=verifier,
+                regime=regime,
+                k=int(k),
+                weight=float(weight),
+                baseline=baseline,
+                metric=metric,
+                **stats,
+            )
+        )
     out = pd.DataFrame(rows)
     out["p_holm"] = holm(out.p_value)
     return out[columns]
@@ -534,8 +720,12 @@ def cost_table(cost: pd.DataFrame) -> pd.DataFrame:
     if cost.empty:
         return cost
     first = cost.groupby("variant", sort=False).agg(
-        regime=("regime", "first"), first_stage_ms=("first_stage_ms", "mean"), index_mb=("index_mb", "mean"),
-        token_cache_mb=("token_cache_mb", "max"), device=("device", "first"))
+        regime=("regime", "first"),
+        first_stage_ms=("first_stage_ms", "mean"),
+        index_mb=("index_mb", "mean"),
+        token_cache_mb=("token_cache_mb", "max"),
+        device=("device", "first"),
+    )
     reranked = cost[cost.verifier != "none"]
     if not reranked.empty:
         per_k = reranked.pivot_table(index="variant", columns="k", values="rerank_ms", aggfunc="mean", sort=False)
@@ -545,9 +735,15 @@ def cost_table(cost: pd.DataFrame) -> pd.DataFrame:
     return first.reset_index()
 
 
-def tradeoff_table(results: pd.DataFrame, separation: pd.DataFrame, k: int | None = None, weight: float = 0.0,
-                   metric: str = "ndcg@10", auc_dataset: str = "negatives-heldout",
-                   family: str = "all") -> pd.DataFrame:
+def tradeoff_table(
+    results: pd.DataFrame,
+    separation: pd.DataFrame,
+    k: int | None = None,
+    weight: float = 0.0,
+    metric: str = "ndcg@10",
+    auc_dataset: str = "negatives-heldout",
+    family: str = "all",
+) -> pd.DataFrame:
     """One row per method: near-miss separation AUC (notebook 04's verifiers.parquet) beside
     reranked `metric` at K and weight (encoder-only for the pooled Base / A / B).
 
@@ -576,8 +772,9 @@ def tradeoff_table(results: pd.DataFrame, separation: pd.DataFrame, k: int | Non
 # Figures (read tables, never recompute)
 
 
-def figure_rerank(results: pd.DataFrame, k: int | None = None, weight: float = 0.0, metric: str = "ndcg@10",
-                  title: str | None = None):
+def figure_rerank(
+    results: pd.DataFrame, k: int | None = None, weight: float = 0.0, metric: str = "ndcg@10", title: str | None = None
+):
     """Figure 2: reranked `metric` per verifier, frozen vs end-to-end bars (mean over datasets),
     with the encoder-only Base / Model A / Model B as horizontal lines."""
     import plotly.express as px
@@ -585,21 +782,35 @@ def figure_rerank(results: pd.DataFrame, k: int | None = None, weight: float = 0
     df = results[results.metric == metric]
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
     k = int(k if k is not None else reranked.k.max())
-    bars = (reranked[reranked.k == k].groupby(["verifier", "regime"], as_index=False)
-            .agg(value=("value", "mean"), n_datasets=("dataset", "nunique")))
-    fig = px.bar(bars, x="verifier", y="value", color="regime", barmode="group", hover_data=["n_datasets"],
-                 category_orders={"verifier": ["F0", "F1", "F2", "F3", "F4"], "regime": ["frozen", "end2end"]},
-                 labels={"value": f"{metric} after reranking", "verifier": ""},
-                 title=title or f"Reranking the pooled top-{k} with each verifier (w = {weight:g})")
+    bars = (
+        reranked[reranked.k == k]
+        .groupby(["verifier", "regime"], as_index=False)
+        .agg(value=("value", "mean"), n_datasets=("dataset", "nunique"))
+    )
+    fig = px.bar(
+        bars,
+        x="verifier",
+        y="value",
+        color="regime",
+        barmode="group",
+        hover_data=["n_datasets"],
+        category_orders={"verifier": ["F0", "F1", "F2", "F3", "F4"], "regime": ["frozen", "end2end"]},
+        labels={"value": f"{metric} after reranking", "verifier": ""},
+        title=title or f"Reranking the pooled top-{k} with each verifier (w = {weight:g})",
+    )
     names = {"base": "Base", "A": "Model A", "B": "Model B"}
     only = df[df.regime == ENCODER_ONLY].groupby("variant").value.mean()
     # Labels at different ends of the lines: the three values are often close.
     lines = (("base", "dot", "top left"), ("A", "dash", "top right"), ("B", "dashdot", "bottom right"))
     for variant, dash, where in lines:
         if variant in only.index:
-            fig.add_hline(y=float(only[variant]), line_dash=dash, line_color="gray",
-                          annotation_text=f"{names[variant]} encoder only ({only[variant]:.3f})",
-                          annotation_position=where)
+            fig.add_hline(
+                y=float(only[variant]),
+                line_dash=dash,
+                line_color="gray",
+                annotation_text=f"{names[variant]} encoder only ({only[variant]:.3f})",
+                annotation_position=where,
+            )
     fig.update_layout(template="plotly_white", legend_title_text="regime")
     return fig
 
@@ -608,16 +819,28 @@ def figure_k_sweep(results: pd.DataFrame, weight: float = 0.0, metric: str = "nd
     """`metric` against K per method (mean over datasets): how deep reranking pays."""
     import plotly.express as px
 
-    df = results[(results.metric == metric) & (results.verifier != "none")
-                 & np.isclose(results.weight.astype(float), weight)]
+    df = results[
+        (results.metric == metric) & (results.verifier != "none") & np.isclose(results.weight.astype(float), weight)
+    ]
     lines = df.groupby(["variant", "regime", "k"], as_index=False).value.mean()
-    fig = px.line(lines, x="k", y="value", color="variant", line_dash="regime", markers=True,
-                  labels={"value": metric, "k": "K (candidates reranked)"},
-                  title=f"{metric} against the reranking depth K (w = {weight:g})")
+    fig = px.line(
+        lines,
+        x="k",
+        y="value",
+        color="variant",
+        line_dash="regime",
+        markers=True,
+        labels={"value": metric, "k": "K (candidates reranked)"},
+        title=f"{metric} against the reranking depth K (w = {weight:g})",
+    )
     only = results[(results.metric == metric) & (results.regime == ENCODER_ONLY)].groupby("variant").value.mean()
     if "base" in only.index:
-        fig.add_hline(y=float(only["base"]), line_dash="dot", line_color="gray",
-                      annotation_text=f"Base encoder only ({only['base']:.3f})")
+        fig.add_hline(
+            y=float(only["base"]),
+            line_dash="dot",
+            line_color="gray",
+            annotation_text=f"Base encoder only ({only['base']:.3f})",
+        )
     fig.update_layout(template="plotly_white")
     return fig
 
@@ -629,11 +852,20 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     import plotly.express as px
 
     error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
-    fig = px.scatter(table, x="auc", y="value", color="kind", text="label", error_x=error,
-                     category_orders={"kind": ["pooled", "frozen", "end2end"]},
-                     labels={"auc": "near-miss separation AUC (notebook 04)",
-                             "value": f"{metric} (reranked{'' if k is None else f' top-{k}'}; pooled: encoder only)"},
-                     title="Compositional sensitivity against retrieval quality")
+    fig = px.scatter(
+        table,
+        x="auc",
+        y="value",
+        color="kind",
+        text="label",
+        error_x=error,
+        category_orders={"kind": ["pooled", "frozen", "end2end"]},
+        labels={
+            "auc": "near-miss separation AUC (notebook 04)",
+            "value": f"{metric} (reranked{'' if k is None else f' top-{k}'}; pooled: encoder only)",
+        },
+        title="Compositional sensitivity against retrieval quality",
+    )
     fig.update_traces(textposition="top center", marker_size=11)
     fig.add_vline(x=0.5, line_dash="dot", line_color="gray", annotation_text="chance")
     fig.update_layout(template="plotly_white")

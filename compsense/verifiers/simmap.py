@@ -17,6 +17,7 @@ Token embeddings are the encoder's `features["token_embeddings"]` after a forwar
 `encoder.preprocess(texts)` (sentence-transformers >= 6.0; `tokenize` before), L2-normalized per
 token, so M[i, j] is a cosine in [-1, 1].
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,12 +62,19 @@ class TokenBatch:
         idx = torch.as_tensor(list(indices), dtype=torch.long, device=self.embeddings.device)
         mask = self.mask.index_select(0, idx)
         length = max(int(mask.sum(dim=1).max()) if len(idx) else 1, 1)
-        return TokenBatch(self.embeddings.index_select(0, idx)[:, :length], mask[:, :length],
-                          [self.tokens[i] for i in indices])
+        return TokenBatch(
+            self.embeddings.index_select(0, idx)[:, :length], mask[:, :length], [self.tokens[i] for i in indices]
+        )
 
 
-def token_embeddings(encoder, texts: Sequence[str], include_special: bool = False, batch_size: int = 32,
-                     device=None, show_progress: bool = False) -> TokenBatch:
+def token_embeddings(
+    encoder,
+    texts: Sequence[str],
+    include_special: bool = False,
+    batch_size: int = 32,
+    device=None,
+    show_progress: bool = False,
+) -> TokenBatch:
     """Token embeddings of `texts` without gradients, padded to the longest text.
 
     `include_special=False` masks [CLS]/[SEP]-like tokens (the tokenizer's special ids except
@@ -76,7 +84,8 @@ def token_embeddings(encoder, texts: Sequence[str], include_special: bool = Fals
     if not texts:
         raise ValueError("token_embeddings needs at least one text")
     parts: list[tuple[list[int], TokenBatch]] = list(
-        _iter_batches(encoder, texts, include_special, batch_size, device, show_progress))
+        _iter_batches(encoder, texts, include_special, batch_size, device, show_progress)
+    )
     length = max(int(b.mask.shape[1]) for _, b in parts)
     dim = parts[0][1].embeddings.shape[-1]
     out_device = parts[0][1].embeddings.device
@@ -109,8 +118,10 @@ def encode_tokens(encoder, texts: Sequence[str], include_special: bool = False, 
 
         out = repad_flattened_features(out)
     if "token_embeddings" not in out:
-        raise ValueError(f"{type(encoder).__name__} returned no token_embeddings; verifiers need a "
-                         "SentenceTransformer whose first module is a Transformer")
+        raise ValueError(
+            f"{type(encoder).__name__} returned no token_embeddings; verifiers need a "
+            "SentenceTransformer whose first module is a Transformer"
+        )
     emb = F.normalize(out["token_embeddings"].float(), p=2, dim=-1)
     keep = out["attention_mask"].bool()
     input_ids = out.get("input_ids", features.get("input_ids"))
@@ -167,8 +178,9 @@ def pad_to(batch: TokenBatch, length: int) -> TokenBatch:
     if length < current:
         raise ValueError(f"pad_to: length {length} is shorter than the batch ({current})")
     extra = length - current
-    return TokenBatch(F.pad(batch.embeddings, (0, 0, 0, extra)), F.pad(batch.mask, (0, extra), value=False),
-                      batch.tokens)
+    return TokenBatch(
+        F.pad(batch.embeddings, (0, 0, 0, extra)), F.pad(batch.mask, (0, extra), value=False), batch.tokens
+    )
 
 
 class TokenCache:
@@ -184,9 +196,17 @@ class TokenCache:
     memory only.
     """
 
-    def __init__(self, encoder, texts: Sequence[str], cache_dir: str | os.PathLike | None = None,
-                 include_special: bool = False, batch_size: int = 32, device=None, show_progress: bool = True,
-                 dtype: torch.dtype | str = torch.float32):
+    def __init__(
+        self,
+        encoder,
+        texts: Sequence[str],
+        cache_dir: str | os.PathLike | None = None,
+        include_special: bool = False,
+        batch_size: int = 32,
+        device=None,
+        show_progress: bool = True,
+        dtype: torch.dtype | str = torch.float32,
+    ):
         self.texts = list(texts)
         if not self.texts:
             raise ValueError("TokenCache needs at least one text")
@@ -247,8 +267,15 @@ class TokenCache:
     def _compute(self, encoder, batch_size, device, show_progress) -> None:
         chunks: list[torch.Tensor | None] = [None] * len(self.texts)
         self.tokens = [[] for _ in self.texts]
-        for rows, batch in _iter_batches(encoder, self.texts, self.include_special, batch_size, device,
-                                         show_progress, desc="caching token embeddings"):
+        for rows, batch in _iter_batches(
+            encoder,
+            self.texts,
+            self.include_special,
+            batch_size,
+            device,
+            show_progress,
+            desc="caching token embeddings",
+        ):
             emb, lengths = batch.embeddings.cpu(), batch.lengths.cpu()
             for k, r in enumerate(rows):
                 chunks[r] = emb[k, : int(lengths[k])].clone()
@@ -261,8 +288,13 @@ class TokenCache:
     def _save(self, path: Path) -> None:
         from safetensors.torch import save_file
 
-        meta = {"key": self.key, "include_special": json.dumps(self.include_special), "dtype": str(self.dtype),
-                "n_texts": str(len(self.texts)), "tokens": json.dumps(self.tokens)}
+        meta = {
+            "key": self.key,
+            "include_special": json.dumps(self.include_special),
+            "dtype": str(self.dtype),
+            "n_texts": str(len(self.texts)),
+            "tokens": json.dumps(self.tokens),
+        }
         with atomic_path(path) as tmp:
             save_file({"values": self.values, "lengths": self.lengths}, str(tmp), metadata=meta)
 
@@ -276,8 +308,10 @@ class TokenCache:
             self.values = f.get_tensor("values").to(self.dtype)
             self.lengths = f.get_tensor("lengths").long()
         if len(self.lengths) != len(self.texts) or int(self.lengths.sum()) != self.values.shape[0]:
-            raise ValueError(f"{path} holds {len(self.lengths)} texts / {self.values.shape[0]} token rows, not what its "
-                             f"key promises ({len(self.texts)} texts); delete it and it will be rebuilt")
+            raise ValueError(
+                f"{path} holds {len(self.lengths)} texts / {self.values.shape[0]} token rows, not what its "
+                f"key promises ({len(self.texts)} texts); delete it and it will be rebuilt"
+            )
         self.offsets = torch.cat([torch.zeros(1, dtype=torch.long), self.lengths.cumsum(0)[:-1]])
         self.tokens = json.loads(meta["tokens"])
 
@@ -286,9 +320,15 @@ def cache_key(encoder, texts: Sequence[str], include_special: bool, dtype: torch
     """Hash of everything the cached embeddings depend on, their storage dtype included."""
     h = hashlib.sha256()
     h.update(encoder_fingerprint(encoder).encode())
-    h.update(json.dumps({"include_special": bool(include_special),
-                         "max_seq_length": getattr(encoder, "max_seq_length", None),
-                         "dtype": str(storage_dtype(dtype))}).encode())
+    h.update(
+        json.dumps(
+            {
+                "include_special": bool(include_special),
+                "max_seq_length": getattr(encoder, "max_seq_length", None),
+                "dtype": str(storage_dtype(dtype)),
+            }
+        ).encode()
+    )
     h.update(len(texts).to_bytes(8, "little"))
     for t in texts:  # length-prefixed: no two text lists share a byte stream (a separator could occur in a text)
         data = t.encode("utf-8")
@@ -301,8 +341,15 @@ def storage_dtype(dtype: torch.dtype | str) -> torch.dtype:
     """A cache's storage dtype from a torch dtype or a name ("float16", "fp16", "float32", "bfloat16")."""
     if isinstance(dtype, torch.dtype):
         return dtype
-    known = {"float16": torch.float16, "fp16": torch.float16, "half": torch.float16, "float32": torch.float32,
-             "fp32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16}
+    known = {
+        "float16": torch.float16,
+        "fp16": torch.float16,
+        "half": torch.float16,
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "float": torch.float32,
+        "bfloat16": torch.bfloat16,
+    }
     if str(dtype) not in known:
         raise ValueError(f"cache dtype must be float16, float32 or bfloat16, got {dtype!r}")
     return known[str(dtype)]
@@ -326,8 +373,15 @@ def encoder_fingerprint(encoder) -> str:
     return h.hexdigest()
 
 
-def _iter_batches(encoder, texts: list[str], include_special: bool, batch_size: int, device,
-                  show_progress: bool, desc: str = "token embeddings") -> Iterator[tuple[list[int], TokenBatch]]:
+def _iter_batches(
+    encoder,
+    texts: list[str],
+    include_special: bool,
+    batch_size: int,
+    device,
+    show_progress: bool,
+    desc: str = "token embeddings",
+) -> Iterator[tuple[list[int], TokenBatch]]:
     """(row numbers, TokenBatch) per batch, longest texts first so each batch pads little."""
     from tqdm.auto import tqdm
 
@@ -338,9 +392,8 @@ def _iter_batches(encoder, texts: list[str], include_special: bool, batch_size: 
     encoder.eval()
     try:
         with torch.no_grad():
-            for start in tqdm(range(0, len(order), batch_size), desc=desc, disable=not show_progress,
-                              leave=False):
-                rows = order[start:start + batch_size]
+            for start in tqdm(range(0, len(order), batch_size), desc=desc, disable=not show_progress, leave=False):
+                rows = order[start : start + batch_size]
                 yield rows, encode_tokens(encoder, [texts[r] for r in rows], include_special, device)
     finally:
         encoder.train(was_training)
@@ -364,6 +417,6 @@ def encoder_device(encoder) -> torch.device:
         return torch.device(encoder.device)
     except (AttributeError, TypeError):
         params = getattr(encoder, "parameters", None)
-        for p in (params() if params else []):
+        for p in params() if params else []:
             return p.device
     return torch.device("cpu")

@@ -6,20 +6,35 @@ each variant, and a notebook cell should stay a call. Each variant trains into i
 (`layout.verifier_dir`: verifiers/<train_data>-<size>/seed<seed>/...), so variants
 sit side by side in one work_dir and a re-run resumes finished ones.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
 
+from compsense.core import layout
 from compsense.core.storage import append_results
 from compsense.nearmiss import evaluation as N
 from compsense.verifiers.training import fit_grid, variant_name
-from compsense.core import layout
 
 
-def run_study(rows_by_data: dict, sizes: Sequence[str], seeds: Sequence[int], names: Sequence[str],
-              regimes: Sequence[str], encoder, work_dir, sets: dict, backbone: str, results_path=None,
-              recipe: str = "equal", device=None, include_special: bool = False, scorer_batch_size: int = 64,
-              constants: dict | None = None, **train_kwargs):
+def run_study(
+    rows_by_data: dict,
+    sizes: Sequence[str],
+    seeds: Sequence[int],
+    names: Sequence[str],
+    regimes: Sequence[str],
+    encoder,
+    work_dir,
+    sets: dict,
+    backbone: str,
+    results_path=None,
+    recipe: str = "equal",
+    device=None,
+    include_special: bool = False,
+    scorer_batch_size: int = 64,
+    constants: dict | None = None,
+    **train_kwargs,
+):
     """Train and evaluate every (training data, size, seed), seed by seed. Returns (training summary,
     tidy results).
 
@@ -29,7 +44,6 @@ def run_study(rows_by_data: dict, sizes: Sequence[str], seeds: Sequence[int], na
     """
     import pandas as pd
 
-
     summaries, results = [], []
     cache_dir = layout.cache_dir(work_dir)
     # Seed by seed, as notebook 02's runs: a run cut short has every variant at the first seeds,
@@ -38,16 +52,39 @@ def run_study(rows_by_data: dict, sizes: Sequence[str], seeds: Sequence[int], na
         for train_data, rows in rows_by_data.items():
             for size in sizes:
                 variant = variant_name(train_data, size, recipe)
-                fitted, summary = fit_grid(names, regimes, encoder, rows, work_dir, seed=seed, device=device,
-                                           include_special=include_special, size=size, recipe=recipe,
-                                           variant=variant, **train_kwargs)
+                fitted, summary = fit_grid(
+                    names,
+                    regimes,
+                    encoder,
+                    rows,
+                    work_dir,
+                    seed=seed,
+                    device=device,
+                    include_special=include_special,
+                    size=size,
+                    recipe=recipe,
+                    variant=variant,
+                    **train_kwargs,
+                )
                 summaries.append(summary.assign(train_data=train_data, recipe=recipe))
                 scorers = N.verifier_scorers(fitted, batch_size=scorer_batch_size, cache_dir=cache_dir, device=device)
                 table = N.evaluate_sets(scorers, sets)
-                tidy = N.to_tidy(table, "", backbone, seed, verifier_variant=variant, train_data=train_data,
-                                 size=size, recipe=recipe, **(constants or {}))
-                tidy = tidy.merge(summary[["verifier", "parameters", "examples_seen"]].rename(
-                    columns={"verifier": "variant"}), on="variant", how="left")
+                tidy = N.to_tidy(
+                    table,
+                    "",
+                    backbone,
+                    seed,
+                    verifier_variant=variant,
+                    train_data=train_data,
+                    size=size,
+                    recipe=recipe,
+                    **(constants or {}),
+                )
+                tidy = tidy.merge(
+                    summary[["verifier", "parameters", "examples_seen"]].rename(columns={"verifier": "variant"}),
+                    on="variant",
+                    how="left",
+                )
                 if results_path is not None:
                     append_results(tidy, results_path, key=N.TIDY_KEY)
                 results.append(tidy)

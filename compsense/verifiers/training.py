@@ -12,6 +12,7 @@ wrote. Both regimes see exactly the same triplets, so verifiers are compared at 
 `fit_verifier` trains and saves one verifier (or loads a finished run), `fit_grid` every verifier
 in every regime; `stage_inputs` reads notebook 01's triplets and held-out near-misses.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,30 +26,60 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from compsense.verifiers.simmap import (TokenCache, cross_similarity_maps, encode_tokens, encoder_device, encoder_fingerprint,
-                     similarity_map)
-from compsense.verifiers.architectures import (CONFIG_FILE, Verifier, canonical_name, create, load, n_parameters, read_info, save,
-                        verifier_names)
+from compsense.core import layout
 from compsense.core.encoders import embedding_dim, load_encoder
-from compsense.core.paths import resolve, workspace
+from compsense.core.layout import NEGATIVES, verifier_dir
+from compsense.core.paths import resolve
 from compsense.core.seed import seed_everything
 from compsense.core.storage import read_table
 from compsense.data.datasets import load_mrpc
 from compsense.nearmiss.geometry import positive_pairs
-from compsense.verifiers.architectures import sized_kwargs
+from compsense.verifiers.architectures import (
+    CONFIG_FILE,
+    Verifier,
+    canonical_name,
+    create,
+    load,
+    n_parameters,
+    read_info,
+    save,
+    sized_kwargs,
+    verifier_names,
+)
 from compsense.verifiers.recipe import authors_budget, authors_recipe, encoder_millions
-from compsense.core import layout
-from compsense.core.layout import NEGATIVES, verifier_dir
+from compsense.verifiers.simmap import (
+    TokenCache,
+    cross_similarity_maps,
+    encode_tokens,
+    encoder_device,
+    encoder_fingerprint,
+    similarity_map,
+)
 
 REGIMES = ("frozen", "end2end")
 
 
-def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen", budget_examples: int = 1024,
-                   batch_size: int = 32, lr: float = 1e-3, encoder_lr: float = 1e-5, temperature: float = 0.1,
-                   seed: int = 42, cache_dir=None, device=None, weight_decay: float = 0.0,
-                   warmup_ratio: float = 0.1, max_grad_norm: float = 1.0, in_batch_negatives: int | None = 4,
-                   hard_negatives: str = "all", encoder_weight_decay: float | None = None,
-                   show_progress: bool = True) -> dict:
+def train_verifier(
+    verifier: Verifier,
+    encoder,
+    triplets,
+    regime: str = "frozen",
+    budget_examples: int = 1024,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    encoder_lr: float = 1e-5,
+    temperature: float = 0.1,
+    seed: int = 42,
+    cache_dir=None,
+    device=None,
+    weight_decay: float = 0.0,
+    warmup_ratio: float = 0.1,
+    max_grad_norm: float = 1.0,
+    in_batch_negatives: int | None = 4,
+    hard_negatives: str = "all",
+    encoder_weight_decay: float | None = None,
+    show_progress: bool = True,
+) -> dict:
     """Train `verifier` on (anchor, positive, negative) triplets; returns a JSON-ready history.
 
     Loss: for each anchor, cross-entropy over verifier scores / temperature, the candidates being
@@ -78,7 +109,6 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     """
     from tqdm.auto import tqdm
 
-
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
     if budget_examples < 1 or batch_size < 1:
@@ -87,19 +117,37 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     seed_everything(seed)
     device = torch.device(device) if device is not None else encoder_device(encoder)
     verifier.to(device)
-    history = {"verifier": verifier.name, "regime": regime, "n_parameters": n_parameters(verifier),
-               "budget_examples": int(budget_examples), "batch_size": int(batch_size), "lr": lr,
-               "encoder_lr": encoder_lr if regime == "end2end" else None, "temperature": temperature,
-               "in_batch_negatives": in_batch_negatives, "hard_negatives": hard_negatives,
-               "weight_decay": weight_decay,
-               "encoder_weight_decay": (weight_decay if encoder_weight_decay is None else encoder_weight_decay)
-               if regime == "end2end" else None,
-               "seed": seed, "n_triplets": len(anchors), "include_special": verifier.include_special,
-               "trained": False, "note": "", "steps": 0, "examples_seen": 0, "texts_encoded": 0,
-               "loss": [], "accuracy": [], "seconds": 0.0}
+    history = {
+        "verifier": verifier.name,
+        "regime": regime,
+        "n_parameters": n_parameters(verifier),
+        "budget_examples": int(budget_examples),
+        "batch_size": int(batch_size),
+        "lr": lr,
+        "encoder_lr": encoder_lr if regime == "end2end" else None,
+        "temperature": temperature,
+        "in_batch_negatives": in_batch_negatives,
+        "hard_negatives": hard_negatives,
+        "weight_decay": weight_decay,
+        "encoder_weight_decay": (weight_decay if encoder_weight_decay is None else encoder_weight_decay)
+        if regime == "end2end"
+        else None,
+        "seed": seed,
+        "n_triplets": len(anchors),
+        "include_special": verifier.include_special,
+        "trained": False,
+        "note": "",
+        "steps": 0,
+        "examples_seen": 0,
+        "texts_encoded": 0,
+        "loss": [],
+        "accuracy": [],
+        "seconds": 0.0,
+    }
     if regime == "frozen" and n_parameters(verifier) == 0:
-        history["note"] = (f"{verifier.name} has no trainable parameters and the encoder is frozen: "
-                           "nothing to train, it scores as is")
+        history["note"] = (
+            f"{verifier.name} has no trainable parameters and the encoder is frozen: nothing to train, it scores as is"
+        )
         return history
 
     batches = _sample_batches(len(anchors), budget_examples, batch_size, seed)
@@ -107,8 +155,15 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
     groups = [{"params": verifier_params, "lr": lr, "weight_decay": weight_decay}] if verifier_params else []
     if regime == "frozen":
         used = sorted({t for b in batches for i in b for t in (anchors[i], positives[i], negatives[i])})
-        cache = TokenCache(encoder, used, cache_dir, include_special=verifier.include_special,
-                           batch_size=max(batch_size, 32), device=device, show_progress=show_progress)
+        cache = TokenCache(
+            encoder,
+            used,
+            cache_dir,
+            include_special=verifier.include_special,
+            batch_size=max(batch_size, 32),
+            device=device,
+            show_progress=show_progress,
+        )
         history["texts_encoded"] = cache.encoded
         if device.type == "cuda":  # batches are then gathered where the verifier is
             cache.to(device)
@@ -116,8 +171,13 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
         encoder.to(device)
         for p in encoder.parameters():
             p.requires_grad_(True)
-        groups.append({"params": [p for p in encoder.parameters()], "lr": encoder_lr,
-                       "weight_decay": weight_decay if encoder_weight_decay is None else encoder_weight_decay})
+        groups.append(
+            {
+                "params": [p for p in encoder.parameters()],
+                "lr": encoder_lr,
+                "weight_decay": weight_decay if encoder_weight_decay is None else encoder_weight_decay,
+            }
+        )
     optimizer = torch.optim.AdamW(groups)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(batches), warmup_ratio))
 
@@ -135,9 +195,17 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
                 tokens = encode_tokens(encoder, a + p + n, verifier.include_special, device)
                 history["texts_encoded"] += len(a) * 3
                 q, cands = tokens.select(range(len(a))), tokens.select(range(len(a), 3 * len(a)))
-            loss, accuracy = contrastive_loss(verifier, q, cands, p, p + n, temperature,
-                                              in_batch_negatives=in_batch_negatives, generator=sampler,
-                                              hard_negatives=hard_negatives)
+            loss, accuracy = contrastive_loss(
+                verifier,
+                q,
+                cands,
+                p,
+                p + n,
+                temperature,
+                in_batch_negatives=in_batch_negatives,
+                generator=sampler,
+                hard_negatives=hard_negatives,
+            )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if max_grad_norm:
@@ -161,9 +229,17 @@ def train_verifier(verifier: Verifier, encoder, triplets, regime: str = "frozen"
 HARD_NEGATIVES = ("all", "own")
 
 
-def contrastive_loss(verifier: Verifier, q, candidates, positive_texts: Sequence[str],
-                     candidate_texts: Sequence[str], temperature: float, in_batch_negatives: int | None = None,
-                     generator: torch.Generator | None = None, hard_negatives: str = "all"):
+def contrastive_loss(
+    verifier: Verifier,
+    q,
+    candidates,
+    positive_texts: Sequence[str],
+    candidate_texts: Sequence[str],
+    temperature: float,
+    in_batch_negatives: int | None = None,
+    generator: torch.Generator | None = None,
+    hard_negatives: str = "all",
+):
     """(loss, top-1 accuracy) of B anchors `q` against 2B `candidates` (B positives, then B hard negatives).
 
     Anchor i's positive is candidate i and its hard negative candidate B + i. `in_batch_negatives`
@@ -175,8 +251,10 @@ def contrastive_loss(verifier: Verifier, q, candidates, positive_texts: Sequence
     """
     b, c = len(q), len(candidates)
     if c != 2 * b or len(positive_texts) != b or len(candidate_texts) != c:
-        raise ValueError(f"contrastive_loss needs B anchors, B positives and 2B candidates (positives then "
-                         f"negatives); got {b} anchors, {len(positive_texts)} positives and {c} candidates")
+        raise ValueError(
+            f"contrastive_loss needs B anchors, B positives and 2B candidates (positives then "
+            f"negatives); got {b} anchors, {len(positive_texts)} positives and {c} candidates"
+        )
     if hard_negatives not in HARD_NEGATIVES:
         raise ValueError(f"hard_negatives must be one of {HARD_NEGATIVES}, got {hard_negatives!r}")
     same_text = torch.tensor([[t == pos for t in candidate_texts] for pos in positive_texts])
@@ -218,8 +296,19 @@ def contrastive_loss(verifier: Verifier, q, candidates, positive_texts: Sequence
     return loss, (logits.argmax(dim=1) == labels).float().mean().item()
 
 
-def fit_verifier(name: str, regime: str, encoder, triplets, out_dir, seed: int = 42, cache_dir=None,
-                 device=None, force: bool = False, verifier_kwargs: dict | None = None, **train_kwargs):
+def fit_verifier(
+    name: str,
+    regime: str,
+    encoder,
+    triplets,
+    out_dir,
+    seed: int = 42,
+    cache_dir=None,
+    device=None,
+    force: bool = False,
+    verifier_kwargs: dict | None = None,
+    **train_kwargs,
+):
     """Create, train and save one verifier under `out_dir`; a finished run with the same settings
     is loaded instead of retrained (`force` retrains). End-to-end runs train a copy of `encoder`
     and save it to `out_dir/encoder/`. Returns (verifier, encoder it scores with, history).
@@ -228,11 +317,17 @@ def fit_verifier(name: str, regime: str, encoder, triplets, out_dir, seed: int =
 
     out_dir = Path(out_dir)
     # What the result depends on; the starting encoder's weights too, so a new backbone retrains.
-    settings = {"name": canonical_name(name), "regime": regime, "seed": seed, "n_triplets": len(triplets),
-                "triplets": triplets_digest(triplets),
-                "encoder": encoder_fingerprint(encoder)[:16],
-                "max_seq_length": getattr(encoder, "max_seq_length", None), "verifier_kwargs": verifier_kwargs or {},
-                **{k: v for k, v in train_kwargs.items() if k != "show_progress"}}
+    settings = {
+        "name": canonical_name(name),
+        "regime": regime,
+        "seed": seed,
+        "n_triplets": len(triplets),
+        "triplets": triplets_digest(triplets),
+        "encoder": encoder_fingerprint(encoder)[:16],
+        "max_seq_length": getattr(encoder, "max_seq_length", None),
+        "verifier_kwargs": verifier_kwargs or {},
+        **{k: v for k, v in train_kwargs.items() if k != "show_progress"},
+    }
     if not force and (out_dir / CONFIG_FILE).exists():
         info = read_info(out_dir)
         if info.get("settings") == json.loads(json.dumps(settings, default=str)):
@@ -243,12 +338,27 @@ def fit_verifier(name: str, regime: str, encoder, triplets, out_dir, seed: int =
             return verifier, trained_encoder, info["history"]
     verifier = create(name, seed=seed, **(verifier_kwargs or {}))
     trained_encoder = copy.deepcopy(encoder) if regime == "end2end" else encoder
-    history = train_verifier(verifier, trained_encoder, triplets, regime=regime, seed=seed, cache_dir=cache_dir,
-                             device=device, **train_kwargs)
+    history = train_verifier(
+        verifier,
+        trained_encoder,
+        triplets,
+        regime=regime,
+        seed=seed,
+        cache_dir=cache_dir,
+        device=device,
+        **train_kwargs,
+    )
     if regime == "end2end":
         _save_encoder(trained_encoder, out_dir / "encoder")
-    save(verifier, out_dir, extra={"settings": settings, "history": history,
-                                   "encoder": "encoder/" if regime == "end2end" else "frozen backbone"})
+    save(
+        verifier,
+        out_dir,
+        extra={
+            "settings": settings,
+            "history": history,
+            "encoder": "encoder/" if regime == "end2end" else "frozen backbone",
+        },
+    )
     return verifier, trained_encoder, history
 
 
@@ -304,8 +414,11 @@ def with_paraphrase_positives(triplets, paraphrases, mode: str = "identity"):
     if mode not in POSITIVES:
         raise ValueError(f"positives mode must be one of {POSITIVES}, got {mode!r}")
     anchors, positives, negatives = _triplet_texts(triplets)
-    table = (triplets.copy() if hasattr(triplets, "columns") else
-             pd.DataFrame({"anchor": anchors, "positive": positives, "negative": negatives})).reset_index(drop=True)
+    table = (
+        triplets.copy()
+        if hasattr(triplets, "columns")
+        else pd.DataFrame({"anchor": anchors, "positive": positives, "negative": negatives})
+    ).reset_index(drop=True)
     table["positive_kind"] = "identity"
     counts = {"mode": mode, "triplets": len(table), "with_paraphrase": 0, "dropped": 0}
     if mode == "identity":
@@ -315,7 +428,9 @@ def with_paraphrase_positives(triplets, paraphrases, mode: str = "identity"):
     para = paraphrases
     missing = {"sentence1", "sentence2"} - set(para.columns)
     if missing:
-        raise ValueError(f"paraphrases lack columns {sorted(missing)}; pass geometry.positive_pairs(load_mrpc('train'))")
+        raise ValueError(
+            f"paraphrases lack columns {sorted(missing)}; pass geometry.positive_pairs(load_mrpc('train'))"
+        )
     if "label" in para.columns:
         para = para[para["label"].astype(float) == 1]
     partner: dict[str, str] = {}
@@ -332,8 +447,10 @@ def with_paraphrase_positives(triplets, paraphrases, mode: str = "identity"):
         counts["dropped"] = int((~found).sum())
         table = table[found].reset_index(drop=True)
     if table.empty:
-        raise ValueError(f"no training triplet's anchor has a paraphrase among {len(para)} labelled pairs: "
-                         "check that the paraphrases come from the split notebook 01 drew anchors from (MRPC train)")
+        raise ValueError(
+            f"no training triplet's anchor has a paraphrase among {len(para)} labelled pairs: "
+            "check that the paraphrases come from the split notebook 01 drew anchors from (MRPC train)"
+        )
     return table, counts
 
 
@@ -341,8 +458,10 @@ def _triplet_texts(triplets) -> tuple[list[str], list[str], list[str]]:
     if hasattr(triplets, "columns"):
         missing = {"anchor", "positive", "negative"} - set(triplets.columns)
         if missing:
-            raise ValueError(f"triplets table lacks columns {sorted(missing)}; it needs anchor, positive, negative "
-                             "(notebook 01 writes negatives/triplets.parquet)")
+            raise ValueError(
+                f"triplets table lacks columns {sorted(missing)}; it needs anchor, positive, negative "
+                "(notebook 01 writes negatives/triplets.parquet)"
+            )
         cols = [triplets[c].astype(str).tolist() for c in ("anchor", "positive", "negative")]
     else:
         rows = [(t.anchor, t.positive, t.negative) if hasattr(t, "anchor") else tuple(t) for t in triplets]
@@ -356,7 +475,7 @@ def _sample_batches(n: int, budget: int, batch_size: int, seed: int) -> list[np.
     """Exactly `budget` row indices, epoch after epoch without replacement, cut into batches."""
     rng = np.random.default_rng(seed)
     order = np.concatenate([rng.permutation(n) for _ in range(math.ceil(budget / n))])[:budget]
-    return [order[i:i + batch_size] for i in range(0, budget, batch_size)]
+    return [order[i : i + batch_size] for i in range(0, budget, batch_size)]
 
 
 def _warmup_linear(steps: int, warmup_ratio: float):
@@ -374,8 +493,9 @@ def _warmup_linear(steps: int, warmup_ratio: float):
 # Notebook 04's training steps, so the notebook holds calls and prose only
 
 
-def stage_inputs(work_dir, train_split: str = "train", heldout_split: str = "test", max_pairs: int | None = None,
-                 seed: int = 42):
+def stage_inputs(
+    work_dir, train_split: str = "train", heldout_split: str = "test", max_pairs: int | None = None, seed: int = 42
+):
     """(training triplets, held-out near-miss pairs) from notebook 01's files under `work_dir`.
 
     At most `max_pairs` held-out pairs are kept (a seeded sample, every family kept in proportion).
@@ -384,8 +504,10 @@ def stage_inputs(work_dir, train_split: str = "train", heldout_split: str = "tes
     pairs_path, triplets_path = folder / "pairs.parquet", folder / "triplets.parquet"
     for path in (pairs_path, triplets_path):
         if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: run notebooks/01_data_and_negatives.ipynb for this "
-                                    f"profile first (it writes negatives/pairs.parquet and triplets.parquet)")
+            raise FileNotFoundError(
+                f"{path} is missing: run notebooks/01_data_and_negatives.ipynb for this "
+                f"profile first (it writes negatives/pairs.parquet and triplets.parquet)"
+            )
     pairs, triplets = read_table(pairs_path), read_table(triplets_path)
     for name, table, split in (("pairs", pairs, heldout_split), ("triplets", triplets, train_split)):
         if "split" not in table.columns or split not in set(table["split"]):
@@ -416,9 +538,21 @@ def variant_name(train_data: str, size: str, recipe: str = "equal") -> str:
     return f"{train_data}-{size}" + ("" if recipe == "equal" else f"-{recipe}")
 
 
-def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, work_dir, seed: int = 42,
-             device=None, include_special: bool = False, size: str = "small", recipe: str = "equal",
-             variant: str | None = None, f2_learnable: bool = False, **train_kwargs):
+def fit_grid(
+    names: Sequence[str],
+    regimes: Sequence[str],
+    encoder,
+    triplets,
+    work_dir,
+    seed: int = 42,
+    device=None,
+    include_special: bool = False,
+    size: str = "small",
+    recipe: str = "equal",
+    variant: str | None = None,
+    f2_learnable: bool = False,
+    **train_kwargs,
+):
     """Train (or resume) every verifier in every regime; saved under `verifier_dir(work_dir, variant,
     seed, label)` (variant: `variant_name("custom", size, recipe)` when not given), token caches
     under `{work_dir}/cache/`.
@@ -432,7 +566,6 @@ def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, wo
     """
     import pandas as pd
 
-
     if recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
     variant = variant or variant_name("custom", size, recipe)
@@ -443,19 +576,43 @@ def fit_grid(names: Sequence[str], regimes: Sequence[str], encoder, triplets, wo
         for name in verifier_names(names):
             label = f"{name}-{regime}"
             kwargs = {**train_kwargs, **(authors_recipe(name, regime, millions) if recipe == "authors" else {})}
-            verifier_kwargs = {"include_special": include_special, "size": size,
-                               **sized_kwargs(name, size, dim, getattr(encoder, "max_seq_length", None)),
-                               **({"learnable": True} if f2_learnable and name == "F2" else {})}
-            fitted[label] = fit_verifier(name, regime, encoder, triplets, verifier_dir(work_dir, variant, seed, label),
-                                         seed=seed, cache_dir=layout.cache_dir(work_dir), device=device,
-                                         verifier_kwargs=verifier_kwargs, **kwargs)
+            verifier_kwargs = {
+                "include_special": include_special,
+                "size": size,
+                **sized_kwargs(name, size, dim, getattr(encoder, "max_seq_length", None)),
+                **({"learnable": True} if f2_learnable and name == "F2" else {}),
+            }
+            fitted[label] = fit_verifier(
+                name,
+                regime,
+                encoder,
+                triplets,
+                verifier_dir(work_dir, variant, seed, label),
+                seed=seed,
+                cache_dir=layout.cache_dir(work_dir),
+                device=device,
+                verifier_kwargs=verifier_kwargs,
+                **kwargs,
+            )
     rows = []
     for label, (verifier, _, h) in fitted.items():
-        rows.append({"verifier": label, "variant": variant, "size": size, "seed": seed,
-                     "parameters": n_parameters(verifier), "trained": h["trained"],
-                     "steps": h["steps"], "batch_size": h["batch_size"], "examples_seen": h["examples_seen"],
-                     "budget": h["budget_examples"],
-                     "authors_budget": authors_budget(h["verifier"], h["regime"], millions),
-                     "final_loss": h["loss"][-1] if h["loss"] else float("nan"),
-                     "texts_encoded": h["texts_encoded"], "seconds": h["seconds"], "note": h["note"]})
+        rows.append(
+            {
+                "verifier": label,
+                "variant": variant,
+                "size": size,
+                "seed": seed,
+                "parameters": n_parameters(verifier),
+                "trained": h["trained"],
+                "steps": h["steps"],
+                "batch_size": h["batch_size"],
+                "examples_seen": h["examples_seen"],
+                "budget": h["budget_examples"],
+                "authors_budget": authors_budget(h["verifier"], h["regime"], millions),
+                "final_loss": h["loss"][-1] if h["loss"] else float("nan"),
+                "texts_encoded": h["texts_encoded"],
+                "seconds": h["seconds"],
+                "note": h["note"],
+            }
+        )
     return fitted, pd.DataFrame(rows)

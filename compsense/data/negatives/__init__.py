@@ -31,17 +31,34 @@ Design choices, and the measurements behind them (run `pytest tests/test_negativ
 - The choice among a family's candidate edits uses random.Random(seed + a blake2b hash of the
   family and sentence): deterministic across processes, unlike Python's salted str hash.
 """
+
 from __future__ import annotations
 
 from compsense.data.negatives.core import NearMiss, candidates, family_names, perturb
 from compsense.data.negatives.families import FAMILIES, Family
 from compsense.data.negatives.pairs import make_pairs, make_triplets, read_pairs, write_pairs
 from compsense.data.negatives.quality import (
-    artefact_auc, audit_precision, edit_distance_table, load_audit, yield_table,
+    artefact_auc,
+    audit_precision,
+    edit_distance_table,
+    load_audit,
+    yield_table,
 )
 
 __all__ = [
-    "FAMILIES", "Family", "NearMiss", "perturb", "candidates", "family_names",
-    "make_pairs", "make_triplets", "write_pairs", "read_pairs",
-    "yield_table", "audit_precision", "artefact_auc", "edit_distance_table", "load_audit",
+    "FAMILIES",
+    "Family",
+    "NearMiss",
+    "perturb",
+    "candidates",
+    "family_names",
+    "make_pairs",
+    "make_triplets",
+    "write_pairs",
+    "read_pairs",
+    "yield_table",
+    "audit_precision",
+    "artefact_auc",
+    "edit_distance_table",
+    "load_audit",
 ]

@@ -14,18 +14,37 @@ Bare "X and Y" coordinations are never swapped: "cats and dogs" means the same e
 Swaps that would break agreement ("The dogs chase the cat" -> "The cat chase the dogs") are only
 made when both phrases have the same grammatical number.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from compsense.data.negatives.lexicons import (
-    ASYMMETRIC_VERBS, AUXILIARIES, CLAUSE_OPENERS, CONJUNCTIONS, DETERMINERS,
-    ENGLISH_FUNCTION_WORDS, MODALS, NOT_NAMES, NOUN_LIKE_VERBS, PARTICIPLE_TO_BASE, PAST_TO_BASE,
-    PREPOSITIONS, REPORTING_FORMS, SUBJECT_ADVERBS, THIRD_TO_BASE, VERBS,
+    ASYMMETRIC_VERBS,
+    AUXILIARIES,
+    CLAUSE_OPENERS,
+    CONJUNCTIONS,
+    DETERMINERS,
+    ENGLISH_FUNCTION_WORDS,
+    MODALS,
+    NOT_NAMES,
+    NOUN_LIKE_VERBS,
+    PARTICIPLE_TO_BASE,
+    PAST_TO_BASE,
+    PREPOSITIONS,
+    REPORTING_FORMS,
+    SUBJECT_ADVERBS,
+    THIRD_TO_BASE,
+    VERBS,
 )
 from compsense.data.negatives.rules import (
-    CURRENCY, IRREGULAR_PLURALS, indefinite_article, is_content_word, is_finite_verb_form,
-    looks_participle, looks_plural,
+    CURRENCY,
+    IRREGULAR_PLURALS,
+    indefinite_article,
+    is_content_word,
+    is_finite_verb_form,
+    looks_participle,
+    looks_plural,
 )
 from compsense.data.negatives.slots import value_swaps
 from compsense.data.negatives.text import Edit, Sentence
@@ -39,14 +58,15 @@ SWAPPABLE_ADJECTIVES = frozenset(
     small large big tiny huge wooden metal plastic glass steel paper leather cotton wool
     ceramic""".split()
 )
-AMOUNT_WORDS = frozenset(
-    """% percent per cent million billion trillion thousand cents points pence dollars euros
+AMOUNT_WORDS = (
+    frozenset(
+        """% percent per cent million billion trillion thousand cents points pence dollars euros
     pounds degrees""".split()
-) | CURRENCY
-# Past forms that are never participles or nouns ("ran", "went"): a clear sign of a new verb.
-UNAMBIGUOUS_PAST = frozenset(
-    past for past, base in PAST_TO_BASE.items() if VERBS[base]["participle"] != past
+    )
+    | CURRENCY
 )
+# Past forms that are never participles or nouns ("ran", "went"): a clear sign of a new verb.
+UNAMBIGUOUS_PAST = frozenset(past for past, base in PAST_TO_BASE.items() if VERBS[base]["participle"] != past)
 CALENDAR_NAMES = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may
     june july august september october november december""".split()
@@ -161,8 +181,13 @@ def object_phrase(sent: Sentence, start: int) -> Phrase | None:
 def _bare_mass_noun(sent: Sentence, k: int) -> bool:
     """A lone common noun ending the sentence ("cancer"), not a verb, adverb or time word."""
     low = sent.low(k)
-    return (is_content_word(sent, k) and low not in VERBS and not is_finite_verb_form(low)
-            and low not in PHRASE_END_WORDS and not looks_participle(low))
+    return (
+        is_content_word(sent, k)
+        and low not in VERBS
+        and not is_finite_verb_form(low)
+        and low not in PHRASE_END_WORDS
+        and not looks_participle(low)
+    )
 
 
 def subject_phrase(sent: Sentence, end: int, object_kind: str) -> Phrase | None:
@@ -177,8 +202,11 @@ def subject_phrase(sent: Sentence, end: int, object_kind: str) -> Phrase | None:
     while k > first and k > j - 3 and _is_name_word(sent, k):
         k -= 1
     if k < j or _is_name_word(sent, j):
-        start = k if (_is_name_word(sent, k) or (k == first and sent.word(k)[:1].isupper()
-                                             and sent.low(k) not in NOT_NAMES)) else k + 1
+        start = (
+            k
+            if (_is_name_word(sent, k) or (k == first and sent.word(k)[:1].isupper() and sent.low(k) not in NOT_NAMES))
+            else k + 1
+        )
         if start <= j and _clause_start(sent, start):
             return Phrase(start, end, "name", None if sent.low(j).endswith("s") else "sg")
     if j == first and sent.word(j)[:1].isupper() and sent.low(j) not in NOT_NAMES:
@@ -213,8 +241,7 @@ def _swap(sent: Sentence, a: Phrase, b: Phrase, what: str) -> Edit | None:
     if old_a.lower() == old_b.lower():
         return None
     (sa, ea), (sb, eb) = sent.span(a.start, a.end), sent.span(b.start, b.end)
-    return Edit(((sa, ea, _moved(sent, b)), (sb, eb, _moved(sent, a))),
-                f"swapped {what} '{old_a}' and '{old_b}'")
+    return Edit(((sa, ea, _moved(sent, b)), (sb, eb, _moved(sent, a))), f"swapped {what} '{old_a}' and '{old_b}'")
 
 
 def _active_swaps(sent: Sentence) -> list[Edit]:
@@ -369,8 +396,11 @@ def _attributive_adjectives(sent: Sentence) -> list[int]:
         if low not in SWAPPABLE_ADJECTIVES or not sent.word(i).islower() or not sent.is_word(i):
             continue
         noun = i + 1
-        if is_content_word(sent, noun) and sent.low(noun) not in SWAPPABLE_ADJECTIVES \
-                and not is_finite_verb_form(sent.low(noun)):
+        if (
+            is_content_word(sent, noun)
+            and sent.low(noun) not in SWAPPABLE_ADJECTIVES
+            and not is_finite_verb_form(sent.low(noun))
+        ):
             out.append(i)
     return out
 
@@ -383,8 +413,10 @@ def _adjective_swaps(sent: Sentence) -> list[Edit]:
         if sent.low(a) == sent.low(b) or sent.low(a + 1) == sent.low(b + 1):
             continue
         old_a, old_b = sent.word(a), sent.word(b)
-        edit = Edit((*_adjective_replacement(sent, a, old_b), *_adjective_replacement(sent, b, old_a)),
-                    f"swapped the adjectives '{old_a} {sent.word(a + 1)}' / '{old_b} {sent.word(b + 1)}'")
+        edit = Edit(
+            (*_adjective_replacement(sent, a, old_b), *_adjective_replacement(sent, b, old_a)),
+            f"swapped the adjectives '{old_a} {sent.word(a + 1)}' / '{old_b} {sent.word(b + 1)}'",
+        )
         edits.append(edit)
     return edits
 
@@ -397,5 +429,11 @@ def _adjective_replacement(sent: Sentence, i: int, new: str) -> tuple[tuple[int,
 
 
 def binding_edits(sent: Sentence) -> list[Edit]:
-    return (_active_swaps(sent) + _passive_swaps(sent) + _comparison_swaps(sent) + _range_swaps(sent)
-            + _adjective_swaps(sent) + value_swaps(sent))
+    return (
+        _active_swaps(sent)
+        + _passive_swaps(sent)
+        + _comparison_swaps(sent)
+        + _range_swaps(sent)
+        + _adjective_swaps(sent)
+        + value_swaps(sent)
+    )

@@ -1,4 +1,5 @@
 """The perturbation entry points: which edits a family offers, and which of them perturb() picks."""
+
 from __future__ import annotations
 
 import random
@@ -59,8 +60,7 @@ def candidates(sentence: str, family: str) -> list[NearMiss]:
 
 
 def _near_miss(sentence: str, family: str, edit: Edit) -> NearMiss:
-    return NearMiss(apply_edit(sentence, edit), family, edit.description, edit.direction,
-                    edit.marker)
+    return NearMiss(apply_edit(sentence, edit), family, edit.description, edit.direction, edit.marker)
 
 
 def choose(options: list, k: int, rng: random.Random) -> list:
@@ -71,8 +71,9 @@ def choose(options: list, k: int, rng: random.Random) -> list:
     return chosen + rng.sample(others, min(k - len(chosen), len(others)))
 
 
-def perturb(sentence: str, families: str | list[str] | None = None, seed: int = 0,
-            max_per_family: int = 1) -> list[NearMiss]:
+def perturb(
+    sentence: str, families: str | list[str] | None = None, seed: int = 0, max_per_family: int = 1
+) -> list[NearMiss]:
     """Near-misses of `sentence`: up to `max_per_family` per family, chosen deterministically.
 
     Returns [] for text the rules do not apply to (empty, non-English, no editable construction).

@@ -4,13 +4,12 @@ Precision beats coverage: every list is small enough to read, and a word is in a
 the edit it triggers is grammatical and meaning-changing in nearly every context it appears in.
 Context guards for the remaining ambiguities live with the rules in families.py.
 """
+
 from __future__ import annotations
 
 # --- function words --------------------------------------------------------------------------
 
-DETERMINERS = frozenset(
-    "the a an this that these those his her its their our my your each every another".split()
-)
+DETERMINERS = frozenset("the a an this that these those his her its their our my your each every another".split())
 POSSESSIVES = frozenset("his her its their our my your".split())
 SUBJECT_PRONOUNS = frozenset("i you he she it we they".split())
 OBJECT_PRONOUNS = frozenset("me you him her it us them".split())
@@ -29,9 +28,17 @@ MODALS = frozenset("can could will would shall should may might must".split())
 AUXILIARIES = BE_FORMS | HAVE_FORMS | DO_FORMS | MODALS | {"be", "been", "being"}
 
 ENGLISH_FUNCTION_WORDS = (
-    DETERMINERS | SUBJECT_PRONOUNS | OBJECT_PRONOUNS | PREPOSITIONS | CONJUNCTIONS | AUXILIARIES
-    | WH_WORDS | frozenset("not no is it this there than as also many much some all most few several any "
-                "more less fewer other such own same both either neither".split())
+    DETERMINERS
+    | SUBJECT_PRONOUNS
+    | OBJECT_PRONOUNS
+    | PREPOSITIONS
+    | CONJUNCTIONS
+    | AUXILIARIES
+    | WH_WORDS
+    | frozenset(
+        "not no is it this there than as also many much some all most few several any "
+        "more less fewer other such own same both either neither".split()
+    )
 )
 QUANTIFIER_DETERMINERS = frozenset("most many some all few several both any no".split())
 # Function words of languages that share the Latin alphabet, to keep English rules off them.
@@ -59,8 +66,28 @@ STEER_VERBS = frozenset(
     scrolled shift shifted move moves moved look looked keep stay bear""".split()
 )
 # Clause openers before which a new subject may start.
-CLAUSE_OPENERS = frozenset([",", ";", ":", '"', "(", "that", "when", "after", "before", "because",
-                            "while", "if", "since", "although", "though", "as", "where", "once"])
+CLAUSE_OPENERS = frozenset(
+    [
+        ",",
+        ";",
+        ":",
+        '"',
+        "(",
+        "that",
+        "when",
+        "after",
+        "before",
+        "because",
+        "while",
+        "if",
+        "since",
+        "although",
+        "though",
+        "as",
+        "where",
+        "once",
+    ]
+)
 # Common words that start sentences capitalised but are not names.
 NOT_NAMES = frozenset(
     """the a an this that these those it he she they we i you there here what why how when where
@@ -185,9 +212,7 @@ REPORTING_VERBS = frozenset(
     "fear warn feel insist confirm estimate predict reveal indicate mean ensure realize assume "
     "suppose deny admit".split()
 )
-REPORTING_FORMS = frozenset(
-    form for base in REPORTING_VERBS for form in (base, *VERBS[base].values())
-)
+REPORTING_FORMS = frozenset(form for base in REPORTING_VERBS for form in (base, *VERBS[base].values()))
 
 # Transitive verbs whose two arguments cannot be exchanged without changing who did what to whom.
 # Symmetric verbs (meet, marry, play, face, fight, tie, join, match, resemble) are absent on purpose.

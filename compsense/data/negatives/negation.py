@@ -11,36 +11,92 @@ lexical verbs are recognised from a curated verb list plus a subject to their le
 might be a participle or a noun ("hired by", "the plans") is left alone, because a wrong parse
 gives an ungrammatical sentence and precision matters more than yield.
 """
+
 from __future__ import annotations
 
 from compsense.data.negatives.lexicons import (
-    AUXILIARIES, BE_FORMS, CLAUSE_OPENERS, DETERMINERS, DO_FORMS, ENGLISH_FUNCTION_WORDS,
-    HAVE_FORMS, MODALS, NOUN_LIKE_VERBS, PARTICIPLES, PAST_TO_BASE, POST_NOT_ADVERBS,
-    PRE_NOT_ADVERBS, QUANTIFIER_DETERMINERS, REPORTING_FORMS, STEER_VERBS, SUBJECT_ADVERBS,
-    SUBJECT_PRONOUNS, THIRD_TO_BASE, VERBS, WH_WORDS,
+    AUXILIARIES,
+    BE_FORMS,
+    CLAUSE_OPENERS,
+    DETERMINERS,
+    DO_FORMS,
+    ENGLISH_FUNCTION_WORDS,
+    HAVE_FORMS,
+    MODALS,
+    NOUN_LIKE_VERBS,
+    PARTICIPLES,
+    PAST_TO_BASE,
+    POST_NOT_ADVERBS,
+    PRE_NOT_ADVERBS,
+    QUANTIFIER_DETERMINERS,
+    REPORTING_FORMS,
+    STEER_VERBS,
+    SUBJECT_ADVERBS,
+    SUBJECT_PRONOUNS,
+    THIRD_TO_BASE,
+    VERBS,
+    WH_WORDS,
 )
 from compsense.data.negatives.rules import (
-    IRREGULAR_PLURALS, Swap, SwapTable, all_of, followed_by, is_content_word, is_finite_verb_form,
-    is_quantity, looks_participle, looks_plural, not_followed_by, not_preceded_by, swap_pairs,
+    IRREGULAR_PLURALS,
+    Swap,
+    SwapTable,
+    all_of,
+    followed_by,
+    is_content_word,
+    is_finite_verb_form,
+    is_quantity,
+    looks_participle,
+    looks_plural,
+    not_followed_by,
+    not_preceded_by,
+    swap_pairs,
 )
 from compsense.data.negatives.text import Edit, Sentence
 
 # Negated auxiliaries written as one token, their stems before a separate "'t" (MRPC writes
 # "doesn 't"), and the positive auxiliary each stands for.
 NEGATED_AUX = {
-    "isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "don't": "do",
-    "doesn't": "does", "didn't": "did", "hasn't": "has", "haven't": "have", "hadn't": "had",
-    "can't": "can", "cannot": "can", "couldn't": "could", "won't": "will", "wouldn't": "would",
-    "shouldn't": "should", "mustn't": "must", "mightn't": "might", "needn't": "need",
+    "isn't": "is",
+    "aren't": "are",
+    "wasn't": "was",
+    "weren't": "were",
+    "don't": "do",
+    "doesn't": "does",
+    "didn't": "did",
+    "hasn't": "has",
+    "haven't": "have",
+    "hadn't": "had",
+    "can't": "can",
+    "cannot": "can",
+    "couldn't": "could",
+    "won't": "will",
+    "wouldn't": "would",
+    "shouldn't": "should",
+    "mustn't": "must",
+    "mightn't": "might",
+    "needn't": "need",
 }
 NEGATED_AUX.update({k.replace("'", "’"): v for k, v in list(NEGATED_AUX.items())})
 NEGATED_STEMS = {k[:-2]: v for k, v in NEGATED_AUX.items() if k.endswith(("n't", "n’t"))}
 PTB_STEMS = {"ca": "can", "wo": "will"}  # Penn Treebank writes "ca n't", "wo n't"
 # Auxiliaries with a contracted negation, and the written stem before "'t".
 CONTRACTION_STEMS = {
-    "is": "isn", "are": "aren", "was": "wasn", "were": "weren", "has": "hasn", "have": "haven",
-    "had": "hadn", "do": "don", "does": "doesn", "did": "didn", "can": "can", "could": "couldn",
-    "will": "won", "would": "wouldn", "should": "shouldn",
+    "is": "isn",
+    "are": "aren",
+    "was": "wasn",
+    "were": "weren",
+    "has": "hasn",
+    "have": "haven",
+    "had": "hadn",
+    "do": "don",
+    "does": "doesn",
+    "did": "didn",
+    "can": "can",
+    "could": "couldn",
+    "will": "won",
+    "would": "wouldn",
+    "should": "shouldn",
 }
 NOT_TOKENS = frozenset(["not", "n't", "n’t", "'t", "’t"])
 # After these, dropping "not" would leave a broken construction ("is not only X but Y").
@@ -61,30 +117,46 @@ INFINITIVE_VERBS = frozenset(
     "decide agree plan want try hope ask promise choose expect intend prefer seem appear urge "
     "warn order vote remember forget learn threaten offer".split()
 )
-_INFINITIVE_FORMS = frozenset(
-    form for base in INFINITIVE_VERBS for form in (base, *VERBS[base].values())
-)
+_INFINITIVE_FORMS = frozenset(form for base in INFINITIVE_VERBS for form in (base, *VERBS[base].values()))
 
-LEXICAL_NEGATIONS = SwapTable([
-    # always/never and still/no longer: the commonest negations that carry no "not".
-    Swap(("always",), "never", not_preceded_by({"not", "almost", "nearly"}), "add"),
-    Swap(("never",), "always",
-         all_of(not_followed_by({"before", "again", "ever", "once", "mind"}),
-                not_preceded_by({"almost", "nearly"})), "remove"),
-    Swap(("no", "longer"), "still", None, "remove"),
-    *[Swap((w,), new, followed_by({"to"}), d) for w, new, d in [
-        ("managed", "failed", "add"), ("failed", "managed", "remove"),
-        ("manages", "fails", "add"), ("fails", "manages", "remove"),
-        ("agreed", "refused", "add"), ("refused", "agreed", "remove"),
-        ("agrees", "refuses", "add"), ("refuses", "agrees", "remove"),
-        ("declined", "agreed", "remove"),
-    ]],
-    *[Swap((w,), new, followed_by({"that"}), d) for w, new, d in [
-        ("confirmed", "denied", "add"), ("denied", "confirmed", "remove"),
-        ("confirms", "denies", "add"), ("denies", "confirms", "remove"),
-        ("admitted", "denied", "add"), ("admits", "denies", "add"),
-    ]],
-])
+LEXICAL_NEGATIONS = SwapTable(
+    [
+        # always/never and still/no longer: the commonest negations that carry no "not".
+        Swap(("always",), "never", not_preceded_by({"not", "almost", "nearly"}), "add"),
+        Swap(
+            ("never",),
+            "always",
+            all_of(not_followed_by({"before", "again", "ever", "once", "mind"}), not_preceded_by({"almost", "nearly"})),
+            "remove",
+        ),
+        Swap(("no", "longer"), "still", None, "remove"),
+        *[
+            Swap((w,), new, followed_by({"to"}), d)
+            for w, new, d in [
+                ("managed", "failed", "add"),
+                ("failed", "managed", "remove"),
+                ("manages", "fails", "add"),
+                ("fails", "manages", "remove"),
+                ("agreed", "refused", "add"),
+                ("refused", "agreed", "remove"),
+                ("agrees", "refuses", "add"),
+                ("refuses", "agrees", "remove"),
+                ("declined", "agreed", "remove"),
+            ]
+        ],
+        *[
+            Swap((w,), new, followed_by({"that"}), d)
+            for w, new, d in [
+                ("confirmed", "denied", "add"),
+                ("denied", "confirmed", "remove"),
+                ("confirms", "denies", "add"),
+                ("denies", "confirms", "remove"),
+                ("admitted", "denied", "add"),
+                ("admits", "denies", "add"),
+            ]
+        ],
+    ]
+)
 
 # Adjectives whose negation is a prefix; the guard keeps them predicative or attributive
 # ("is likely to", "a fair trial"), away from verbs, nouns and idioms ("clear the way", "in
@@ -152,15 +224,15 @@ def _negation_removals(sent: Sentence, i: int) -> list[Edit]:
         end, new = after + 1, f"{aux} already"
     elif aux in DO_FORMS and sent.is_word(after) and (verb in VERBS or verb in ("have", "do")):
         end, new = after + 1, inflect(verb, aux)
-    return [Edit((sent.replace(i, end, new),),
-                 f"removed negation '{sent.substring(i, end)}' -> '{new}'", "remove", marker)]
+    return [
+        Edit((sent.replace(i, end, new),), f"removed negation '{sent.substring(i, end)}' -> '{new}'", "remove", marker)
+    ]
 
 
 def _not_to_removal(sent: Sentence, i: int) -> list[Edit]:
     """'decided not to go' -> 'decided to go'."""
     if sent.low(i) == "not" and sent.low(i + 1) == "to" and sent.low(i - 1) in _INFINITIVE_FORMS:
-        return [Edit((sent.replace(i, i + 2, "to"),), "removed negation 'not to' -> 'to'",
-                     "remove", "not to>to")]
+        return [Edit((sent.replace(i, i + 2, "to"),), "removed negation 'not to' -> 'to'", "remove", "not to>to")]
     return []
 
 
@@ -169,9 +241,14 @@ def _inverted(sent: Sentence, i: int) -> bool:
     if not sent.is_question:
         return False
     nxt = sent.low(i + 1)
-    return (i == sent.first_word_index or sent.low(i - 1) in WH_WORDS
-            or nxt in SUBJECT_PRONOUNS or nxt in DETERMINERS or nxt == "there"
-            or sent.is_capitalised_name(i + 1))
+    return (
+        i == sent.first_word_index
+        or sent.low(i - 1) in WH_WORDS
+        or nxt in SUBJECT_PRONOUNS
+        or nxt in DETERMINERS
+        or nxt == "there"
+        or sent.is_capitalised_name(i + 1)
+    )
 
 
 def contracted(aux: str, style: str) -> str | None:
@@ -190,7 +267,7 @@ def _negated_forms(sent: Sentence, i: int, end: int, aux_word: str, rest: str = 
     Both forms exist so that pairs can match how often originals write "not" and "n't".
     """
     aux = aux_word.lower()
-    full, marker = (("cannot", "can>cannot") if aux == "can" else (f"{aux_word} not", f">{aux} not"))
+    full, marker = ("cannot", "can>cannot") if aux == "can" else (f"{aux_word} not", f">{aux} not")
     forms = [(full, marker)]
     short = contracted(aux, sent.contraction_style)
     if short:
@@ -207,8 +284,14 @@ def _insert_not(sent: Sentence, i: int, aux_word: str) -> list[Edit]:
     """'is' -> 'is not' / "isn't", 'is also' -> 'is also not', 'can' -> 'cannot' / "can't"."""
     if sent.low(i + 1) in PRE_NOT_ADVERBS:
         new = f"{aux_word} {sent.word(i + 1)} not"
-        return [Edit((sent.replace(i, i + 2, new),), f"negated '{sent.substring(i, i + 2)}' -> '{new}'",
-                     "add", f">{aux_word.lower()} not")]
+        return [
+            Edit(
+                (sent.replace(i, i + 2, new),),
+                f"negated '{sent.substring(i, i + 2)}' -> '{new}'",
+                "add",
+                f">{aux_word.lower()} not",
+            )
+        ]
     return _negated_forms(sent, i, i + 1, aux_word)
 
 
@@ -281,8 +364,17 @@ def _noun_phrase_start_before(sent: Sentence, j: int) -> int:
     k = j - 1
     for _ in range(4):
         low = sent.low(k)
-        modifier = (low.isalpha() and low not in ENGLISH_FUNCTION_WORDS and not is_finite_verb_form(low)
-                    and not low.endswith("ly")) or low == "-" or low.isdigit() or sent.joins_digits(k)
+        modifier = (
+            (
+                low.isalpha()
+                and low not in ENGLISH_FUNCTION_WORDS
+                and not is_finite_verb_form(low)
+                and not low.endswith("ly")
+            )
+            or low == "-"
+            or low.isdigit()
+            or sent.joins_digits(k)
+        )
         if not modifier:
             break
         k -= 1
@@ -301,9 +393,15 @@ def _has_subject(sent: Sentence, i: int) -> bool:
     low = sent.low(j)
     if low in SUBJECT_PRONOUNS or low in ("who", "that", "which") or sent.is_capitalised_name(j):
         return True
-    head_is_noun = (low.isalpha() and low not in ENGLISH_FUNCTION_WORDS and low not in WH_WORDS
-                    and low not in PLAIN_ADVERBS and not low.endswith("ly") and low not in PAST_TO_BASE
-                    and (low not in THIRD_TO_BASE or THIRD_TO_BASE[low] in NOUN_LIKE_VERBS))
+    head_is_noun = (
+        low.isalpha()
+        and low not in ENGLISH_FUNCTION_WORDS
+        and low not in WH_WORDS
+        and low not in PLAIN_ADVERBS
+        and not low.endswith("ly")
+        and low not in PAST_TO_BASE
+        and (low not in THIRD_TO_BASE or THIRD_TO_BASE[low] in NOUN_LIKE_VERBS)
+    )
     return head_is_noun and _opens_clause(sent, j)
 
 
@@ -322,8 +420,12 @@ def _opens_clause(sent: Sentence, j: int) -> bool:
     if sent.low(k) in DETERMINERS or sent.low(k) in QUANTIFIER_DETERMINERS:
         k -= 1
     before = sent.low(k)
-    return (k < sent.first_word_index or before in CLAUSE_OPENERS or before in REPORTING_FORMS
-            or before in ("and", "but", "so", "whereas"))
+    return (
+        k < sent.first_word_index
+        or before in CLAUSE_OPENERS
+        or before in REPORTING_FORMS
+        or before in ("and", "but", "so", "whereas")
+    )
 
 
 def _plural_subject(sent: Sentence, i: int) -> bool:
@@ -396,8 +498,7 @@ def _clearly_finite_past(sent: Sentence, i: int) -> bool:
 
 
 def _at_clause_start(sent: Sentence, i: int) -> bool:
-    return i == sent.first_word_index or sent.low(i - 1) in CLAUSE_OPENERS or sent.low(i - 1) in (
-        "and", "but", "so")
+    return i == sent.first_word_index or sent.low(i - 1) in CLAUSE_OPENERS or sent.low(i - 1) in ("and", "but", "so")
 
 
 def _imperative(sent: Sentence, i: int) -> list[Edit]:
@@ -431,15 +532,24 @@ def _still(sent: Sentence, i: int) -> list[Edit]:
     verb_follows = nxt in THIRD_TO_BASE or nxt in PAST_TO_BASE
     if (prev in AUXILIARIES and prev not in ("be", "being")) or (verb_follows and _has_subject(sent, i)):
         if not nxt.endswith("er") and nxt not in ("more", "less", "not", "n't", "no"):
-            return [Edit((sent.replace(i, i + 1, "no longer"),), "negated 'still' -> 'no longer'",
-                         "add", "still>no longer")]
+            return [
+                Edit((sent.replace(i, i + 1, "no longer"),), "negated 'still' -> 'no longer'", "add", "still>no longer")
+            ]
     return []
 
 
 def negation_edits(sent: Sentence) -> list[Edit]:
     edits = LEXICAL_NEGATIONS.edits(sent) + MORPHOLOGICAL_NEGATIONS.edits(sent)
     for i in range(len(sent)):
-        for rule in (_negation_removals, _not_to_removal, _copula_or_modal, _have,
-                     _finite_lexical_verb, _imperative, _add_not_to, _still):
+        for rule in (
+            _negation_removals,
+            _not_to_removal,
+            _copula_or_modal,
+            _have,
+            _finite_lexical_verb,
+            _imperative,
+            _add_not_to,
+            _still,
+        ):
             edits += rule(sent, i)
     return edits

@@ -5,13 +5,19 @@ Numbers are found in the raw text (tokens split "2.5" and "1,200"), and a number
 other characters is skipped: times (10:30), dates (6/10/2003, 2003-04), codes (F-16, 3rd, 5G).
 "1" and "one" are left alone because the noun after them is singular ("1 person" -> "2 person").
 """
+
 from __future__ import annotations
 
 import re
 
 from compsense.data.negatives.lexicons import MODALS
 from compsense.data.negatives.rules import (
-    Swap, SwapTable, all_of, lower_case_only, not_followed_by, swap_pairs,
+    Swap,
+    SwapTable,
+    all_of,
+    lower_case_only,
+    not_followed_by,
+    swap_pairs,
 )
 from compsense.data.negatives.swaps import MONTHS, THE_OR_POSSESSIVE
 from compsense.data.negatives.text import Edit, Sentence
@@ -23,8 +29,15 @@ UNIT_AFTER_ONE = ("%", "percent", "million", "billion", "trillion")
 NUMBER_WORD_ORDER = "two three four five six seven eight nine ten eleven twelve".split()
 TENS_ORDER = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 ORDINAL_WORDS = {
-    "second": "third", "third": "second", "fourth": "third", "fifth": "fourth", "sixth": "fifth",
-    "seventh": "sixth", "eighth": "seventh", "ninth": "eighth", "tenth": "ninth",
+    "second": "third",
+    "third": "second",
+    "fourth": "third",
+    "fifth": "fourth",
+    "sixth": "fifth",
+    "seventh": "sixth",
+    "eighth": "seventh",
+    "ninth": "eighth",
+    "tenth": "ninth",
 }
 
 
@@ -32,7 +45,7 @@ def _neighbours(order: list[str]) -> list[Swap]:
     """Each number word becomes the one before or after it ("three" -> "two" / "four")."""
     swaps = []
     for k, word in enumerate(order):
-        for other in order[max(k - 1, 0):k] + order[k + 1:k + 2]:
+        for other in order[max(k - 1, 0) : k] + order[k + 1 : k + 2]:
             guard = lower_case_only
             if other == "two":  # "two times" is said "twice"
                 guard = all_of(lower_case_only, not_followed_by({"times"}))
@@ -49,20 +62,22 @@ def _verb_use(sent: Sentence, i: int, j: int) -> bool:
     return sent.low(i - 1) in MODALS or sent.low(i - 1) == "to"
 
 
-NUMBER_WORD_SWAPS = SwapTable([
-    *_neighbours(NUMBER_WORD_ORDER),
-    *_neighbours(TENS_ORDER),
-    *[Swap((w,), new, _ordinal_word) for w, new in ORDINAL_WORDS.items()],
-    Swap(("twice",), "three times", None),
-    *swap_pairs("doubled>tripled, doubling>tripling"),
-    *swap_pairs("double>triple", _verb_use),
-    Swap(("halved",), "doubled", None),
-    Swap(("half", "of"), "a third of", lambda sent, i, j: sent.low(i - 1) not in ("a", "one")),
-    *swap_pairs("a quarter of>a third of"),
-    *swap_pairs("million>billion, millions>billions, hundreds>thousands", lower_case_only),
-    Swap(("dozens",), "hundreds", None),
-    Swap(("trillion",), "billion", None),
-])
+NUMBER_WORD_SWAPS = SwapTable(
+    [
+        *_neighbours(NUMBER_WORD_ORDER),
+        *_neighbours(TENS_ORDER),
+        *[Swap((w,), new, _ordinal_word) for w, new in ORDINAL_WORDS.items()],
+        Swap(("twice",), "three times", None),
+        *swap_pairs("doubled>tripled, doubling>tripling"),
+        *swap_pairs("double>triple", _verb_use),
+        Swap(("halved",), "doubled", None),
+        Swap(("half", "of"), "a third of", lambda sent, i, j: sent.low(i - 1) not in ("a", "one")),
+        *swap_pairs("a quarter of>a third of"),
+        *swap_pairs("million>billion, millions>billions, hundreds>thousands", lower_case_only),
+        Swap(("dozens",), "hundreds", None),
+        Swap(("trillion",), "billion", None),
+    ]
+)
 
 
 def _with_format(value: int, template: str) -> str:
@@ -73,12 +88,12 @@ def _integer_options(sent: Sentence, digits: str, start: int) -> list[int]:
     """New values for an integer, each keeping its digit count and plausibility."""
     n = int(digits.replace(",", ""))
     width = len(str(n))
-    before = sent.text[max(start - 40, 0):start].split()
+    before = sent.text[max(start - 40, 0) : start].split()
     prev_word = before[-1].lower() if before else ""
     if prev_word in MONTHS and 1 <= n <= 31:  # a day of the month
         return [d for d in (n + 1, n - 1) if 1 <= d <= 28]
     if n == 1:
-        after = sent.text[start + len(digits):start + len(digits) + 40].split()
+        after = sent.text[start + len(digits) : start + len(digits) + 40].split()
         unit_follows = bool(after) and after[0].lower() in UNIT_AFTER_ONE
         return [2] if unit_follows or prev_word in ("$", "€", "£") else []
     if n == 0:

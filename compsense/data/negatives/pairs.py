@@ -3,6 +3,7 @@
 The train/test split is by source sentence: a sentence and all of its near-misses land on the
 same side, so a model is never tested on an edit of a sentence it was trained on.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -95,9 +96,14 @@ def _equalise_markers(df: pd.DataFrame, seed: int) -> pd.DataFrame:
     return df[keep].reset_index(drop=True)
 
 
-def make_pairs(sentences: list[str] | list[tuple[object, str]], families=None, seed: int = 0,
-               test_fraction: float = 0.2, max_per_family: int = 1,
-               balance: bool = True) -> pd.DataFrame:
+def make_pairs(
+    sentences: list[str] | list[tuple[object, str]],
+    families=None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    max_per_family: int = 1,
+    balance: bool = True,
+) -> pd.DataFrame:
     """One row per (source sentence, near-miss).
 
     Columns: sentence1 (the source), sentence2 (the near-miss), family, edit, direction, marker,
@@ -112,15 +118,23 @@ def make_pairs(sentences: list[str] | list[tuple[object, str]], families=None, s
         chosen = _choose_balanced(options, max_per_family, seed)
         picked = {sid: [nm for name in names for nm in chosen[(sid, name)]] for sid, _ in sources}
     else:
-        picked = {sid: perturb(sentence, names, seed=seed, max_per_family=max_per_family)
-                  for sid, sentence in sources}
+        picked = {sid: perturb(sentence, names, seed=seed, max_per_family=max_per_family) for sid, sentence in sources}
     rows = []
     for source_id, sentence in sources:
         split = split_of(source_id, seed, test_fraction)
         for nm in picked[source_id]:
-            rows.append({"sentence1": sentence, "sentence2": nm.text, "family": nm.family,
-                         "edit": nm.edit, "direction": nm.direction, "marker": nm.marker,
-                         "source_id": source_id, "split": split})
+            rows.append(
+                {
+                    "sentence1": sentence,
+                    "sentence2": nm.text,
+                    "family": nm.family,
+                    "edit": nm.edit,
+                    "direction": nm.direction,
+                    "marker": nm.marker,
+                    "source_id": source_id,
+                    "split": split,
+                }
+            )
     df = pd.DataFrame(rows, columns=PAIR_COLUMNS[:4] + ["direction", "marker"] + PAIR_COLUMNS[4:])
     return _equalise_markers(df, seed) if balance else df
 
@@ -128,10 +142,16 @@ def make_pairs(sentences: list[str] | list[tuple[object, str]], families=None, s
 def make_triplets(pairs: pd.DataFrame) -> pd.DataFrame:
     """Model B's identity triplets: anchor = positive = the source sentence, negative = its near-miss."""
     _check_columns(pairs, PAIR_COLUMNS, "the pairs table")
-    return pd.DataFrame({
-        "anchor": pairs["sentence1"], "positive": pairs["sentence1"], "negative": pairs["sentence2"],
-        "family": pairs["family"], "source_id": pairs["source_id"], "split": pairs["split"],
-    })[TRIPLET_COLUMNS].reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "anchor": pairs["sentence1"],
+            "positive": pairs["sentence1"],
+            "negative": pairs["sentence2"],
+            "family": pairs["family"],
+            "source_id": pairs["source_id"],
+            "split": pairs["split"],
+        }
+    )[TRIPLET_COLUMNS].reset_index(drop=True)
 
 
 def write_pairs(df: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -8,6 +8,7 @@
   give-away (a word that only edits introduce) that a model could learn instead of composition.
 - edit_distance_table: token edits per pair, to show the edits are minimal.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,14 +59,31 @@ def audit_rows(audit_records: list[dict], seed: int = 0) -> pd.DataFrame:
         for nm in generated:
             label = labels.get((nm.family, nm.text))
             status = "unjudged" if label is None else ("accepted" if label["accepted"] else "rejected")
-            rows.append({"id": rec["id"], "family": nm.family, "sentence": rec["sentence"],
-                         "text": nm.text, "edit": nm.edit, "status": status,
-                         "note": (label or {}).get("note", "")})
+            rows.append(
+                {
+                    "id": rec["id"],
+                    "family": nm.family,
+                    "sentence": rec["sentence"],
+                    "text": nm.text,
+                    "edit": nm.edit,
+                    "status": status,
+                    "note": (label or {}).get("note", ""),
+                }
+            )
         current = {(nm.family, nm.text) for nm in generated}
         for key, label in labels.items():
             if key not in current:
-                rows.append({"id": rec["id"], "family": key[0], "sentence": rec["sentence"],
-                             "text": key[1], "edit": "", "status": "stale", "note": label.get("note", "")})
+                rows.append(
+                    {
+                        "id": rec["id"],
+                        "family": key[0],
+                        "sentence": rec["sentence"],
+                        "text": key[1],
+                        "edit": "",
+                        "status": "stale",
+                        "note": label.get("note", ""),
+                    }
+                )
     return pd.DataFrame(rows, columns=["id", "family", "sentence", "text", "edit", "status", "note"])
 
 
@@ -77,10 +95,17 @@ def audit_precision(audit_records: list[dict], seed: int = 0) -> pd.DataFrame:
         counts = group["status"].value_counts()
         accepted, rejected = int(counts.get("accepted", 0)), int(counts.get("rejected", 0))
         judged = accepted + rejected
-        out.append({"family": family, "judged": judged, "accepted": accepted,
-                    "precision": accepted / judged if judged else float("nan"),
-                    "unjudged": int(counts.get("unjudged", 0)), "stale": int(counts.get("stale", 0)),
-                    "n_sentences": group.loc[group["status"] != "stale", "id"].nunique()})
+        out.append(
+            {
+                "family": family,
+                "judged": judged,
+                "accepted": accepted,
+                "precision": accepted / judged if judged else float("nan"),
+                "unjudged": int(counts.get("unjudged", 0)),
+                "stale": int(counts.get("stale", 0)),
+                "n_sentences": group.loc[group["status"] != "stale", "id"].nunique(),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -95,9 +120,10 @@ def _blind_scores(texts: list[str], labels: np.ndarray, groups: list[str], seed:
     folds = GroupKFold(n_splits=min(5, n_groups), shuffle=True, random_state=seed)
     scores = np.zeros(len(texts))
     for train, test in folds.split(texts, labels, groups):
-        model = make_pipeline(CountVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b|n't",
-                                              min_df=2, binary=True),
-                              LogisticRegression(solver="liblinear"))
+        model = make_pipeline(
+            CountVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b|n't", min_df=2, binary=True),
+            LogisticRegression(solver="liblinear"),
+        )
         model.fit([texts[k] for k in train], labels[train])
         scores[test] = model.predict_proba([texts[k] for k in test])[:, 1]
     return scores
@@ -139,10 +165,11 @@ def token_edit_distance(a: str, b: str) -> int:
 
 def edit_distance_table(pairs_df: pd.DataFrame) -> pd.DataFrame:
     """One row per pair: source_id, family, n_tokens of the original, token edit_distance."""
-    return pd.DataFrame({
-        "source_id": pairs_df["source_id"].to_numpy(),
-        "family": pairs_df["family"].to_numpy(),
-        "n_tokens": [len(s.split()) for s in pairs_df["sentence1"]],
-        "edit_distance": [token_edit_distance(a, b)
-                          for a, b in zip(pairs_df["sentence1"], pairs_df["sentence2"])],
-    })
+    return pd.DataFrame(
+        {
+            "source_id": pairs_df["source_id"].to_numpy(),
+            "family": pairs_df["family"].to_numpy(),
+            "n_tokens": [len(s.split()) for s in pairs_df["sentence1"]],
+            "edit_distance": [token_edit_distance(a, b) for a, b in zip(pairs_df["sentence1"], pairs_df["sentence2"])],
+        }
+    )

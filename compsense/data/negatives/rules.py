@@ -4,13 +4,16 @@ A `Swap` says: these words, when the guard accepts their context, become those w
 that flip a relation (spatial, quantifier, comparative, temporal) are mostly lists of swaps, so
 the precision question for them reduces to reading one table and one guard per entry.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
 from compsense.data.negatives.lexicons import (
-    ENGLISH_FUNCTION_WORDS, PAST_TO_BASE, THIRD_TO_BASE,
+    ENGLISH_FUNCTION_WORDS,
+    PAST_TO_BASE,
+    THIRD_TO_BASE,
 )
 from compsense.data.negatives.text import Edit, Sentence, marker_of
 
@@ -41,8 +44,7 @@ def is_quantity(sent: Sentence, i: int) -> bool:
 def is_content_word(sent: Sentence, i: int) -> bool:
     """A free lower-case word that is not a function word or an -ly adverb."""
     low = sent.low(i)
-    return (sent.is_word(i) and sent.word(i).islower() and low not in ENGLISH_FUNCTION_WORDS
-            and not low.endswith("ly"))
+    return sent.is_word(i) and sent.word(i).islower() and low not in ENGLISH_FUNCTION_WORDS and not low.endswith("ly")
 
 
 def is_finite_verb_form(low: str) -> bool:
@@ -51,8 +53,12 @@ def is_finite_verb_form(low: str) -> bool:
 
 def looks_participle(low: str) -> bool:
     """A regular past participle by spelling ("planned"), not "red", "need" or "hundred"."""
-    return len(low) > 4 and low.endswith("ed") and not low.endswith("eed") and low not in (
-        "hundred", "kindred", "sacred", "naked", "wicked", "rugged")
+    return (
+        len(low) > 4
+        and low.endswith("ed")
+        and not low.endswith("eed")
+        and low not in ("hundred", "kindred", "sacred", "naked", "wicked", "rugged")
+    )
 
 
 def looks_plural(sent: Sentence, i: int) -> bool:
@@ -60,8 +66,13 @@ def looks_plural(sent: Sentence, i: int) -> bool:
     low = sent.low(i)
     if low in IRREGULAR_PLURALS:
         return sent.is_word(i)
-    return (is_content_word(sent, i) and len(low) > 3 and low.endswith("s")
-            and not low.endswith(_NOT_PLURAL_ENDINGS) and low not in PAST_TO_BASE)
+    return (
+        is_content_word(sent, i)
+        and len(low) > 3
+        and low.endswith("s")
+        and not low.endswith(_NOT_PLURAL_ENDINGS)
+        and low not in PAST_TO_BASE
+    )
 
 
 def indefinite_article(word: str) -> str:
@@ -153,4 +164,3 @@ def lower_case_only(sent: Sentence, i: int, j: int) -> bool:
     Keeps swaps off names ("Upper Austria", "Western Digital", "First Lady").
     """
     return sent.word(i).islower() or i == sent.first_word_index
-

@@ -12,6 +12,7 @@ alone because the swap keeps the meaning or reads as a malformed span: lists and
 without a change verb, which the range rule in binding.py decides), equal values, years inside
 dates, fractions ("2 1 / 2"), and counts of one ("1 person" would become "3 person").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,9 +20,7 @@ from dataclasses import dataclass
 from compsense.data.negatives.rules import CURRENCY, looks_plural
 from compsense.data.negatives.text import Edit, Sentence
 
-UNIT_WORDS = frozenset(
-    """% percent cents points pence million billion trillion""".split()
-)
+UNIT_WORDS = frozenset("""% percent cents points pence million billion trillion""".split())
 COUNT_WORDS = frozenset("two three four five six seven eight nine ten eleven twelve".split())
 WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 MONTH_NAMES = frozenset(
@@ -29,8 +28,7 @@ MONTH_NAMES = frozenset(
     "january february march april june july august september october november december".split()
 )
 # Gaps that make two values a list or a range rather than two separately bound slots.
-LIST_GAP = frozenset(["to", "and", "or", "-", "–", "—", "through", "until", "thru", ",", "nor",
-                      "and/or", "/", "&"])
+LIST_GAP = frozenset(["to", "and", "or", "-", "–", "—", "through", "until", "thru", ",", "nor", "and/or", "/", "&"])
 RANGE_OPENERS = frozenset("between from among".split())
 # Words before a value that put both values into one span ("from March to May", "between").
 SPAN_INSIDE = frozenset("to through until till and or".split())
@@ -78,8 +76,13 @@ def _amounts(sent: Sentence) -> list[Value]:
             currency += sent.word(i)
             i += 1
         low = sent.low(i)
-        if not currency and low in COUNT_WORDS and sent.is_word(i) and looks_plural(sent, i + 1) \
-                and sent.is_free(i + 1):
+        if (
+            not currency
+            and low in COUNT_WORDS
+            and sent.is_word(i)
+            and looks_plural(sent, i + 1)
+            and sent.is_free(i + 1)
+        ):
             out.append(Value(start, i + 2, (i, i + 1), ("count-word",)))
             i += 2
             continue
@@ -91,8 +94,12 @@ def _amounts(sent: Sentence) -> list[Value]:
         before = _char_before(sent, i)
         after = _char_after(sent, end - 1)
         fraction = sent.word(end) == "/" or sent.word(i - 1) == "/" or sent.word(end).isdigit()
-        glued = (not currency and (before in GLUE_BEFORE or before.isalnum())) or \
-            after.isalnum() or after in "-/:" or (after == "." and sent.word(end + 1)[:1].isdigit())
+        glued = (
+            (not currency and (before in GLUE_BEFORE or before.isalnum()))
+            or after.isalnum()
+            or after in "-/:"
+            or (after == "." and sent.word(end + 1)[:1].isdigit())
+        )
         if fraction or glued or _is_year_like(number) or sent.low(i - 1) in ("no", "nos", "no."):
             i = end
             continue
@@ -104,8 +111,13 @@ def _amounts(sent: Sentence) -> list[Value]:
             kind = (currency, *sent.lows[end:unit_end])
         elif currency:
             unit_end, kind = end, (currency,)
-        elif "." not in number and "," not in number and int(number) >= 2 \
-                and looks_plural(sent, end) and sent.is_free(end):
+        elif (
+            "." not in number
+            and "," not in number
+            and int(number) >= 2
+            and looks_plural(sent, end)
+            and sent.is_free(end)
+        ):
             unit_end, kind = end + 1, ("count",)
         else:
             i = end
@@ -123,22 +135,28 @@ def _dates(sent: Sentence) -> list[Value]:
             continue
         if low in WEEKDAYS:
             out.append(Value(i, i + 1, (i, i + 1), ("weekday",)))
-        elif low in MONTH_NAMES and (sent.word(i + 1).isdigit() or sent.low(i - 1) in (
-                "in", "since", "until", "by", "from", "of", "early", "late", "mid", "last", "next",
-                "this", "through")):
+        elif low in MONTH_NAMES and (
+            sent.word(i + 1).isdigit()
+            or sent.low(i - 1)
+            in ("in", "since", "until", "by", "from", "of", "early", "late", "mid", "last", "next", "this", "through")
+        ):
             out.append(Value(i, i + 1, (i, i + 1), ("month",)))
-        elif _is_year_like(low) and sent.low(i - 1) in ("in", "since", "until", "by", "of", "fiscal") \
-                and sent.word(i - 1) != "," and not sent.word(i - 2).isdigit():
+        elif (
+            _is_year_like(low)
+            and sent.low(i - 1) in ("in", "since", "until", "by", "of", "fiscal")
+            and sent.word(i - 1) != ","
+            and not sent.word(i - 2).isdigit()
+        ):
             out.append(Value(i, i + 1, (i, i + 1), ("year",)))
     return out
 
 
 def _list_or_range(sent: Sentence, a: Value, b: Value) -> bool:
     """The two values form one list or span, where their order carries no binding."""
-    gap = sent.lows[a.end:b.start]
+    gap = sent.lows[a.end : b.start]
     if all(t in LIST_GAP for t in gap):
         return True
-    window = sent.lows[max(a.start - 3, 0):a.start]
+    window = sent.lows[max(a.start - 3, 0) : a.start]
     if any(t in RANGE_OPENERS for t in window) and any(t in SPAN_INSIDE for t in gap[:6]):
         return True
     return False

@@ -4,15 +4,34 @@ Each entry pairs a word with its opposite and, where the word has another sense,
 neighbours: "left" is flipped in "on the left" and "turn left" but not in "he left the company";
 "over" only before an amount ("over 40"), never in "over the years"; "fell" not in "fell ill".
 """
+
 from __future__ import annotations
 
 from compsense.data.negatives.lexicons import (
-    BE_FORMS, DETERMINERS, MODALS, PARTICIPLE_TO_BASE, POSSESSIVES, PREPOSITIONS, STEER_VERBS, VERBS,
+    BE_FORMS,
+    DETERMINERS,
+    MODALS,
+    PARTICIPLE_TO_BASE,
+    POSSESSIVES,
+    PREPOSITIONS,
+    STEER_VERBS,
+    VERBS,
 )
 from compsense.data.negatives.rules import (
-    NUMBER_WORDS, Swap, SwapTable, all_of, followed_by, is_content_word, is_finite_verb_form,
+    NUMBER_WORDS,
+    Swap,
+    SwapTable,
+    all_of,
+    followed_by,
+    is_content_word,
+    is_finite_verb_form,
     is_quantity,
-    looks_participle, looks_plural, lower_case_only, not_followed_by, not_preceded_by, replace_words,
+    looks_participle,
+    looks_plural,
+    lower_case_only,
+    not_followed_by,
+    not_preceded_by,
+    replace_words,
     swap_pairs,
 )
 from compsense.data.negatives.text import Edit, Sentence
@@ -23,21 +42,18 @@ TIME_NOUNS = frozenset(
     """day days week weeks month months year years morning afternoon evening night time quarter
     season century decade hour hours minute minutes""".split()
 )
-MONTHS = frozenset(
-    "january february march april june july august september october november december".split()
-)
+MONTHS = frozenset("january february march april june july august september october november december".split())
 SEASONS = frozenset("spring summer autumn fall winter".split())
 # "climbed above $90" has no mirror "climbed below": the verb already says which way.
 MOVE_VERBS = frozenset(
     """climbed climb climbs rose rise rises jumped soared surged fell fall falls dropped drop dipped
     slipped sank plunged""".split()
 )
-APPROACH_VERBS = frozenset("come came comes coming move moved moving inch inched edge edged bring "
-                           "brought draw drew".split())
-AUX_BEFORE_PARTICIPLE = frozenset("has have had be been being is are was were".split())
-MARKET_MOVE_BEFORE = BE_FORMS | frozenset(
-    "be been closed close ended finished traded trading opened , ;".split()
+APPROACH_VERBS = frozenset(
+    "come came comes coming move moved moving inch inched edge edged bring brought draw drew".split()
 )
+AUX_BEFORE_PARTICIPLE = frozenset("has have had be been being is are was were".split())
+MARKET_MOVE_BEFORE = BE_FORMS | frozenset("be been closed close ended finished traded trading opened , ;".split())
 
 
 def _market_move_context(sent: Sentence, i: int, j: int) -> bool:
@@ -56,14 +72,18 @@ def _word_follows(sent: Sentence, i: int, j: int) -> bool:
 
 def _noun_phrase_follows(sent: Sentence, i: int, j: int) -> bool:
     low = sent.low(j)
-    return (low in DETERMINERS or sent.is_capitalised_name(j)
-            or low in ("him", "her", "them", "it", "me", "us"))
+    return low in DETERMINERS or sent.is_capitalised_name(j) or low in ("him", "her", "them", "it", "me", "us")
 
 
 def _verb_before(sent: Sentence, i: int) -> bool:
     low = sent.low(i - 1)
-    return (low in VERBS or is_finite_verb_form(low) or low in BE_FORMS or low in PARTICIPLE_TO_BASE
-            or looks_participle(low))
+    return (
+        low in VERBS
+        or is_finite_verb_form(low)
+        or low in BE_FORMS
+        or low in PARTICIPLE_TO_BASE
+        or looks_participle(low)
+    )
 
 
 # --- spatial ---------------------------------------------------------------------------------
@@ -86,14 +106,10 @@ def _side_context(sent: Sentence, i: int, j: int) -> bool:
     return (prev in THE_OR_POSSESSIVE and sent.low(i - 2) in PLACE_PREPOSITIONS) or prev in STEER_VERBS
 
 
-COURT_NOUNS = frozenset(
-    "court judge committee jury congress senate parliament panel audience crowd cameras".split()
-)
+COURT_NOUNS = frozenset("court judge committee jury congress senate parliament panel audience crowd cameras".split())
 
 
-ORDER_OBJECT_WORDS = frozenset(
-    "you he she it we they i noon midnight dawn dusk lunch dinner breakfast".split()
-)
+ORDER_OBJECT_WORDS = frozenset("you he she it we they i noon midnight dawn dusk lunch dinner breakfast".split())
 
 
 def _ordering_context(sent: Sentence, i: int, j: int) -> bool:
@@ -103,13 +119,35 @@ def _ordering_context(sent: Sentence, i: int, j: int) -> bool:
     ("before you mix"), a gerund ("after eating"); "after hours of use" has no clean mirror.
     """
     nxt = sent.low(j)
-    starts_event = (nxt in DETERMINERS or nxt in ORDER_OBJECT_WORDS or sent.is_capitalised_name(j)
-                    or is_quantity(sent, j) or (nxt.endswith("ing") and sent.is_word(j)))
+    starts_event = (
+        nxt in DETERMINERS
+        or nxt in ORDER_OBJECT_WORDS
+        or sent.is_capitalised_name(j)
+        or is_quantity(sent, j)
+        or (nxt.endswith("ing") and sent.is_word(j))
+    )
     if not starts_event:
         return False
     prev, nxt = sent.low(i - 1), sent.low(j)
-    if prev in ("as", "than", "ever", "never", "look", "looks", "looked", "looking", "named",
-                "take", "takes", "took", "testified", "testify", "appeared", "appear", "brought"):
+    if prev in (
+        "as",
+        "than",
+        "ever",
+        "never",
+        "look",
+        "looks",
+        "looked",
+        "looking",
+        "named",
+        "take",
+        "takes",
+        "took",
+        "testified",
+        "testify",
+        "appeared",
+        "appear",
+        "brought",
+    ):
         return False
     if nxt in ("all", "which") or sent.low(j + 1) in COURT_NOUNS or sent.low(j) in COURT_NOUNS:
         return False
@@ -130,8 +168,7 @@ IDIOM_AFTER_INTO = frozenset(
 
 def _motion_context(sent: Sentence, i: int, j: int) -> bool:
     """'walked into the room' <-> 'walked out of the room', never 'ran into trouble'."""
-    return (sent.low(i - 1) in MOTION_VERBS and sent.low(j) in DETERMINERS
-            and sent.low(j + 1) not in IDIOM_AFTER_INTO)
+    return sent.low(i - 1) in MOTION_VERBS and sent.low(j) in DETERMINERS and sent.low(j + 1) not in IDIOM_AFTER_INTO
 
 
 BEHIND_VERBS = frozenset(
@@ -142,20 +179,38 @@ BEHIND_VERBS = frozenset(
 
 def _behind_context(sent: Sentence, i: int, j: int) -> bool:
     """'sat behind the desk', not 'the man behind the attack' or 'behind schedule'."""
-    return sent.low(i - 1) in BEHIND_VERBS and _noun_phrase_follows(sent, i, j) and sent.low(
-        j + 1) not in ("scenes", "schedule", "bars", "times")
+    return (
+        sent.low(i - 1) in BEHIND_VERBS
+        and _noun_phrase_follows(sent, i, j)
+        and sent.low(j + 1) not in ("scenes", "schedule", "bars", "times")
+    )
 
 
 def _near_context(sent: Sentence, i: int, j: int) -> bool:
-    return (_noun_phrase_follows(sent, i, j) and sent.low(i - 1) not in DETERMINERS
-            and sent.low(i - 1) not in ("in", "nowhere", "came", "come", "comes"))
+    return (
+        _noun_phrase_follows(sent, i, j)
+        and sent.low(i - 1) not in DETERMINERS
+        and sent.low(i - 1) not in ("in", "nowhere", "came", "come", "comes")
+    )
 
 
 def _change_context(sent: Sentence, i: int, j: int) -> bool:
     """A change verb used as a change: 'rose 5 %', 'fell sharply', 'rose to $ 4', 'rose .'."""
     nxt = sent.low(j)
-    if is_quantity(sent, j) or nxt in ("by", "sharply", "slightly", "steadily", "steeply", "rapidly",
-                                       "significantly", "nearly", "almost", "about", "more", "less"):
+    if is_quantity(sent, j) or nxt in (
+        "by",
+        "sharply",
+        "slightly",
+        "steadily",
+        "steeply",
+        "rapidly",
+        "significantly",
+        "nearly",
+        "almost",
+        "about",
+        "more",
+        "less",
+    ):
         return True
     if nxt in ("to", "from"):
         return is_quantity(sent, j + 1) or sent.low(j + 1) in ("a", "an", "its", "their", "the")
@@ -164,43 +219,52 @@ def _change_context(sent: Sentence, i: int, j: int) -> bool:
 
 def _rise_fall_noun(sent: Sentence, i: int, j: int) -> bool:
     """'a rise in' / 'the fall of the empire', not 'the fall of 2003' (autumn)."""
-    return (sent.low(i - 1) in ("a", "the", "its", "their", "sharp", "steep", "slight")
-            and sent.low(j) in ("in", "of") and not is_quantity(sent, j + 1)
-            and sent.low(j + 1) not in MONTHS)
+    return (
+        sent.low(i - 1) in ("a", "the", "its", "their", "sharp", "steep", "slight")
+        and sent.low(j) in ("in", "of")
+        and not is_quantity(sent, j + 1)
+        and sent.low(j + 1) not in MONTHS
+    )
 
 
-SPATIAL = SwapTable([
-    *swap_pairs("left>right", _side_context),
-    *swap_pairs("leftmost>rightmost, clockwise>counterclockwise, horizontally>vertically, "
-                "horizontal>vertical, ascending>descending, ascend>descend, ascended>descended, "
-                "upstairs>downstairs, uphill>downhill, upward>downward, upwards>downwards, "
-                "upstream>downstream, upwind>downwind, inner>outer, interior>exterior, "
-                "import>export, imports>exports, imported>exported, importing>exporting, "
-                "northern>southern, eastern>western, northeast>southwest, northwest>southeast, "
-                "northbound>southbound, eastbound>westbound, north>south, east>west",
-                lower_case_only),
-    *swap_pairs("above>below", all_of(not_preceded_by({"as", "see", "the"} | MOVE_VERBS),
-                                      not_followed_by({"all"}))),
-    # "under 300 people", "in under five minutes"; not "developed over 14 months" (a duration)
-    *swap_pairs("over>under", all_of(_amount_follows, lambda sent, i, j: not _verb_before(sent, i))),
-    *swap_pairs("up>down", all_of(_amount_follows, _market_move_context)),
-    *swap_pairs("before>after", _ordering_context),
-    *swap_pairs("inside>outside", _noun_phrase_follows),
-    *swap_pairs("into>out of", _motion_context),
-    Swap(("in", "front", "of"), "behind", lambda sent, i, j: sent.low(i - 1) in BEHIND_VERBS),
-    Swap(("behind",), "in front of", _behind_context),
-    Swap(("closer", "to"), "farther from",
-         all_of(_noun_phrase_follows, not_preceded_by(APPROACH_VERBS))),
-    Swap(("farther", "from"), "closer to", _noun_phrase_follows),
-    Swap(("further", "from"), "closer to", _noun_phrase_follows),
-    Swap(("far", "from"), "close to", _noun_phrase_follows),
-    Swap(("near",), "far from", _near_context),
-    *swap_pairs("top of>bottom of", lambda sent, i, j: sent.low(i - 1) == "the"),
-    Swap(("upper",), "lower", lower_case_only),
-    *swap_pairs("rose>fell, rises>falls, rise>fall, risen>fallen, rising>falling",
-                all_of(_change_context, not_preceded_by(DETERMINERS))),
-    *swap_pairs("rise>fall", _rise_fall_noun),
-])
+SPATIAL = SwapTable(
+    [
+        *swap_pairs("left>right", _side_context),
+        *swap_pairs(
+            "leftmost>rightmost, clockwise>counterclockwise, horizontally>vertically, "
+            "horizontal>vertical, ascending>descending, ascend>descend, ascended>descended, "
+            "upstairs>downstairs, uphill>downhill, upward>downward, upwards>downwards, "
+            "upstream>downstream, upwind>downwind, inner>outer, interior>exterior, "
+            "import>export, imports>exports, imported>exported, importing>exporting, "
+            "northern>southern, eastern>western, northeast>southwest, northwest>southeast, "
+            "northbound>southbound, eastbound>westbound, north>south, east>west",
+            lower_case_only,
+        ),
+        *swap_pairs(
+            "above>below", all_of(not_preceded_by({"as", "see", "the"} | MOVE_VERBS), not_followed_by({"all"}))
+        ),
+        # "under 300 people", "in under five minutes"; not "developed over 14 months" (a duration)
+        *swap_pairs("over>under", all_of(_amount_follows, lambda sent, i, j: not _verb_before(sent, i))),
+        *swap_pairs("up>down", all_of(_amount_follows, _market_move_context)),
+        *swap_pairs("before>after", _ordering_context),
+        *swap_pairs("inside>outside", _noun_phrase_follows),
+        *swap_pairs("into>out of", _motion_context),
+        Swap(("in", "front", "of"), "behind", lambda sent, i, j: sent.low(i - 1) in BEHIND_VERBS),
+        Swap(("behind",), "in front of", _behind_context),
+        Swap(("closer", "to"), "farther from", all_of(_noun_phrase_follows, not_preceded_by(APPROACH_VERBS))),
+        Swap(("farther", "from"), "closer to", _noun_phrase_follows),
+        Swap(("further", "from"), "closer to", _noun_phrase_follows),
+        Swap(("far", "from"), "close to", _noun_phrase_follows),
+        Swap(("near",), "far from", _near_context),
+        *swap_pairs("top of>bottom of", lambda sent, i, j: sent.low(i - 1) == "the"),
+        Swap(("upper",), "lower", lower_case_only),
+        *swap_pairs(
+            "rose>fell, rises>falls, rise>fall, risen>fallen, rising>falling",
+            all_of(_change_context, not_preceded_by(DETERMINERS)),
+        ),
+        *swap_pairs("rise>fall", _rise_fall_noun),
+    ]
+)
 
 
 def spatial_edits(sent: Sentence) -> list[Edit]:
@@ -221,14 +285,18 @@ def _group_follows(sent: Sentence, i: int, j: int) -> bool:
     nxt = sent.low(j)
     if nxt in NOT_COUNTABLE_AFTER:
         return False
-    return (nxt in GROUP_START or looks_plural(sent, j)
-            or (is_content_word(sent, j) and looks_plural(sent, j + 1)))
+    return nxt in GROUP_START or looks_plural(sent, j) or (is_content_word(sent, j) and looks_plural(sent, j + 1))
 
 
 def _singular_noun_follows(sent: Sentence, i: int, j: int) -> bool:
     nxt = sent.low(j)
-    return (is_content_word(sent, j) and not looks_plural(sent, j) and nxt not in NOT_COUNTABLE_AFTER
-            and not is_finite_verb_form(nxt) and nxt not in VERBS)
+    return (
+        is_content_word(sent, j)
+        and not looks_plural(sent, j)
+        and nxt not in NOT_COUNTABLE_AFTER
+        and not is_finite_verb_form(nxt)
+        and nxt not in VERBS
+    )
 
 
 def _no_singular_verb_ahead(sent: Sentence, i: int, j: int) -> bool:
@@ -253,9 +321,15 @@ ABSTRACT_ENDINGS = ("tion", "sion", "ence", "ance", "ment", "ness")
 def _abstract_noun(sent: Sentence, k: int) -> bool:
     """'no connection', 'some resistance': abstract nouns read as mass nouns after 'no'/'some'."""
     low = sent.low(k)
-    return (is_content_word(sent, k) and (low in MASS_NOUNS or low.endswith(ABSTRACT_ENDINGS))
-            and not is_finite_verb_form(low) and low not in VERBS and len(low) > 5
-            and sent.low(k + 1) not in ("of",) and not looks_plural(sent, k + 1))
+    return (
+        is_content_word(sent, k)
+        and (low in MASS_NOUNS or low.endswith(ABSTRACT_ENDINGS))
+        and not is_finite_verb_form(low)
+        and low not in VERBS
+        and len(low) > 5
+        and sent.low(k + 1) not in ("of",)
+        and not looks_plural(sent, k + 1)
+    )
 
 
 def _some_abstract(sent: Sentence, i: int, j: int) -> bool:
@@ -268,8 +342,7 @@ CLAUSE_HEAD_BEFORE = frozenset([",", ";", ":", "that", "but", "while", "and", "b
 
 def _clause_head(sent: Sentence, i: int, j: int) -> bool:
     """The quantifier opens a clause's subject ("Several courts ruled", ", each volunteer got")."""
-    return i == sent.first_word_index or (sent.low(i - 1) in CLAUSE_HEAD_BEFORE
-                                          and sent.low(i - 2) not in ("a", "the"))
+    return i == sent.first_word_index or (sent.low(i - 1) in CLAUSE_HEAD_BEFORE and sent.low(i - 2) not in ("a", "the"))
 
 
 def _several_group(sent: Sentence, i: int, j: int) -> bool:
@@ -287,16 +360,34 @@ def _no_as_determiner(sent: Sentence, i: int, j: int) -> bool:
     # "three no votes", "little or no competition", "a vote of no confidence"
     if sent.low(i - 1) in ("or", "and", "of") or sent.word(i - 1).isdigit() or sent.low(i - 1) in NUMBER_WORDS:
         return False
-    if not sent.is_word(j) or nxt in ("more", "less", "longer", "later", "sooner", "matter", "way",
-                                      "fewer", "one", "other", "further", "such", "doubt"):
+    if not sent.is_word(j) or nxt in (
+        "more",
+        "less",
+        "longer",
+        "later",
+        "sooner",
+        "matter",
+        "way",
+        "fewer",
+        "one",
+        "other",
+        "further",
+        "such",
+        "doubt",
+    ):
         return False
-    return nxt in MASS_NOUNS or looks_plural(sent, j) or _abstract_noun(sent, j) or (
-        is_content_word(sent, j) and (looks_plural(sent, j + 1) or sent.low(j + 1) in MASS_NOUNS))
+    return (
+        nxt in MASS_NOUNS
+        or looks_plural(sent, j)
+        or _abstract_noun(sent, j)
+        or (is_content_word(sent, j) and (looks_plural(sent, j + 1) or sent.low(j + 1) in MASS_NOUNS))
+    )
 
 
 # "went up to 5 %" is a movement, not a bound.
-MOVE_UP_VERBS = frozenset("went go goes rose rise rises jumped climbed moved added adding came come "
-                          "shot soared".split())
+MOVE_UP_VERBS = frozenset(
+    "went go goes rose rise rises jumped climbed moved added adding came come shot soared".split()
+)
 NEARLY = frozenset("nearly almost virtually practically not".split())
 DEFINITE = frozenset("the these those his her its their our my your".split())
 
@@ -312,47 +403,63 @@ def _definite_group(sent: Sentence, i: int, j: int) -> bool:
     return sent.low(j) in DEFINITE
 
 
-QUANTIFIER = SwapTable([
-    Swap(("all",), "some", all_of(_group_follows, not_followed_by(DEFINITE | {"of"}),
-                                  not_preceded_by(NEARLY | {"at", "after", "above", "of", "for", "in",
-                                                            "once", "with"}))),
-    # "all the X" needs "of" after "some": "some of the X", never "some the X".
-    Swap(("all",), "some of", all_of(_definite_group, not_preceded_by(NEARLY | {"at", "for", "of"}))),
-    Swap(("all", "of"), "none of", all_of(not_preceded_by(NEARLY | {"at", "after", "above", "of", "for"}),
-                                          lambda sent, i, j: sent.low(j) != "a")),
-    Swap(("some",), "all", lambda sent, i, j: looks_plural(sent, j)),
-    # "some of the X" -> "all the X" mirrors "all the X" -> "some of the X"
-    Swap(("some", "of"), "all", _definite_group),
-    Swap(("some", "of"), "all of", lambda sent, i, j: not _definite_group(sent, i, j)),
-    Swap(("some", "of"), "none of", None),
-    Swap(("none", "of"), "some of", _no_singular_verb_ahead),
-    Swap(("none", "of"), "all of", _no_singular_verb_ahead),
-    Swap(("each", "of"), "none of", None),
-    Swap(("every",), "no", _singular_noun_follows),
-    Swap(("each",), "no", all_of(_singular_noun_follows, _clause_head,
-                                 lambda sent, i, j: not sent.low(j).endswith("ing"))),
-    *swap_pairs("several>few", _several_group),
-    Swap(("some",), "no", _some_abstract),
-    # "most" only right before "of" or a plural: "most wanted suspects" is a superlative.
-    Swap(("most",), "few", all_of(_plural_group, not_preceded_by({"the", "at", "a", "for"}))),
-    Swap(("many",), "few", all_of(_group_follows, not_preceded_by({"how", "great", "a", "not"}))),
-    Swap(("a", "few"), "many", all_of(_group_follows, not_preceded_by({"quite", "only", "just"}))),
-    Swap(("few",), "many", all_of(_group_follows, not_preceded_by({"a", "quite", "every"}))),
-    *swap_pairs("everyone>no one, everybody>nobody, everything>nothing", not_followed_by({"but"})),
-    Swap(("someone",), "no one", None),
-    Swap(("something",), "nothing", not_followed_by({"like"})),
-    *swap_pairs("at least>at most", _amount_follows),
-    *swap_pairs("as many as>as few as, as much as>as little as", _amount_follows),
-    Swap(("up", "to"), "at least", all_of(_amount_follows, not_preceded_by(MOVE_UP_VERBS))),
-    Swap(("nearly",), "more than", _amount_follows),
-    Swap(("almost",), "more than", _amount_follows),
-    Swap(("only",), "at least", all_of(_amount_follows, not_preceded_by({"the", "an", "if", "not"}))),
-    *swap_pairs("often>rarely", not_preceded_by({"how", "more", "most"})),
-    Swap(("frequently",), "rarely", not_preceded_by({"how", "more", "most"})),
-    Swap(("usually",), "rarely", None),
-    Swap(("seldom",), "often", None),
-    Swap(("no",), "some", _no_as_determiner),
-])
+QUANTIFIER = SwapTable(
+    [
+        Swap(
+            ("all",),
+            "some",
+            all_of(
+                _group_follows,
+                not_followed_by(DEFINITE | {"of"}),
+                not_preceded_by(NEARLY | {"at", "after", "above", "of", "for", "in", "once", "with"}),
+            ),
+        ),
+        # "all the X" needs "of" after "some": "some of the X", never "some the X".
+        Swap(("all",), "some of", all_of(_definite_group, not_preceded_by(NEARLY | {"at", "for", "of"}))),
+        Swap(
+            ("all", "of"),
+            "none of",
+            all_of(
+                not_preceded_by(NEARLY | {"at", "after", "above", "of", "for"}), lambda sent, i, j: sent.low(j) != "a"
+            ),
+        ),
+        Swap(("some",), "all", lambda sent, i, j: looks_plural(sent, j)),
+        # "some of the X" -> "all the X" mirrors "all the X" -> "some of the X"
+        Swap(("some", "of"), "all", _definite_group),
+        Swap(("some", "of"), "all of", lambda sent, i, j: not _definite_group(sent, i, j)),
+        Swap(("some", "of"), "none of", None),
+        Swap(("none", "of"), "some of", _no_singular_verb_ahead),
+        Swap(("none", "of"), "all of", _no_singular_verb_ahead),
+        Swap(("each", "of"), "none of", None),
+        Swap(("every",), "no", _singular_noun_follows),
+        Swap(
+            ("each",),
+            "no",
+            all_of(_singular_noun_follows, _clause_head, lambda sent, i, j: not sent.low(j).endswith("ing")),
+        ),
+        *swap_pairs("several>few", _several_group),
+        Swap(("some",), "no", _some_abstract),
+        # "most" only right before "of" or a plural: "most wanted suspects" is a superlative.
+        Swap(("most",), "few", all_of(_plural_group, not_preceded_by({"the", "at", "a", "for"}))),
+        Swap(("many",), "few", all_of(_group_follows, not_preceded_by({"how", "great", "a", "not"}))),
+        Swap(("a", "few"), "many", all_of(_group_follows, not_preceded_by({"quite", "only", "just"}))),
+        Swap(("few",), "many", all_of(_group_follows, not_preceded_by({"a", "quite", "every"}))),
+        *swap_pairs("everyone>no one, everybody>nobody, everything>nothing", not_followed_by({"but"})),
+        Swap(("someone",), "no one", None),
+        Swap(("something",), "nothing", not_followed_by({"like"})),
+        *swap_pairs("at least>at most", _amount_follows),
+        *swap_pairs("as many as>as few as, as much as>as little as", _amount_follows),
+        Swap(("up", "to"), "at least", all_of(_amount_follows, not_preceded_by(MOVE_UP_VERBS))),
+        Swap(("nearly",), "more than", _amount_follows),
+        Swap(("almost",), "more than", _amount_follows),
+        Swap(("only",), "at least", all_of(_amount_follows, not_preceded_by({"the", "an", "if", "not"}))),
+        *swap_pairs("often>rarely", not_preceded_by({"how", "more", "most"})),
+        Swap(("frequently",), "rarely", not_preceded_by({"how", "more", "most"})),
+        Swap(("usually",), "rarely", None),
+        Swap(("seldom",), "often", None),
+        Swap(("no",), "some", _no_as_determiner),
+    ]
+)
 
 
 def quantifier_edits(sent: Sentence) -> list[Edit]:
@@ -407,15 +514,30 @@ def _comparative_adjective(sent: Sentence, i: int, j: int) -> bool:
     if sent.low(i) in ("higher", "highest"):
         return True
     prev = sent.low(i - 1)
-    return (prev in DETERMINERS or prev in BE_FORMS or sent.low(j) == "than"
-            or prev in ("be", "been", "much", "far", "even", "slightly", "significantly", "still", "no"))
+    return (
+        prev in DETERMINERS
+        or prev in BE_FORMS
+        or sent.low(j) == "than"
+        or prev in ("be", "been", "much", "far", "even", "slightly", "significantly", "still", "no")
+    )
 
 
 def _adjective_context(sent: Sentence, i: int, j: int) -> bool:
     """An adjective, not a noun: predicative ('is high') or attributive ('high prices')."""
     prev = sent.low(i - 1)
-    if prev in BE_FORMS or prev in ("be", "been", "very", "so", "too", "quite", "remains", "remained",
-                                    "seems", "became", "becomes"):
+    if prev in BE_FORMS or prev in (
+        "be",
+        "been",
+        "very",
+        "so",
+        "too",
+        "quite",
+        "remains",
+        "remained",
+        "seems",
+        "became",
+        "becomes",
+    ):
         return True
     return is_content_word(sent, j) and not is_finite_verb_form(sent.low(j))
 
@@ -448,54 +570,79 @@ def _raisable_follows(sent: Sentence, i: int, j: int) -> bool:
 
 def _financial_noun(sent: Sentence, i: int, j: int) -> bool:
     prev = sent.low(i - 1)
-    return prev in DETERMINERS or prev in ("net", "operating", "quarterly", "annual", "pretax", "gross",
-                                           "posted", "reported", "of")
+    return prev in DETERMINERS or prev in (
+        "net",
+        "operating",
+        "quarterly",
+        "annual",
+        "pretax",
+        "gross",
+        "posted",
+        "reported",
+        "of",
+    )
 
 
-COMPARATIVE = SwapTable([
-    *swap_pairs("the most>the least", all_of(_word_follows, lambda sent, i, j: not looks_plural(sent, j))),
-    Swap(("least",), "most", all_of(not_preceded_by({"at", "not", "the"}), _word_follows)),
-    *swap_pairs("higher>lower, highest>lowest", all_of(lower_case_only, not_followed_by({"education"}),
-                                                       _comparative_adjective)),
-    *swap_pairs("larger>smaller, largest>smallest, "
-                "faster>slower, fastest>slowest, "
-                "stronger>weaker, strongest>weakest, better>worse, best>worst, heavier>lighter, "
-                "richer>poorer, wealthier>poorer, hotter>colder, warmer>cooler, wider>narrower, "
-                "deeper>shallower, thicker>thinner, taller>shorter, louder>quieter, "
-                "cheaper>more expensive",
-                all_of(lower_case_only, not_preceded_by({"no", "any", "at", "had", "get", "got"}),
-                       not_followed_by({"known"}))),
-    Swap(("easier",), "harder", lower_case_only),
-    # "shorter" is no adverb: "lives longer" has no mirror "lives shorter"
-    *swap_pairs("longer>shorter", all_of(lower_case_only, _adjective_context,
-                                         not_preceded_by({"no", "any"}))),
-    # "smaller" goes back to "larger" only, so it never turns into a synonym of a word nearby
-    *[Swap((w,), new, lower_case_only) for w, new in
-      [("bigger", "smaller"), ("biggest", "smallest"), ("greater", "smaller")]],
-    # "older model" has no mirror "younger model"; "younger" is always about age
-    Swap(("younger",), "older", lower_case_only),
-    Swap(("youngest",), "oldest", lower_case_only),
-    *swap_pairs("high>low", all_of(lower_case_only, _adjective_context,
-                                   not_followed_by({"school", "schools", "court", "street", "five"}))),
-    *swap_pairs("increase>decrease, increases>decreases, increased>decreased, "
-                "increasing>decreasing, maximum>minimum, positive>negative, cheap>expensive, "
-                "strong>weak, easy>difficult", lower_case_only),
-    # not in compounds ("heart failure") or before "to" ("failure to act" has no mirror)
-    *swap_pairs("success>failure, successes>failures",
-                all_of(lower_case_only, lambda sent, i, j: not is_content_word(sent, i - 1),
-                       not_followed_by({"to"}))),
-    *swap_pairs("true>false", not_preceded_by({"come", "came", "comes", "coming"})),
-    *swap_pairs("hot>cold, wet>dry, rich>poor",
-                all_of(_adjective_context, not_followed_by({"dog", "dogs"}))),
-    *swap_pairs("won>lost, win>lose, wins>loses, winning>losing", _contest_follows),
-    *swap_pairs("raised>lowered, raises>lowers", _raisable_follows),
-    *swap_pairs("raise>lower", all_of(_raisable_follows,
-                                      lambda sent, i, j: sent.low(i - 1) in MODALS | {"to"})),
-    *swap_pairs("gained>lost, gain>lose, gains>loses", _change_context),
-    *swap_pairs("grew>shrank, grows>shrinks, grow>shrink, growing>shrinking",
-                all_of(_change_context, not_followed_by({"up", "into", "out"}))),
-    *swap_pairs("profit>loss, profits>losses", _financial_noun),
-])
+COMPARATIVE = SwapTable(
+    [
+        *swap_pairs("the most>the least", all_of(_word_follows, lambda sent, i, j: not looks_plural(sent, j))),
+        Swap(("least",), "most", all_of(not_preceded_by({"at", "not", "the"}), _word_follows)),
+        *swap_pairs(
+            "higher>lower, highest>lowest",
+            all_of(lower_case_only, not_followed_by({"education"}), _comparative_adjective),
+        ),
+        *swap_pairs(
+            "larger>smaller, largest>smallest, "
+            "faster>slower, fastest>slowest, "
+            "stronger>weaker, strongest>weakest, better>worse, best>worst, heavier>lighter, "
+            "richer>poorer, wealthier>poorer, hotter>colder, warmer>cooler, wider>narrower, "
+            "deeper>shallower, thicker>thinner, taller>shorter, louder>quieter, "
+            "cheaper>more expensive",
+            all_of(
+                lower_case_only, not_preceded_by({"no", "any", "at", "had", "get", "got"}), not_followed_by({"known"})
+            ),
+        ),
+        Swap(("easier",), "harder", lower_case_only),
+        # "shorter" is no adverb: "lives longer" has no mirror "lives shorter"
+        *swap_pairs("longer>shorter", all_of(lower_case_only, _adjective_context, not_preceded_by({"no", "any"}))),
+        # "smaller" goes back to "larger" only, so it never turns into a synonym of a word nearby
+        *[
+            Swap((w,), new, lower_case_only)
+            for w, new in [("bigger", "smaller"), ("biggest", "smallest"), ("greater", "smaller")]
+        ],
+        # "older model" has no mirror "younger model"; "younger" is always about age
+        Swap(("younger",), "older", lower_case_only),
+        Swap(("youngest",), "oldest", lower_case_only),
+        *swap_pairs(
+            "high>low",
+            all_of(
+                lower_case_only, _adjective_context, not_followed_by({"school", "schools", "court", "street", "five"})
+            ),
+        ),
+        *swap_pairs(
+            "increase>decrease, increases>decreases, increased>decreased, "
+            "increasing>decreasing, maximum>minimum, positive>negative, cheap>expensive, "
+            "strong>weak, easy>difficult",
+            lower_case_only,
+        ),
+        # not in compounds ("heart failure") or before "to" ("failure to act" has no mirror)
+        *swap_pairs(
+            "success>failure, successes>failures",
+            all_of(lower_case_only, lambda sent, i, j: not is_content_word(sent, i - 1), not_followed_by({"to"})),
+        ),
+        *swap_pairs("true>false", not_preceded_by({"come", "came", "comes", "coming"})),
+        *swap_pairs("hot>cold, wet>dry, rich>poor", all_of(_adjective_context, not_followed_by({"dog", "dogs"}))),
+        *swap_pairs("won>lost, win>lose, wins>loses, winning>losing", _contest_follows),
+        *swap_pairs("raised>lowered, raises>lowers", _raisable_follows),
+        *swap_pairs("raise>lower", all_of(_raisable_follows, lambda sent, i, j: sent.low(i - 1) in MODALS | {"to"})),
+        *swap_pairs("gained>lost, gain>lose, gains>loses", _change_context),
+        *swap_pairs(
+            "grew>shrank, grows>shrinks, grow>shrink, growing>shrinking",
+            all_of(_change_context, not_followed_by({"up", "into", "out"})),
+        ),
+        *swap_pairs("profit>loss, profits>losses", _financial_noun),
+    ]
+)
 
 
 def comparative_edits(sent: Sentence) -> list[Edit]:
@@ -508,9 +655,14 @@ def comparative_edits(sent: Sentence) -> list[Edit]:
 def _time_follows(sent: Sentence, i: int, j: int) -> bool:
     """'early 2003', 'late June', 'early in the day', 'late last year', 'early stages'."""
     nxt = sent.low(j)
-    return (sent.word(j).isdigit() or nxt in MONTHS or nxt in SEASONS or nxt in TIME_NOUNS
-            or nxt in ("in", "this", "last", "next", "stage", "stages", "afternoon", "evening")
-            or (nxt[:-1].isdigit() and nxt.endswith("s")))
+    return (
+        sent.word(j).isdigit()
+        or nxt in MONTHS
+        or nxt in SEASONS
+        or nxt in TIME_NOUNS
+        or nxt in ("in", "this", "last", "next", "stage", "stages", "afternoon", "evening")
+        or (nxt[:-1].isdigit() and nxt.endswith("s"))
+    )
 
 
 def _early_late(sent: Sentence, i: int, j: int) -> bool:
@@ -539,8 +691,7 @@ def _not_first_time_since(sent: Sentence, i: int, j: int) -> bool:
 def _begin_end_verb(sent: Sentence, i: int, j: int) -> bool:
     """'the war began in 1939' <-> 'ended in 1939', not 'began to' or 'ended up'."""
     nxt = sent.low(j)
-    return (nxt not in ("to", "up", "with") and not nxt.endswith("ing")
-            and sent.low(i - 1) not in DETERMINERS)
+    return nxt not in ("to", "up", "with") and not nxt.endswith("ing") and sent.low(i - 1) not in DETERMINERS
 
 
 def _not_a_baseline(sent: Sentence, i: int, j: int) -> bool:
@@ -553,31 +704,31 @@ def _no_today(sent: Sentence, i: int, j: int) -> bool:
     return "today" not in sent.lows
 
 
-TEMPORAL = SwapTable([
-    *swap_pairs("earlier>later", all_of(not_preceded_by({"or", "sooner", "no"}), lower_case_only,
-                                        _not_a_baseline)),
-    *swap_pairs("earliest>latest", lower_case_only),
-    *swap_pairs("first>last", all_of(_ordinal_context, _not_first_time_since)),
-    *swap_pairs("early>late", all_of(_early_late, not_preceded_by({"the", "his", "her"}))),
-    Swap(("previous",), "following", followed_by(TIME_NOUNS)),
-    Swap(("preceding",), "following", followed_by(TIME_NOUNS)),
-    *[Swap(("following",), "previous", followed_by(TIME_NOUNS))],
-    *[Swap(("next",), "previous", all_of(followed_by(TIME_NOUNS), lambda s, i, j: s.low(i - 1) == "the"))],
-    *swap_pairs("former>current", all_of(_former_current, lower_case_only)),
-    *swap_pairs("outgoing>incoming", lower_case_only),
-    Swap(("began",), "ended", _begin_end_verb),
-    Swap(("ended",), "began", all_of(_begin_end_verb, not_preceded_by(AUX_BEFORE_PARTICIPLE))),
-    *swap_pairs("the beginning of>the end of"),
-    Swap(("the", "start", "of"), "the end of", None),
-    *swap_pairs("morning>evening, mornings>evenings, dawn>dusk, sunrise>sunset, summer>winter",
-                lower_case_only),
-    *swap_pairs("daily>weekly, monthly>yearly", lower_case_only),
-    Swap(("annual",), "quarterly", lower_case_only),
-    # "reports quarterly" is an adverb; "annual" cannot be one
-    Swap(("quarterly",), "annual", all_of(lower_case_only, lambda sent, i, j: is_content_word(sent, j))),
-    Swap(("yesterday",), "today", _no_today),
-    Swap(("tomorrow",), "today", _no_today),
-])
+TEMPORAL = SwapTable(
+    [
+        *swap_pairs("earlier>later", all_of(not_preceded_by({"or", "sooner", "no"}), lower_case_only, _not_a_baseline)),
+        *swap_pairs("earliest>latest", lower_case_only),
+        *swap_pairs("first>last", all_of(_ordinal_context, _not_first_time_since)),
+        *swap_pairs("early>late", all_of(_early_late, not_preceded_by({"the", "his", "her"}))),
+        Swap(("previous",), "following", followed_by(TIME_NOUNS)),
+        Swap(("preceding",), "following", followed_by(TIME_NOUNS)),
+        *[Swap(("following",), "previous", followed_by(TIME_NOUNS))],
+        *[Swap(("next",), "previous", all_of(followed_by(TIME_NOUNS), lambda s, i, j: s.low(i - 1) == "the"))],
+        *swap_pairs("former>current", all_of(_former_current, lower_case_only)),
+        *swap_pairs("outgoing>incoming", lower_case_only),
+        Swap(("began",), "ended", _begin_end_verb),
+        Swap(("ended",), "began", all_of(_begin_end_verb, not_preceded_by(AUX_BEFORE_PARTICIPLE))),
+        *swap_pairs("the beginning of>the end of"),
+        Swap(("the", "start", "of"), "the end of", None),
+        *swap_pairs("morning>evening, mornings>evenings, dawn>dusk, sunrise>sunset, summer>winter", lower_case_only),
+        *swap_pairs("daily>weekly, monthly>yearly", lower_case_only),
+        Swap(("annual",), "quarterly", lower_case_only),
+        # "reports quarterly" is an adverb; "annual" cannot be one
+        Swap(("quarterly",), "annual", all_of(lower_case_only, lambda sent, i, j: is_content_word(sent, j))),
+        Swap(("yesterday",), "today", _no_today),
+        Swap(("tomorrow",), "today", _no_today),
+    ]
+)
 
 
 def temporal_edits(sent: Sentence) -> list[Edit]:

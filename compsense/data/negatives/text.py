@@ -4,6 +4,7 @@ Families never rebuild a sentence from tokens: they name character spans of the 
 to put there. Everything outside those spans (spacing, MRPC's "doesn 't" tokenisation, quotes,
 trailing punctuation) therefore survives untouched, and an edit stays minimal by construction.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -103,8 +104,7 @@ class Sentence:
         if not 0 < i < len(self.tokens) - 1 or self.tokens[i].text not in ".,":
             return False
         before, tok, after = self.tokens[i - 1], self.tokens[i], self.tokens[i + 1]
-        return (before.text.isdigit() and after.text.isdigit()
-                and before.end == tok.start and tok.end == after.start)
+        return before.text.isdigit() and after.text.isdigit() and before.end == tok.start and tok.end == after.start
 
     def is_word(self, i: int) -> bool:
         """A free, alphabetic token (no digits, no punctuation)."""
@@ -154,7 +154,7 @@ def _restore_initial_capital(original: str, new: str) -> str:
     idx = next((k for k, c in enumerate(new) if c.isalpha()), None)
     if idx is None or not first_old.isupper() or new[idx].isupper():
         return new
-    return new[:idx] + new[idx].upper() + new[idx + 1:]
+    return new[:idx] + new[idx].upper() + new[idx + 1 :]
 
 
 def stable_hash(text: str) -> int:
