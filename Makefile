@@ -39,6 +39,11 @@ test-unit: install
 test-notebooks: install
 	$(BIN)/python -m pytest --nbval-lax notebooks/ -q -p no:cacheprovider
 
+# While editing: everything but the tests marked slow (training, notebooks, pipelines); `make test` runs all.
+.PHONY: test-fast
+test-fast: install
+	$(BIN)/python -m pytest tests -q -m "not slow"
+
 lab: install
 	$(BIN)/jupyter lab notebooks/
 

@@ -1,5 +1,6 @@
 """A miniature project for runner tests (tests/test_runner.py, tests/test_faults.py): tiny notebooks
 written by the test, a smoke profile, a stand-in data dir, and repo_root pointed at it all."""
+
 import json
 import os
 import subprocess
@@ -34,8 +35,10 @@ except runner.Refused as err:
 def write_notebook(path, body):
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
-    nb.cells = [nbformat.v4.new_code_cell("value = 1\nwork_dir = 'runs/smoke'", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell(body)]
+    nb.cells = [
+        nbformat.v4.new_code_cell("value = 1\nwork_dir = 'runs/smoke'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(body),
+    ]
     nbformat.write(nb, path)
 
 
@@ -45,8 +48,9 @@ def make_project(root: Path, monkeypatch) -> Path:
     (root / "params").mkdir()
     (root / "pyproject.toml").write_text("")
     (root / "compsense").mkdir()
-    write_notebook(root / "notebooks" / "01_first.ipynb",
-                   "from pathlib import Path\nPath('../marker.txt').write_text(str(value))")
+    write_notebook(
+        root / "notebooks" / "01_first.ipynb", "from pathlib import Path\nPath('../marker.txt').write_text(str(value))"
+    )
     write_notebook(root / "notebooks" / "02_second.ipynb", "assert value > 0, 'value must be positive'")
     (root / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": 2, "work_dir": "runs/smoke"}}))
     (root / "data" / "mrpc").mkdir(parents=True)  # the stages' data dir: a stand-in, never the real one
@@ -69,5 +73,10 @@ def start_driver(root: Path, out: str | None = None, **kw) -> subprocess.Popen:
     """`reproduce` on the miniature in a new process (and session, so a test can kill the group)."""
     (root / "driver.py").write_text(DRIVER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CODE), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, str(root / "driver.py"), str(root), *([out] if out else [])],
-                            cwd=root, env=env, start_new_session=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, str(root / "driver.py"), str(root), *([out] if out else [])],
+        cwd=root,
+        env=env,
+        start_new_session=True,
+        **kw,
+    )

@@ -5,6 +5,7 @@ core -> data -> retrieval -> nearmiss and verifiers -> figures and explorer -> p
 command line). Every import counts, at the top of a module or inside a function, so a cycle cannot
 hide behind a late import.
 """
+
 from __future__ import annotations
 
 import ast
@@ -13,8 +14,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "compsense"
-LAYERS = [("core",), ("data",), ("retrieval",), ("nearmiss", "verifiers"), ("figures", "explorer"),
-          ("pipeline", "__main__")]
+LAYERS = [
+    ("core",),
+    ("data",),
+    ("retrieval",),
+    ("nearmiss", "verifiers"),
+    ("figures", "explorer"),
+    ("pipeline", "__main__"),
+]
 
 
 def modules() -> dict[str, Path]:
@@ -35,7 +42,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> dict[str, int]:
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
@@ -69,7 +76,7 @@ def find_cycle(graph: dict[str, dict]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, {})):
             if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state:
                 cycle = visit(nxt)
                 if cycle:

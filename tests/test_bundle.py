@@ -1,4 +1,5 @@
 """compsense.pipeline.bundle: package list, wheel download (mocked), int8/fp16 round trip, size check. No network."""
+
 from __future__ import annotations
 
 import subprocess
@@ -6,19 +7,44 @@ import subprocess
 import pytest
 import torch
 
-from compsense.pipeline import bundle
 from compsense.core.encoders import build_tiny_bert, dequantize_state_dict, load_bundled_weights, load_encoder
+from compsense.pipeline import bundle
 
 FAKE_META = {
-    "papermill": ["nbclient>=0.2", "tqdm", "pyyaml", "aiohttp>=3.9; python_version >= '3.12'",
-                  "black; extra == 'black'", "colorama; sys_platform == 'win32'"],
+    "papermill": [
+        "nbclient>=0.2",
+        "tqdm",
+        "pyyaml",
+        "aiohttp>=3.9; python_version >= '3.12'",
+        "black; extra == 'black'",
+        "colorama; sys_platform == 'win32'",
+    ],
     "nbclient": ["nbformat>=5", "jupyter-client[test]>=6"],
     "nbformat": ["fastjsonschema", "traitlets"],
     "jupyter_client": ["traitlets", "pytest; extra == 'test'", "debugpy; extra == 'nope'"],
-    "pytest": ["pluggy"], "pluggy": [], "traitlets": [], "fastjsonschema": [], "aiohttp": ["yarl"], "yarl": [],
+    "pytest": ["pluggy"],
+    "pluggy": [],
+    "traitlets": [],
+    "fastjsonschema": [],
+    "aiohttp": ["yarl"],
+    "yarl": [],
 }
-PINS = {n: "1.0" for n in ["papermill", "nbclient", "nbformat", "jupyter-client", "traitlets", "fastjsonschema",
-                           "pytest", "pluggy", "aiohttp", "black", "colorama"]}
+PINS = {
+    n: "1.0"
+    for n in [
+        "papermill",
+        "nbclient",
+        "nbformat",
+        "jupyter-client",
+        "traitlets",
+        "fastjsonschema",
+        "pytest",
+        "pluggy",
+        "aiohttp",
+        "black",
+        "colorama",
+    ]
+}
 
 
 def fake_requires(name):
@@ -29,17 +55,30 @@ def test_missing_packages_follows_markers_extras_and_skips_present():
     got = bundle.missing_packages(["papermill"], fake_requires, PINS, present={"tqdm", "pyyaml", "aiohttp"})
     # win32-only and un-requested extras dropped; the [test] extra asked by nbclient pulls pytest;
     # present packages (aiohttp) are not descended into (yarl is not needed).
-    assert got == {n: "1.0" for n in ["fastjsonschema", "jupyter-client", "nbclient", "nbformat", "papermill",
-                                     "pluggy", "pytest", "traitlets"]}
-    without_pytest = bundle.missing_packages(["papermill"], fake_requires, PINS,
-                                             present={"tqdm", "pyyaml", "aiohttp"}, exclude={"pytest"})
+    assert got == {
+        n: "1.0"
+        for n in [
+            "fastjsonschema",
+            "jupyter-client",
+            "nbclient",
+            "nbformat",
+            "papermill",
+            "pluggy",
+            "pytest",
+            "traitlets",
+        ]
+    }
+    without_pytest = bundle.missing_packages(
+        ["papermill"], fake_requires, PINS, present={"tqdm", "pyyaml", "aiohttp"}, exclude={"pytest"}
+    )
     assert "pytest" not in without_pytest and "pluggy" not in without_pytest
 
 
 def test_missing_packages_names_unpinned():
     with pytest.raises(LookupError, match="not pinned.*aiohttp"):
-        bundle.missing_packages(["papermill"], fake_requires, {k: v for k, v in PINS.items() if k != "aiohttp"},
-                                present={"tqdm", "pyyaml"})
+        bundle.missing_packages(
+            ["papermill"], fake_requires, {k: v for k, v in PINS.items() if k != "aiohttp"}, present={"tqdm", "pyyaml"}
+        )
 
 
 def test_version_warnings():
@@ -76,6 +115,7 @@ def test_read_constraints_pins_the_runner():
 
 
 @pytest.mark.parametrize("mode,tol", [("int8", 0.0041), ("fp16", 1e-3)])
+@pytest.mark.slow
 def test_quantize_round_trip(mode, tol):
     state = build_tiny_bert(seed=3)[0].auto_model.state_dict()
     q, meta = bundle.quantize_state_dict(state, mode)
@@ -90,6 +130,7 @@ def test_quantize_round_trip(mode, tol):
         assert q["embeddings.word_embeddings.weight"].dtype == torch.int8
 
 
+@pytest.mark.slow
 def test_bundled_folder_loads_and_encodes_close(tmp_path):
     model = build_tiny_bert(seed=5)
     model.save(str(tmp_path / "orig"))
@@ -112,6 +153,7 @@ def test_size_check_fails_over_the_limit():
         bundle.check_size({"wheels": 20 * 2**20, "minilm-l6": 45 * 2**20, "working tree": 5 * 2**20})
 
 
+@pytest.mark.slow
 def test_build_bundle_offline(tmp_path, monkeypatch):
     """The whole command with the download mocked and tiny-bert standing in for minilm-l6."""
     model = build_tiny_bert(seed=1)
@@ -125,8 +167,9 @@ def test_build_bundle_offline(tmp_path, monkeypatch):
         (dest / "papermill-2.7.0-py3-none-any.whl").write_bytes(b"w" * 100)
         return sorted(dest.glob("*.whl"))
 
-    manifest = bundle.build_bundle(tmp_path / "b", "int8", ["mrpc"], download=fake_download,
-                                   data_dir=str(tmp_path / "data"), log=lambda *a: None)
+    manifest = bundle.build_bundle(
+        tmp_path / "b", "int8", ["mrpc"], download=fake_download, data_dir=str(tmp_path / "data"), log=lambda *a: None
+    )
     assert manifest["size_check"]["fits"] and "papermill" in manifest["packages"]
     assert (tmp_path / "b" / "data" / "mrpc" / "train.tsv").exists()
     script = (tmp_path / "b" / "run_on_gpu.sh").read_text()
@@ -150,8 +193,12 @@ def test_bundle_refuses_an_out_it_did_not_write(tmp_path, layout):
     (data_dir / "mrpc").mkdir(parents=True)
     (data_dir / "mrpc" / "train.tsv").write_text("precious\n")
     (data_dir / "manifest.json").write_text("{}")  # even a stray manifest does not make the data dir a bundle
-    out = {"user_folder": tmp_path / "mine", "data_inside": tmp_path / "shared", "data_is_out": data_dir,
-           "out_inside_data": data_dir / "bundle"}[layout]
+    out = {
+        "user_folder": tmp_path / "mine",
+        "data_inside": tmp_path / "shared",
+        "data_is_out": data_dir,
+        "out_inside_data": data_dir / "bundle",
+    }[layout]
     if layout == "user_folder":
         (out / "data").mkdir(parents=True)
         (out / "data" / "notes.txt").write_text("mine\n")
@@ -162,6 +209,7 @@ def test_bundle_refuses_an_out_it_did_not_write(tmp_path, layout):
     assert (data_dir / "mrpc" / "train.tsv").read_text() == "precious\n"
 
 
+@pytest.mark.slow
 def test_bundle_rewrites_its_own_folder(tmp_path):
     data_dir = tmp_path / "data"
     (data_dir / "mrpc").mkdir(parents=True)

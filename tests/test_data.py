@@ -1,5 +1,6 @@
 """Tests for compsense.data.datasets: the loaders on tiny invented fixtures, every kind of bad input, and
 the real local datasets' known sizes when they are present."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from compsense.core.paths import local_data_dir
 from compsense.data import datasets as data
 from compsense.data.datasets import DataError, MissingDataError
-from compsense.core.paths import local_data_dir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 
@@ -67,14 +68,23 @@ def test_tiny_beir_keeps_judged_queries_and_counts_every_skip(caplog):
         ds = data.load_beir(FIXTURES / "tiny_beir")
     assert (ds.name, ds.split) == ("tiny_beir", "test")
     assert ds.doc_ids == ["d1", "d2", "d3", "d4"]
-    assert ds.doc_texts() == ["Cats Cats sleep most of the day.", "Dogs bark at strangers.",
-                              "Rain Rain falls when clouds are heavy.", "Only a title"]
+    assert ds.doc_texts() == [
+        "Cats Cats sleep most of the day.",
+        "Dogs bark at strangers.",
+        "Rain Rain falls when clouds are heavy.",
+        "Only a title",
+    ]
     assert ds.queries == {"q1": "How long do cats sleep?", "q2": "Why do dogs bark?"}
     assert ds.query_texts() == list(ds.queries.values()) and ds.query_ids == ["q1", "q2"]
     assert ds.qrels == {"q1": {"d1": 1}, "q2": {"d2": 2}}
     assert ds.skipped == {
-        "empty_docs": 1, "empty_queries": 1, "non_relevant_qrels": 1, "qrels_missing_doc": 1,
-        "qrels_missing_query": 1, "duplicate_qrels": 1, "queries_without_relevant_docs": 1,
+        "empty_docs": 1,
+        "empty_queries": 1,
+        "non_relevant_qrels": 1,
+        "qrels_missing_doc": 1,
+        "qrels_missing_query": 1,
+        "duplicate_qrels": 1,
+        "queries_without_relevant_docs": 1,
         "queries_not_in_split": 2,
     }
     warned = {r.getMessage() for r in caplog.records if r.levelno == logging.WARNING}
@@ -108,21 +118,24 @@ def test_beir_missing_folder_split_and_file(tmp_path):
     check_error(e, root / "queries.jsonl", phrase="file not found")
 
 
-@pytest.mark.parametrize("part, content, line, phrase", [
-    ("corpus", GOOD_CORPUS + '{"_id": "d3", "text": "cut off\n', 3, "malformed JSON"),
-    ("corpus", jsonl({"_id": "d1", "title": "T"}), 1, "missing key 'text'"),
-    ("corpus", jsonl({"title": "T", "text": "x"}), 1, "missing or empty id"),
-    ("corpus", jsonl({"_id": "d1", "text": 5}), 1, "not a string"),
-    ("corpus", GOOD_CORPUS + jsonl({"_id": "d1", "text": "again"}), 3, "duplicate id 'd1'"),
-    ("corpus", GOOD_CORPUS.encode() + b'{"_id": "d3", "text": "caf\xe9"}\n', 3, "not UTF-8"),
-    ("corpus", "[1, 2]\n", 1, "expected a JSON object"),
-    ("queries", GOOD_QUERIES + jsonl({"_id": "q1", "text": "dup"}), 3, "duplicate id 'q1'"),
-    ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", 2, "not an integer"),
-    ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t0.5\n", 2, "not an integer"),
-    ("qrels", "q1\td1\t1\n", 1, "header"),
-    ("qrels", "query-id\tcorpus-id\tscore\nq1 d1 1\n", 2, "3 tab-separated columns"),
-    ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", 3, "another score"),
-])
+@pytest.mark.parametrize(
+    "part, content, line, phrase",
+    [
+        ("corpus", GOOD_CORPUS + '{"_id": "d3", "text": "cut off\n', 3, "malformed JSON"),
+        ("corpus", jsonl({"_id": "d1", "title": "T"}), 1, "missing key 'text'"),
+        ("corpus", jsonl({"title": "T", "text": "x"}), 1, "missing or empty id"),
+        ("corpus", jsonl({"_id": "d1", "text": 5}), 1, "not a string"),
+        ("corpus", GOOD_CORPUS + jsonl({"_id": "d1", "text": "again"}), 3, "duplicate id 'd1'"),
+        ("corpus", GOOD_CORPUS.encode() + b'{"_id": "d3", "text": "caf\xe9"}\n', 3, "not UTF-8"),
+        ("corpus", "[1, 2]\n", 1, "expected a JSON object"),
+        ("queries", GOOD_QUERIES + jsonl({"_id": "q1", "text": "dup"}), 3, "duplicate id 'q1'"),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", 2, "not an integer"),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t0.5\n", 2, "not an integer"),
+        ("qrels", "q1\td1\t1\n", 1, "header"),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1 d1 1\n", 2, "3 tab-separated columns"),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", 3, "another score"),
+    ],
+)
 def test_beir_bad_input_names_file_line_and_fix(tmp_path, part, content, line, phrase):
     root = beir_dir(tmp_path / "b", **{part: content})
     path = root / ("qrels/test.tsv" if part == "qrels" else f"{part}.jsonl")
@@ -131,10 +144,13 @@ def test_beir_bad_input_names_file_line_and_fix(tmp_path, part, content, line, p
     check_error(e, path, line, phrase)
 
 
-@pytest.mark.parametrize("qrels, phrase", [
-    ("query-id\tcorpus-id\tscore\n", "qrels are empty"),
-    ("query-id\tcorpus-id\tscore\nq1\tnope\t1\nq1\td1\t0\n", "no usable test qrels"),
-])
+@pytest.mark.parametrize(
+    "qrels, phrase",
+    [
+        ("query-id\tcorpus-id\tscore\n", "qrels are empty"),
+        ("query-id\tcorpus-id\tscore\nq1\tnope\t1\nq1\td1\t0\n", "no usable test qrels"),
+    ],
+)
 def test_beir_without_usable_qrels_is_an_error(tmp_path, qrels, phrase):
     with pytest.raises(DataError, match=phrase):
         data.load_beir(beir_dir(tmp_path / "b", qrels=qrels))
@@ -157,8 +173,11 @@ def test_nanobeir_names():
 
 
 def nano_tables(list_ids: bool) -> dict[str, pa.Table]:
-    qrels = ({"query-id": ["q1"], "corpus-id": [["d1", "d2"]]} if list_ids
-             else {"query-id": ["q1", "q1"], "corpus-id": ["d1", "d2"]})
+    qrels = (
+        {"query-id": ["q1"], "corpus-id": [["d1", "d2"]]}
+        if list_ids
+        else {"query-id": ["q1", "q1"], "corpus-id": ["d1", "d2"]}
+    )
     return {
         "corpus": pa.table({"_id": ["d1", "d2", "d3"], "text": ["alpha", "beta", ""]}),
         "queries": pa.table({"_id": ["q1"], "text": ["which letters?"]}),
@@ -166,8 +185,10 @@ def nano_tables(list_ids: bool) -> dict[str, pa.Table]:
     }
 
 
-@pytest.mark.parametrize("layout", ["{nano}/{cfg}.parquet", "{nano}/{cfg}/train-00000-of-00001.parquet",
-                                    "{cfg}/{nano}-00000-of-00001.parquet"])
+@pytest.mark.parametrize(
+    "layout",
+    ["{nano}/{cfg}.parquet", "{nano}/{cfg}/train-00000-of-00001.parquet", "{cfg}/{nano}-00000-of-00001.parquet"],
+)
 @pytest.mark.parametrize("list_ids", [False, True])
 def test_nanobeir_from_local_copy(tmp_path, layout, list_ids):
     for cfg, table in nano_tables(list_ids).items():
@@ -209,8 +230,12 @@ def test_nanobeir_bad_local_copy(tmp_path):
 
 
 def test_nq_pairs_from_jsonl_csv_and_parquet(tmp_path, caplog):
-    path = write(tmp_path / "nq.jsonl", jsonl({"query": "q one", "answer": "p one"}, {"query": " ", "answer": "p"},
-                                              {"query": "q two", "answer": "p two"}))
+    path = write(
+        tmp_path / "nq.jsonl",
+        jsonl(
+            {"query": "q one", "answer": "p one"}, {"query": " ", "answer": "p"}, {"query": "q two", "answer": "p two"}
+        ),
+    )
     with caplog.at_level(logging.WARNING, logger="compsense.data.datasets"):
         assert data.load_nq_pairs(path) == [data.QAPair("q one", "p one"), data.QAPair("q two", "p two")]
     assert "skipped 1 pairs with an empty query or passage" in caplog.text and "nq.jsonl:2" in caplog.text
@@ -240,13 +265,16 @@ def test_load_sentences_formats(tmp_path, caplog):
     assert "skipped 1 empty sentences" in caplog.text and "s.csv:3" in caplog.text
 
 
-@pytest.mark.parametrize("name, content, line, phrase", [
-    ("s.txt", b"fine\ncaf\xe9\n", 2, "not UTF-8"),
-    ("s.jsonl", jsonl({"sentence": "A."}, {"words": "B."}), 2, "'sentence' or 'text'"),
-    ("s.jsonl", '{"text": "A."}\n{"text": \n', 2, "malformed JSON"),
-    ("s.tsv", "A.\n", None, "unsupported file type"),
-    ("s.txt", "\n\n", None, "no records"),
-])
+@pytest.mark.parametrize(
+    "name, content, line, phrase",
+    [
+        ("s.txt", b"fine\ncaf\xe9\n", 2, "not UTF-8"),
+        ("s.jsonl", jsonl({"sentence": "A."}, {"words": "B."}), 2, "'sentence' or 'text'"),
+        ("s.jsonl", '{"text": "A."}\n{"text": \n', 2, "malformed JSON"),
+        ("s.tsv", "A.\n", None, "unsupported file type"),
+        ("s.txt", "\n\n", None, "no records"),
+    ],
+)
 def test_load_sentences_bad_input(tmp_path, name, content, line, phrase):
     path = write(tmp_path / name, content)
     with pytest.raises(DataError) as e:
@@ -262,22 +290,26 @@ def test_mrpc_glue_split_from_original_files():
     train, dev = data.load_mrpc("train", FIXTURES), data.load_mrpc("dev", FIXTURES)
     assert [len(data.load_mrpc(s, FIXTURES)) for s in data.MRPC_SPLITS] == [3, 2, 2, 5]
     assert [(p.id1, p.id2) for p in dev] == [("103", "104"), ("109", "110")]
-    assert train[0] == data.SentencePair('He said " hello " twice .', 'He twice said " hello " .', 1.0,
-                                         "101", "102", "mrpc")
+    assert train[0] == data.SentencePair(
+        'He said " hello " twice .', 'He twice said " hello " .', 1.0, "101", "102", "mrpc"
+    )
     with pytest.raises(ValueError, match="all_train"):
         data.load_mrpc("validation", FIXTURES)
 
 
-@pytest.mark.parametrize("name, replace, line, phrase", [
-    ("msr_paraphrase_train.txt", ("Quality", "Label"), 1, "header"),
-    ("msr_paraphrase_train.txt", ("\tThe shop closed last year .", ""), 3, "5 tab-separated columns"),
-    ("msr_paraphrase_train.txt", ("0\t103", "2\t103"), 3, "not 0 or 1"),
-    ("msr_paraphrase_train.txt", ("The river is wide .", " "), 5, "empty sentence"),
-    ("msr_paraphrase_train.txt", ("105\t106", "103\t104"), 4, "repeats line 3"),
-    ("msr_paraphrase_train.txt", ("nine", "nin\udce9"), 3, "not UTF-8"),
-    ("dev_ids.tsv", ("109\t110", "109\t111"), 2, "not in msr_paraphrase_train.txt"),
-    ("dev_ids.tsv", ("109\t110", "109 110"), 2, "2 tab-separated ids"),
-])
+@pytest.mark.parametrize(
+    "name, replace, line, phrase",
+    [
+        ("msr_paraphrase_train.txt", ("Quality", "Label"), 1, "header"),
+        ("msr_paraphrase_train.txt", ("\tThe shop closed last year .", ""), 3, "5 tab-separated columns"),
+        ("msr_paraphrase_train.txt", ("0\t103", "2\t103"), 3, "not 0 or 1"),
+        ("msr_paraphrase_train.txt", ("The river is wide .", " "), 5, "empty sentence"),
+        ("msr_paraphrase_train.txt", ("105\t106", "103\t104"), 4, "repeats line 3"),
+        ("msr_paraphrase_train.txt", ("nine", "nin\udce9"), 3, "not UTF-8"),
+        ("dev_ids.tsv", ("109\t110", "109\t111"), 2, "not in msr_paraphrase_train.txt"),
+        ("dev_ids.tsv", ("109\t110", "109 110"), 2, "2 tab-separated ids"),
+    ],
+)
 def test_mrpc_bad_input(tmp_path, name, replace, line, phrase):
     shutil.copytree(FIXTURES / "mrpc", tmp_path / "mrpc")
     path = tmp_path / "mrpc" / name
@@ -303,15 +335,21 @@ def test_stsb_splits_scores_and_ids():
     assert [p.label for p in train] == [5.0, 1.25, 0.0]
     assert train[1].sentence1 == 'He said "no" again.' and train[2].sentence2 == "Boats float."
     assert (train[0].id1, train[0].id2, train[0].source) == (
-        "main-captions/MSRvid/2012test/0001#1", "main-captions/MSRvid/2012test/0001#2", "stsb")
+        "main-captions/MSRvid/2012test/0001#1",
+        "main-captions/MSRvid/2012test/0001#2",
+        "stsb",
+    )
 
 
-@pytest.mark.parametrize("line_text, phrase", [
-    ("g\tf\ty\t9\tfive\tA.\tB.", "not a number"),
-    ("g\tf\ty\t9\t7.5\tA.\tB.", "outside 0-5"),
-    ("g\tf\ty\t9\t2.0\tA.", "at least 7"),
-    ("main-captions\tMSRvid\t2012test\t0001\t1.0\tA.\tB.", "repeats line 1"),
-])
+@pytest.mark.parametrize(
+    "line_text, phrase",
+    [
+        ("g\tf\ty\t9\tfive\tA.\tB.", "not a number"),
+        ("g\tf\ty\t9\t7.5\tA.\tB.", "outside 0-5"),
+        ("g\tf\ty\t9\t2.0\tA.", "at least 7"),
+        ("main-captions\tMSRvid\t2012test\t0001\t1.0\tA.\tB.", "repeats line 1"),
+    ],
+)
 def test_stsb_bad_input(tmp_path, line_text, phrase):
     shutil.copytree(FIXTURES / "stsb", tmp_path / "stsb")
     path = tmp_path / "stsb" / "sts-train.tsv"
@@ -333,14 +371,20 @@ def test_sugarcrepe_subsets():
         data.load_sugarcrepe(["swap_objects"], FIXTURES)
 
 
-@pytest.mark.parametrize("content, line, phrase", [
-    ('{\n  "0": {"caption": "A.", "negative_caption": "B."},\n}\n', 3, "malformed JSON"),
-    ('{"0": {"caption": "A."}}', None, "missing key 'negative_caption'"),
-    ('{"0": {"caption": "A.", "negative_caption": "B."}, "0": {"caption": "C.", "negative_caption": "D."}}',
-     None, "duplicate example ids ['0']"),
-    ('{"0": {"caption": "A.", "negative_caption": "A."}}', None, "equals the caption"),
-    ('{"7": {"caption": "", "negative_caption": "A."}}', None, "example '7': empty sentence"),
-])
+@pytest.mark.parametrize(
+    "content, line, phrase",
+    [
+        ('{\n  "0": {"caption": "A.", "negative_caption": "B."},\n}\n', 3, "malformed JSON"),
+        ('{"0": {"caption": "A."}}', None, "missing key 'negative_caption'"),
+        (
+            '{"0": {"caption": "A.", "negative_caption": "B."}, "0": {"caption": "C.", "negative_caption": "D."}}',
+            None,
+            "duplicate example ids ['0']",
+        ),
+        ('{"0": {"caption": "A.", "negative_caption": "A."}}', None, "equals the caption"),
+        ('{"7": {"caption": "", "negative_caption": "A."}}', None, "example '7': empty sentence"),
+    ],
+)
 def test_sugarcrepe_bad_input(tmp_path, content, line, phrase):
     path = write(tmp_path / "sugarcrepe" / "add_att.json", content)
     with pytest.raises(DataError) as e:
@@ -350,13 +394,17 @@ def test_sugarcrepe_bad_input(tmp_path, content, line, phrase):
 
 def test_nq_open():
     assert [len(data.load_nq_open(s, FIXTURES)) for s in data.NQ_OPEN_FILES] == [2, 1, 1]
-    assert data.load_nq_open("dev", FIXTURES)[0] == {"question": "who painted the blue door",
-                                                     "answer": ["Ann Lee", "A. Lee"]}
+    assert data.load_nq_open("dev", FIXTURES)[0] == {
+        "question": "who painted the blue door",
+        "answer": ["Ann Lee", "A. Lee"],
+    }
 
 
 def test_nq_open_bad_answer(tmp_path):
-    path = write(tmp_path / "nq_open" / "NQ-open.dev.jsonl",
-                 jsonl({"question": "ok", "answer": ["a"]}, {"question": "bad", "answer": "a"}))
+    path = write(
+        tmp_path / "nq_open" / "NQ-open.dev.jsonl",
+        jsonl({"question": "ok", "answer": ["a"]}, {"question": "bad", "answer": "a"}),
+    )
     with pytest.raises(DataError) as e:
         data.load_nq_open("dev", tmp_path)
     check_error(e, path, 2, "list of answer strings")
@@ -381,16 +429,23 @@ def test_hub_paths_when_online(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path))
     nano = {name: table.to_pylist() for name, table in nano_tables(False).items()}
     glue = [{"sentence1": "A.", "sentence2": "B.", "label": 1, "idx": 0}]
-    fake = FakeDatasets({**{(cfg, s): rows for cfg, rows in nano.items() for s in ("NanoSciFact", "train")},
-                         ("mrpc", "train"): glue, ("mrpc", "validation"): glue,
-                         (None, "train"): [{"query": "q", "answer": "p"}] * 3})
+    fake = FakeDatasets(
+        {
+            **{(cfg, s): rows for cfg, rows in nano.items() for s in ("NanoSciFact", "train")},
+            ("mrpc", "train"): glue,
+            ("mrpc", "validation"): glue,
+            (None, "train"): [{"query": "q", "answer": "p"}] * 3,
+        }
+    )
     monkeypatch.setitem(sys.modules, "datasets", fake)
     assert data.load_nanobeir("scifact").qrels == {"q1": {"d1": 1, "d2": 1}}
     data.load_nanobeir("scifact", dataset_id="zeta-alpha-ai/NanoSciFact")
     mrpc = data.load_mrpc("all_train")
     assert len(data.load_nq_pairs(limit=2)) == 2
-    assert fake.calls[:4:3] == [("sentence-transformers/NanoBEIR-en", "corpus", "NanoSciFact"),
-                                ("zeta-alpha-ai/NanoSciFact", "corpus", "train")]
+    assert fake.calls[:4:3] == [
+        ("sentence-transformers/NanoBEIR-en", "corpus", "NanoSciFact"),
+        ("zeta-alpha-ai/NanoSciFact", "corpus", "train"),
+    ]
     assert mrpc[1] == data.SentencePair("A.", "B.", 1.0, "validation-0#1", "validation-0#2", "mrpc")
     assert fake.calls[-1] == ("sentence-transformers/natural-questions", None, "train")
     monkeypatch.setitem(sys.modules, "datasets", None)
@@ -399,8 +454,14 @@ def test_hub_paths_when_online(tmp_path, monkeypatch):
 
 
 def test_available_datasets(tmp_path):
-    assert data.available_datasets(FIXTURES) == {"scifact": False, "mrpc": True, "stsb": True,
-                                                 "sugarcrepe": True, "nq_open": True, "nanobeir": False}
+    assert data.available_datasets(FIXTURES) == {
+        "scifact": False,
+        "mrpc": True,
+        "stsb": True,
+        "sugarcrepe": True,
+        "nq_open": True,
+        "nanobeir": False,
+    }
     assert not any(data.available_datasets(tmp_path / "absent").values())
 
 
@@ -430,13 +491,19 @@ def test_real_scifact(scifact):
     assert len(scifact.doc_texts()) == len(scifact.doc_ids)
 
 
-@pytest.mark.parametrize("name, load, expected", [
-    ("mrpc", lambda d: [len(data.load_mrpc(s, d)) for s in data.MRPC_SPLITS], [3668, 408, 1725, 4076]),
-    ("stsb", lambda d: [len(data.load_stsb(s, d)) for s in data.STSB_SPLITS], [5749, 1500, 1379]),
-    ("sugarcrepe", lambda d: [len(data.load_sugarcrepe(s, d)) for s in data.SUGARCREPE_SUBSETS],
-     [692, 2062, 788, 1652, 1406, 666, 245]),
-    ("nq_open", lambda d: [len(data.load_nq_open(s, d)) for s in data.NQ_OPEN_FILES], [3610, 1800, 1769]),
-])
+@pytest.mark.parametrize(
+    "name, load, expected",
+    [
+        ("mrpc", lambda d: [len(data.load_mrpc(s, d)) for s in data.MRPC_SPLITS], [3668, 408, 1725, 4076]),
+        ("stsb", lambda d: [len(data.load_stsb(s, d)) for s in data.STSB_SPLITS], [5749, 1500, 1379]),
+        (
+            "sugarcrepe",
+            lambda d: [len(data.load_sugarcrepe(s, d)) for s in data.SUGARCREPE_SUBSETS],
+            [692, 2062, 788, 1652, 1406, 666, 245],
+        ),
+        ("nq_open", lambda d: [len(data.load_nq_open(s, d)) for s in data.NQ_OPEN_FILES], [3610, 1800, 1769]),
+    ],
+)
 def test_real_dataset_sizes(real_dir, name, load, expected):
     if not data.available_datasets(real_dir)[name]:
         pytest.skip(f"no local {name}/")
@@ -483,18 +550,23 @@ def test_sugarcrepe_empty_or_truncated_is_an_error(tmp_path, content):
     path = write(tmp_path / "sugarcrepe" / "swap_obj.json", content)
     with pytest.raises(DataError) as e:
         data.load_sugarcrepe("swap_obj", tmp_path)
-    check_error(e, path, None, "non-empty JSON object" if len(content) < 3 else "1 examples, but the released file has 245")
+    check_error(
+        e, path, None, "non-empty JSON object" if len(content) < 3 else "1 examples, but the released file has 245"
+    )
     write(tmp_path / "sugarcrepe" / "SUBSET", "")
     if len(content) < 3:  # an empty file is never a legitimate sample
         with pytest.raises(DataError, match="non-empty JSON object"):
             data.load_sugarcrepe("swap_obj", tmp_path)
 
 
-@pytest.mark.parametrize("content, line", [
-    ('sentence\nThe cat sat.\n"The dog, unquoted\nThe bird flew.\nThe fish swam.\n', 3),
-    ('sentence\nThe cat sat.\n"The dog ran\nThe bird "flew" away.\nLast one.\n', 3),
-    ('id,sentence\n1,The cat sat.\n2,"The dog ran\nThe bird flew."\n3,Last one.\n', 3),
-])
+@pytest.mark.parametrize(
+    "content, line",
+    [
+        ('sentence\nThe cat sat.\n"The dog, unquoted\nThe bird flew.\nThe fish swam.\n', 3),
+        ('sentence\nThe cat sat.\n"The dog ran\nThe bird "flew" away.\nLast one.\n', 3),
+        ('id,sentence\n1,The cat sat.\n2,"The dog ran\nThe bird flew."\n3,Last one.\n', 3),
+    ],
+)
 def test_sentence_csv_with_an_open_quote_is_an_error_not_merged_rows(tmp_path, content, line):
     path = write(tmp_path / "s.csv", content)
     with pytest.raises(DataError) as e:
@@ -502,16 +574,21 @@ def test_sentence_csv_with_an_open_quote_is_an_error_not_merged_rows(tmp_path, c
     check_error(e, path, line, "quote")
 
 
-@pytest.mark.parametrize("name, content, where", [
-    ("s.jsonl", '{"sentence": "ok"}\n{"sentence": "bad \\ud800 text"}\n', ":2:"),
-    ("sugarcrepe/add_att.json", '{"4": {"caption": "A \\udc00.", "negative_caption": "B."}}', "example '4'"),
-    ("nq_open/NQ-open.dev.jsonl", '{"question": "q", "answer": ["\\ud83d"]}\n', ":1:"),
-])
+@pytest.mark.parametrize(
+    "name, content, where",
+    [
+        ("s.jsonl", '{"sentence": "ok"}\n{"sentence": "bad \\ud800 text"}\n', ":2:"),
+        ("sugarcrepe/add_att.json", '{"4": {"caption": "A \\udc00.", "negative_caption": "B."}}', "example '4'"),
+        ("nq_open/NQ-open.dev.jsonl", '{"question": "q", "answer": ["\\ud83d"]}\n', ":1:"),
+    ],
+)
 def test_lone_surrogate_is_rejected_at_load_with_file_and_line(tmp_path, name, content, where):
     path = write(tmp_path / name, content)
-    load = {"s.jsonl": lambda: data.load_sentences(path),
-            "sugarcrepe/add_att.json": lambda: data.load_sugarcrepe("add_att", tmp_path),
-            "nq_open/NQ-open.dev.jsonl": lambda: data.load_nq_open("dev", tmp_path)}[name]
+    load = {
+        "s.jsonl": lambda: data.load_sentences(path),
+        "sugarcrepe/add_att.json": lambda: data.load_sugarcrepe("add_att", tmp_path),
+        "nq_open/NQ-open.dev.jsonl": lambda: data.load_nq_open("dev", tmp_path),
+    }[name]
     with pytest.raises(DataError) as e:
         load()
     check_error(e, path, None, "lone surrogate")

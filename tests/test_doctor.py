@@ -1,13 +1,14 @@
 """`compsense doctor`: exits 1 naming what a profile needs and lacks, with a fix for each; 0 when all is there."""
+
 from __future__ import annotations
 
 import pytest
 
-from compsense.pipeline import doctor
 from compsense.__main__ import main as cli
-from compsense.data.datasets import _LOCAL_FILES
-from compsense.core.storage import sha256_file
 from compsense.core.paths import smoke_data_dir
+from compsense.core.storage import sha256_file
+from compsense.data.datasets import _LOCAL_FILES
+from compsense.pipeline import doctor
 
 SMOKE_DATA = ("condaqa", "mrpc", "nfcorpus", "scifact", "stsb", "sugarcrepe")
 
@@ -25,8 +26,11 @@ def _manifest_of(root, names=SMOKE_DATA) -> dict:
     """A manifest whose entries are the files found under root/<name>, with their sizes and sha256."""
     datasets = {}
     for name in names:
-        files = {str(p.relative_to(root / name)): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
-                 for p in sorted((root / name).rglob("*")) if p.is_file()}
+        files = {
+            str(p.relative_to(root / name)): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
+            for p in sorted((root / name).rglob("*"))
+            if p.is_file()
+        }
         datasets[name] = {"folder": name, "files": files, "get": f"https://example.org/{name}.zip"}
     return {"datasets": datasets}
 

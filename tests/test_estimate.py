@@ -1,12 +1,12 @@
 """compsense.pipeline.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a
 run writes (DONE.json, train_log.jsonl, verifier.json, executed notebooks), the estimate, the CLI
 and the report section. Unit counts are derived by hand from params/{smoke,local,paper}.yaml."""
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -23,31 +23,65 @@ def _write(path, obj):
 def _done(folder, seconds, steps=100, batch=32, torch="2.13.0+cpu"):
     """DONE.json, run_config.json and train_log.jsonl as compsense.retrieval.training.train_model writes them."""
     cfg = {"backbone": "minilm-l6", "batch_size": batch, "max_seq_length": 128, "max_steps": steps, "device": None}
-    _write(folder / "DONE.json", {"config": cfg, "train_rows": 4781, "resumed_from": None, "global_step": steps,
-                                  "world_size": 1, "duration_s": seconds, "triplets_per_s": steps * batch / seconds,
-                                  "final_loss": 0.1, "finished_at": "2026-11-30T02:46:18+00:00",
-                                  "versions": {"torch": torch}})
+    _write(
+        folder / "DONE.json",
+        {
+            "config": cfg,
+            "train_rows": 4781,
+            "resumed_from": None,
+            "global_step": steps,
+            "world_size": 1,
+            "duration_s": seconds,
+            "triplets_per_s": steps * batch / seconds,
+            "final_loss": 0.1,
+            "finished_at": "2026-11-30T02:46:18+00:00",
+            "versions": {"torch": torch},
+        },
+    )
     _write(folder / "run_config.json", {"data_sha1": "x", "recipe": {"batch_size": batch, "max_seq_length": 128}})
-    _write(folder / "train_log.jsonl", "\n".join(json.dumps(r) for r in [
-        {"event": "start", "checkpoint": None, "time": "2026-11-30T02:30:00+00:00", "world_size": 1},
-        {"step": 1, "epoch": 0.01, "time": "2026-11-30T02:30:10+00:00", "loss": 0.3, "learning_rate": 0.0},
-        {"step": steps, "epoch": 0.6, "time": "2026-11-30T02:31:00+00:00", "loss": 0.1, "learning_rate": 1e-6}]) + "\n")
+    _write(
+        folder / "train_log.jsonl",
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"event": "start", "checkpoint": None, "time": "2026-11-30T02:30:00+00:00", "world_size": 1},
+                {"step": 1, "epoch": 0.01, "time": "2026-11-30T02:30:10+00:00", "loss": 0.3, "learning_rate": 0.0},
+                {"step": steps, "epoch": 0.6, "time": "2026-11-30T02:31:00+00:00", "loss": 0.1, "learning_rate": 1e-6},
+            ]
+        )
+        + "\n",
+    )
 
 
 def _verifier(work, name, regime, seconds, examples, in_batch=4, trained=True):
-    history = {"verifier": name, "regime": regime, "seconds": seconds, "examples_seen": examples,
-               "budget_examples": examples, "batch_size": 32, "include_special": False, "trained": trained,
-               "in_batch_negatives": in_batch, "steps": examples // 32, "loss": [], "accuracy": []}
-    _write(work / "verifiers" / "model_b-small" / "seed42" / f"{name}-{regime}" / "verifier.json",
-           {"name": name, "size": "small", "history": history,
-            "settings": {"max_seq_length": 128, "regime": regime}})
+    history = {
+        "verifier": name,
+        "regime": regime,
+        "seconds": seconds,
+        "examples_seen": examples,
+        "budget_examples": examples,
+        "batch_size": 32,
+        "include_special": False,
+        "trained": trained,
+        "in_batch_negatives": in_batch,
+        "steps": examples // 32,
+        "loss": [],
+        "accuracy": [],
+    }
+    _write(
+        work / "verifiers" / "model_b-small" / "seed42" / f"{name}-{regime}" / "verifier.json",
+        {"name": name, "size": "small", "history": history, "settings": {"max_seq_length": 128, "regime": regime}},
+    )
 
 
 def _notebook(path, params, cells):
     """An executed notebook as papermill leaves it: parameters and durations in the metadata."""
-    nb = {"cells": [{"cell_type": "code", "source": [src], "metadata": {"papermill": {"duration": s}}}
-                    for src, s in cells],
-          "metadata": {"papermill": {"parameters": params, "duration": sum(s for _, s in cells), "exception": None}}}
+    nb = {
+        "cells": [
+            {"cell_type": "code", "source": [src], "metadata": {"papermill": {"duration": s}}} for src, s in cells
+        ],
+        "metadata": {"papermill": {"parameters": params, "duration": sum(s for _, s in cells), "exception": None}},
+    }
     return _write(path, nb)
 
 
@@ -64,25 +98,52 @@ def run(tmp_path):
     _verifier(work, "F3", "frozen", 8.0, 2048)
     _verifier(work, "F2", "end2end", 20.0, 2048)
     (work / "results").mkdir(parents=True)
-    pd.DataFrame([{"run": f"minilm-l6/{v}-seed{s}", "backbone": "minilm-l6", "variant": v, "seed": s,
-                   "dataset": ds, "metric": m, "value": 0.5, "structural_share": None, "model_stamp": "x",
-                   "harness": "h", "n_queries": nq, "n_docs": nd}
-                  for v, s in [("base", 42)] + [(v, s) for s in (42, 43, 44) for v in ("A", "B")]
-                  for ds, nq, nd in (("scifact", 300, 5183), ("nfcorpus", 323, 3633))
-                  for m in ("ndcg@10", "acc@1")]).to_parquet(
-        work / "results" / "retrieval.parquet")
-    pd.DataFrame({"run": ["minilm-l6/base-seed42"], "seed": [42], "dataset": ["scifact@q150"], "metric": ["ndcg@10"],
-                  "value": [0.7], "n_queries": [150], "n_docs": [1156]}).to_parquet(
-        work / "results" / "rerank.parquet")
+    pd.DataFrame(
+        [
+            {
+                "run": f"minilm-l6/{v}-seed{s}",
+                "backbone": "minilm-l6",
+                "variant": v,
+                "seed": s,
+                "dataset": ds,
+                "metric": m,
+                "value": 0.5,
+                "structural_share": None,
+                "model_stamp": "x",
+                "harness": "h",
+                "n_queries": nq,
+                "n_docs": nd,
+            }
+            for v, s in [("base", 42)] + [(v, s) for s in (42, 43, 44) for v in ("A", "B")]
+            for ds, nq, nd in (("scifact", 300, 5183), ("nfcorpus", 323, 3633))
+            for m in ("ndcg@10", "acc@1")
+        ]
+    ).to_parquet(work / "results" / "retrieval.parquet")
+    pd.DataFrame(
+        {
+            "run": ["minilm-l6/base-seed42"],
+            "seed": [42],
+            "dataset": ["scifact@q150"],
+            "metric": ["ndcg@10"],
+            "value": [0.7],
+            "n_queries": [150],
+            "n_docs": [1156],
+        }
+    ).to_parquet(work / "results" / "rerank.parquet")
     pd.DataFrame({"device": ["cpu"], "rerank_ms": [1.0]}).to_parquet(work / "results" / "rerank_cost.parquet")
     local = E.stage_params("local")
     stamp = work / "20261130-010000"
-    _notebook(stamp / "02_training_ab.ipynb", local["02"],
-              [("models = run_grid(runs, retrieval_df)", 400.0), ("results = evaluate_runs(models)", 100.0)])
+    _notebook(
+        stamp / "02_training_ab.ipynb",
+        local["02"],
+        [("models = run_grid(runs, retrieval_df)", 400.0), ("results = evaluate_runs(models)", 100.0)],
+    )
     _notebook(stamp / "03_pooled_geometry.ipynb", local["03"], [("scores = score_pairs()", 30.0)])
     _notebook(stamp / "05_reranking.ipynb", local["05"], [("grid = R.run_grid(datasets)", 300.0)])
-    stages = {"02": {"status": "ok", "seconds": 500.0, "output": str(stamp / "02_training_ab.ipynb")},
-              "03": {"status": "ok", "seconds": 30.0, "output": str(stamp / "03_pooled_geometry.ipynb")}}
+    stages = {
+        "02": {"status": "ok", "seconds": 500.0, "output": str(stamp / "02_training_ab.ipynb")},
+        "03": {"status": "ok", "seconds": 30.0, "output": str(stamp / "03_pooled_geometry.ipynb")},
+    }
     _write(stamp / "summary.json", {"profile": "local", "run_dir": str(stamp), "stages": stages})
     _write(work / "stages.json", {k: {"seconds": v["seconds"], "fingerprint": "x"} for k, v in stages.items()})
     return work
@@ -100,6 +161,7 @@ def _row(df, stage, component, backbone=None):
 # Work units
 
 
+@pytest.mark.slow
 def test_units_smoke_local_paper_from_the_yaml():
     smoke, local, paper = (E.work_units(p) for p in ("smoke", "local", "paper"))
     # smoke: tiny-bert; A, B, B-all, C-identity and the sweep's B-share0.5 x 20 steps x batch 16
@@ -111,8 +173,12 @@ def test_units_smoke_local_paper_from_the_yaml():
     assert _row(local, "04", "train F3-frozen", "minilm-l6").units == 2 * 3 * 2048
     # paper: per backbone A, B, B-all, C-identity x 3 seeds + B-share0.05/0.1/0.35 for the first seed and
     # B-share0.5 for all three = 18 runs, batch 128, steps from the registry's recipe
-    expected = {"minilm-l6": 18 * 3375 * 128, "minilm-l12": 18 * 2250 * 128, "gte-small": 18 * 2250 * 128,
-                "gte-modernbert-base": 18 * 500 * 128}
+    expected = {
+        "minilm-l6": 18 * 3375 * 128,
+        "minilm-l12": 18 * 2250 * 128,
+        "gte-small": 18 * 2250 * 128,
+        "gte-modernbert-base": 18 * 500 * 128,
+    }
     for backbone, units in expected.items():
         assert _row(paper, "02", "train", backbone).units == units
         assert _row(paper, "03", "score", backbone).units == 1 + 3 * 2
@@ -127,6 +193,7 @@ def test_units_smoke_local_paper_from_the_yaml():
     assert _row(paper, "04", "score").units == 3 + 5 * 2 * 6
 
 
+@pytest.mark.slow
 def test_dataset_sized_units_come_from_the_runs_tables(run):
     local = E.work_units("local", run)
     # 02 evaluate: base + A, B x 3 seeds on SciFact (300 + 5,183) and NFCorpus test (323 + 3,633 texts)
@@ -171,8 +238,11 @@ def test_unfinished_run_is_measured_from_its_train_log(run):
 
 def test_the_slowest_execution_of_a_stage_counts(run):
     """A re-run that finds caches is faster; the slowest execution is the one that did the work."""
-    _notebook(run / "20261130-020000" / "03_pooled_geometry.ipynb", E.stage_params("local")["03"],
-              [("scores = score_pairs()", 3.0)])
+    _notebook(
+        run / "20261130-020000" / "03_pooled_geometry.ipynb",
+        E.stage_params("local")["03"],
+        [("scores = score_pairs()", 3.0)],
+    )
     assert _row(E.measured_rates(run), "03", "score").seconds == 30.0
 
 
@@ -181,8 +251,10 @@ def test_summary_json_limits_timings_to_that_run(run):
     _notebook(later / "03_pooled_geometry.ipynb", E.stage_params("local")["03"], [("scores = score_pairs()", 60.0)])
     # stage 02 skipped in the later run: its last output, written on another checkout, maps to this one
     elsewhere = "/elsewhere/runs/local"
-    stages = {"02": {"status": "skipped", "last_output": f"{elsewhere}/20261130-010000/02_training_ab.ipynb"},
-              "03": {"status": "ok", "seconds": 60.0, "output": f"{elsewhere}/20261130-020000/03_pooled_geometry.ipynb"}}
+    stages = {
+        "02": {"status": "skipped", "last_output": f"{elsewhere}/20261130-010000/02_training_ab.ipynb"},
+        "03": {"status": "ok", "seconds": 60.0, "output": f"{elsewhere}/20261130-020000/03_pooled_geometry.ipynb"},
+    }
     summary = _write(later / "summary.json", {"profile": "local", "stages": stages})
     m = E.measured_rates(run, summary_json=summary)
     assert _row(m, "03", "score").seconds == 60.0
@@ -193,6 +265,7 @@ def test_summary_json_limits_timings_to_that_run(run):
 # The estimate
 
 
+@pytest.mark.slow
 def test_estimate_of_the_same_profile_reproduces_the_measurements(run):
     est = E.estimate("local", run)
     assert _row(est, "02", "train", "minilm-l6").seconds == pytest.approx(480.0)
@@ -208,23 +281,29 @@ def test_estimate_of_the_same_profile_reproduces_the_measurements(run):
     assert cmp.loc["03", "estimated_s"] == pytest.approx(30.0) and cmp.loc["03", "stages.json_s"] == 30.0
 
 
+@pytest.mark.slow
 def test_estimate_scales_linearly_with_units_and_rate(run):
     paper = E.estimate("paper", run)
     # 7,776,000 triplets at the 40 triplets/s measured for minilm-l6 (batch 32 measured, 128 asked: noted)
     row = _row(paper, "02", "train", "minilm-l6")
     assert row.seconds == pytest.approx(7_776_000 / 40.0)
     assert "batch_size=32, target 128" in row.assumption
-    fast = E.estimate("paper", run, rates={("02", "train", "minilm-l6"): {
-        "rate": 80.0, "device": "NVIDIA H200", "source": "a cited measurement"}})
+    fast = E.estimate(
+        "paper",
+        run,
+        rates={("02", "train", "minilm-l6"): {"rate": 80.0, "device": "NVIDIA H200", "source": "a cited measurement"}},
+    )
     assert _row(fast, "02", "train", "minilm-l6").seconds == pytest.approx(row.seconds / 2)
     assert _row(fast, "02", "train", "minilm-l6").device == "NVIDIA H200"
 
 
+@pytest.mark.slow
 def test_not_measured_where_no_run_measured_it(run, monkeypatch):
     from compsense.core import encoders as models
 
-    monkeypatch.setitem(models.BACKBONES, "minilm-l12",
-                        dataclasses.replace(models.BACKBONES["minilm-l12"], n_parameters=None))
+    monkeypatch.setitem(
+        models.BACKBONES, "minilm-l12", dataclasses.replace(models.BACKBONES["minilm-l12"], n_parameters=None)
+    )
     est = E.estimate("local", run)
     f3 = _row(est, "04", "train F3-end2end")  # no verifier.json for it
     assert math.isnan(f3.seconds) and f3.source.startswith(E.NOT_MEASURED)
@@ -240,12 +319,12 @@ def test_not_measured_where_no_run_measured_it(run, monkeypatch):
     assert math.isnan(_row(paper, "03", "score", "minilm-l6").seconds)
 
 
+@pytest.mark.slow
 def test_other_backbones_scale_by_parameter_count(run, monkeypatch):
     from compsense.core import encoders as models
 
     for name, n in (("minilm-l6", 20), ("minilm-l12", 40)):
-        monkeypatch.setitem(models.BACKBONES, name,
-                            dataclasses.replace(models.BACKBONES[name], n_parameters=n))
+        monkeypatch.setitem(models.BACKBONES, name, dataclasses.replace(models.BACKBONES[name], n_parameters=n))
     row = _row(E.estimate("paper", run), "02", "train", "minilm-l12")
     assert row.rate == pytest.approx(40.0 * 20 / 40)
     assert row.seconds == pytest.approx(18 * 2250 * 128 / 20.0)
@@ -253,9 +332,17 @@ def test_other_backbones_scale_by_parameter_count(run, monkeypatch):
 
 
 def test_bench_json_and_cited_rates(run, tmp_path):
-    bench = _write(tmp_path / "bench_gpu.json", {"model": "minilm-l6-random", "device": "NVIDIA H200",
-                                                 "compsense_triplets_per_s": 2322.0, "batch_size": 128,
-                                                 "precision": "bf16", "data": "synthetic"})
+    bench = _write(
+        tmp_path / "bench_gpu.json",
+        {
+            "model": "minilm-l6-random",
+            "device": "NVIDIA H200",
+            "compsense_triplets_per_s": 2322.0,
+            "batch_size": 128,
+            "precision": "bf16",
+            "data": "synthetic",
+        },
+    )
     row = _row(E.estimate("paper", run, bench=bench), "02", "train", "minilm-l6")
     assert row.seconds == pytest.approx(7_776_000 / 2322.0) and row.device == "NVIDIA H200"
     assert "bench_gpu.json" in row.source
@@ -266,14 +353,22 @@ def test_bench_json_and_cited_rates(run, tmp_path):
 
 
 def test_headline_names_the_device():
-    cpu = pd.DataFrame([{"seconds": 60.0, "device": "cpu (x)", "source": ""},
-                        {"seconds": 60.0, "device": "cpu (x)", "source": ""},
-                        {"seconds": 120.0, "device": "cpu (x)", "source": "every row measured"}])
+    cpu = pd.DataFrame(
+        [
+            {"seconds": 60.0, "device": "cpu (x)", "source": ""},
+            {"seconds": 60.0, "device": "cpu (x)", "source": ""},
+            {"seconds": 120.0, "device": "cpu (x)", "source": "every row measured"},
+        ]
+    )
     assert "CPU estimate, not a GPU (H200) one" in E.headline(cpu)
     assert "120 s (2.0 min)" in E.headline(cpu)
-    mixed = pd.DataFrame([{"seconds": 1.0, "device": "cpu", "source": ""}, {"seconds": 1.0, "device": "NVIDIA H200",
-                                                                           "source": ""},
-                          {"seconds": 2.0, "device": None, "source": "every row measured"}])
+    mixed = pd.DataFrame(
+        [
+            {"seconds": 1.0, "device": "cpu", "source": ""},
+            {"seconds": 1.0, "device": "NVIDIA H200", "source": ""},
+            {"seconds": 2.0, "device": None, "source": "every row measured"},
+        ]
+    )
     assert "mix devices" in E.headline(mixed)
 
 
@@ -286,6 +381,7 @@ def test_missing_work_dir_names_the_fix(tmp_path):
 # CLI and report
 
 
+@pytest.mark.slow
 def test_cli_prints_the_table_and_the_device(run, capsys):
     from compsense.__main__ import main
 
@@ -293,16 +389,32 @@ def test_cli_prints_the_table_and_the_device(run, capsys):
     out = capsys.readouterr().out
     assert "| 02 | train | minilm-l6 | 19,200 | 40 | 480.0 |" in out
     assert "CPU estimate" in out and "stages.json_s" in out  # same profile: the comparison is printed
-    assert main(["estimate", "--profile", "paper", "--from", str(run), "--rate", "02/train/minilm-l6=2322",
-                 "--rate-device", "NVIDIA H200", "--rate-source", "benchmarks/README.md"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                "--profile",
+                "paper",
+                "--from",
+                str(run),
+                "--rate",
+                "02/train/minilm-l6=2322",
+                "--rate-device",
+                "NVIDIA H200",
+                "--rate-source",
+                "benchmarks/README.md",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "3,348.8" in out and "stages.json_s" not in out and "measured on a GPU" in out
     assert "scaled from minilm-l6 by parameter count" in out  # the cited GPU rate scales to the other backbones
 
 
+@pytest.mark.slow
 def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypatch):
-    from compsense.pipeline import doctor
-    from compsense.pipeline import report
+    from compsense.pipeline import doctor, report
 
     monkeypatch.setattr(doctor, "report", lambda: {"device": "cpu", "python": "3", "versions": {}})
     written = report.build_report(run, tmp_path / "figs", tmp_path / "out", {"profile": "local", "stages": {}})

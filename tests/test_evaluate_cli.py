@@ -1,5 +1,6 @@
 """`compsense evaluate MODEL DATASET...`: the harness's numbers in the tidy tables and in MTEB's
 result JSON shape, from a BEIR folder written by the test and the offline tiny BERT."""
+
 from __future__ import annotations
 
 import json
@@ -8,9 +9,9 @@ import pytest
 from packaging.version import Version
 
 from compsense.__main__ import main as cli
-from compsense.data.datasets import load_beir
-from compsense.core.storage import read_table
 from compsense.core.encoders import TINY_CORPUS, load_encoder
+from compsense.core.storage import read_table
+from compsense.data.datasets import load_beir
 from compsense.retrieval.harness import HARNESS, METRICS, evaluate_dataset
 
 
@@ -29,6 +30,7 @@ def _beir_folder(root, n_docs=60, n_queries=12):
     return root
 
 
+@pytest.mark.slow
 def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys):
     folder = _beir_folder(tmp_path / "data" / "scifact")
     out = tmp_path / "out"
@@ -37,8 +39,9 @@ def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "scifact" in printed and "MTEB JSON" in printed
 
-    expected = evaluate_dataset(load_encoder("tiny-bert", max_seq_length=128), load_beir(folder),
-                                show_progress=False).metrics
+    expected = evaluate_dataset(
+        load_encoder("tiny-bert", max_seq_length=128), load_beir(folder), show_progress=False
+    ).metrics
     tidy = read_table(out / "results" / "retrieval.parquet")
     assert sorted(tidy.metric) == sorted(METRICS)
     assert set(tidy.run) == {"evaluate/tiny-bert"} and set(tidy.variant) == {"base"}
@@ -64,6 +67,7 @@ def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys):
     assert len(read_table(out / "results" / "retrieval.parquet")) == len(METRICS)
 
 
+@pytest.mark.slow
 def test_evaluate_takes_a_nanobeir_set_from_the_data_folder(tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -71,15 +75,31 @@ def test_evaluate_takes_a_nanobeir_set_from_the_data_folder(tmp_path, capsys):
     beir = load_beir(_beir_folder(tmp_path / "beir" / "scifact"))
     nano = tmp_path / "data" / "nanobeir" / "NanoSciFact"  # the layout of a per-set hub snapshot
     nano.mkdir(parents=True)
-    pq.write_table(pa.table({"_id": list(beir.corpus), "text": [d["text"] for d in beir.corpus.values()]}),
-                   nano / "corpus.parquet")
+    pq.write_table(
+        pa.table({"_id": list(beir.corpus), "text": [d["text"] for d in beir.corpus.values()]}), nano / "corpus.parquet"
+    )
     pq.write_table(pa.table({"_id": list(beir.queries), "text": list(beir.queries.values())}), nano / "queries.parquet")
     pairs = [(q, d) for q, docs in beir.qrels.items() for d in docs]
-    pq.write_table(pa.table({"query-id": [q for q, _ in pairs], "corpus-id": [d for _, d in pairs]}),
-                   nano / "qrels.parquet")
+    pq.write_table(
+        pa.table({"query-id": [q for q, _ in pairs], "corpus-id": [d for _, d in pairs]}), nano / "qrels.parquet"
+    )
     out = tmp_path / "out"
-    assert cli(["evaluate", "tiny-bert", "NanoSciFact", "--data-dir", str(tmp_path / "data"), "--out", str(out),
-                "--nanobeir-dataset-id", "lightonai/NanoBEIR-en"]) == 0
+    assert (
+        cli(
+            [
+                "evaluate",
+                "tiny-bert",
+                "NanoSciFact",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--out",
+                str(out),
+                "--nanobeir-dataset-id",
+                "lightonai/NanoBEIR-en",
+            ]
+        )
+        == 0
+    )
     tidy = read_table(out / "results" / "retrieval.parquet")
     assert set(tidy.dataset) == {"NanoSciFact"} and set(tidy.split) == {"test"}
     assert all("nanobeir" in s and "NanoSciFact" in s for s in tidy.source)

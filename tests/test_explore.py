@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from compsense.explorer import core as explore
-
-from compsense.verifiers import architectures as verifiers
 from compsense.explorer.core import POOLED, Session, TextCache
+from compsense.verifiers import architectures as verifiers
 
 A, B = "The cat chased the dog.", "The dog chased the cat."
 
@@ -24,6 +23,7 @@ def session(tiny_encoder, tmp_path):
 
 
 # ----------------------------------------------------------------------------- caching
+
 
 def test_text_cache_encodes_each_text_once_and_drops_the_least_recent(tiny_encoder):
     cache = TextCache(tiny_encoder, maxsize=2)
@@ -54,6 +54,8 @@ def test_text_cache_pooled_matches_the_encoder(tiny_encoder):
 
 # ----------------------------------------------------------------------------- map and matches
 
+
+@pytest.mark.slow
 def test_token_map_is_simmap_without_special_tokens(tiny_encoder):
     from compsense.verifiers.simmap import similarity_map, token_embeddings
 
@@ -83,22 +85,28 @@ def test_soft_alignment_is_f2s_attention():
     assert weights.argmax(axis=1).tolist() == [0, 1]
     assert explore.maxsim_matches(M)[0].tolist() == [3, 1]
     # The attention-weighted mean is F2's own score.
-    expected = verifiers.score_maps(f2, torch.tensor(M)[None], torch.ones(1, 2, dtype=torch.bool),
-                                    torch.ones(1, 4, dtype=torch.bool))
+    expected = verifiers.score_maps(
+        f2, torch.tensor(M)[None], torch.ones(1, 2, dtype=torch.bool), torch.ones(1, 4, dtype=torch.bool)
+    )
     assert float((weights * M).sum(axis=1).mean()) == pytest.approx(float(expected[0]), abs=1e-5)
     assert explore.soft_alignment(verifiers.create("F1"), M) is None
 
 
+@pytest.mark.slow
 def test_verifier_scores_from_the_cache_equal_score_pairs(tiny_encoder):
     cache = TextCache(tiny_encoder)
     docs = [B, "A man is sitting on the bench.", A]
     for name in ("F0", "F1", "F2"):
         v = verifiers.create(name)
-        np.testing.assert_allclose(explore.verifier_scores(cache, v, A, docs),
-                                   verifiers.score_pairs(tiny_encoder, v, [(A, d) for d in docs]), atol=1e-5)
+        np.testing.assert_allclose(
+            explore.verifier_scores(cache, v, A, docs),
+            verifiers.score_pairs(tiny_encoder, v, [(A, d) for d in docs]),
+            atol=1e-5,
+        )
 
 
 # ----------------------------------------------------------------------------- discovery
+
 
 def test_discover_encoders_lists_backbone_first_then_checkpoints(tmp_path):
     for run in ("A-seed42", "B-seed43"):
@@ -114,6 +122,7 @@ def test_discover_encoders_lists_backbone_first_then_checkpoints(tmp_path):
     assert not any("44" in label for label in labels)
 
 
+@pytest.mark.slow
 def test_discover_verifiers_has_f0_to_f2_and_what_notebook_04_saved(tmp_path, tiny_encoder):
     assert list(explore.discover_verifiers(tmp_path)) == ["F0 mean", "F1 MaxSim", "F2 alignment"]
     root = tmp_path / "verifiers"
@@ -129,6 +138,7 @@ def test_discover_verifiers_has_f0_to_f2_and_what_notebook_04_saved(tmp_path, ti
     assert not any("broken" in label for label in found)
 
 
+@pytest.mark.slow
 def test_end_to_end_verifier_scores_with_its_own_encoder(tmp_path, tiny_encoder):
     from compsense.core.encoders import load_encoder
 
@@ -144,6 +154,7 @@ def test_end_to_end_verifier_scores_with_its_own_encoder(tmp_path, tiny_encoder)
     assert scores["F1 MaxSim"][0] != pytest.approx(float(expected[0]), abs=1e-3)
 
 
+@pytest.mark.slow
 def test_a_verifier_that_fails_is_reported_not_raised(tmp_path, tiny_encoder):
     folder = tmp_path / "verifiers" / "F1-end2end"
     verifiers.save(verifiers.create("F1"), folder)
@@ -161,6 +172,8 @@ def test_a_verifier_that_fails_is_reported_not_raised(tmp_path, tiny_encoder):
 
 # ----------------------------------------------------------------------------- session
 
+
+@pytest.mark.slow
 def test_view_has_tokens_map_matches_and_every_score(session):
     view = session.view(A, B, explain="F2 alignment")
     assert view.M.shape == (len(view.query_tokens), len(view.document_tokens))
@@ -171,6 +184,7 @@ def test_view_has_tokens_map_matches_and_every_score(session):
     assert session.view(A, A).scores[POOLED] == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_view_of_an_empty_sentence_scores_zero_and_draws(session):
     view = session.view("", B)
     assert view.M.shape[0] == 0 and view.scores["F1 MaxSim"] == 0.0
@@ -180,6 +194,7 @@ def test_view_of_an_empty_sentence_scores_zero_and_draws(session):
     explore.figure_similarity_map(view)
 
 
+@pytest.mark.slow
 def test_editing_one_sentence_reencodes_only_that_sentence(session):
     session.view(A, B)
     cache = session.cache(session.default_encoder)
@@ -188,6 +203,7 @@ def test_editing_one_sentence_reencodes_only_that_sentence(session):
     assert cache.encoded == before + 2  # token embeddings and pooled vector of the new sentence only
 
 
+@pytest.mark.slow
 def test_near_miss_table_is_sorted_with_the_sentence_itself_first(session):
     from compsense.data.negatives import perturb
 
@@ -206,6 +222,8 @@ def test_near_miss_table_is_sorted_with_the_sentence_itself_first(session):
 
 # ----------------------------------------------------------------------------- what is drawn
 
+
+@pytest.mark.slow
 def test_figure_puts_tokens_on_the_axes_and_marks_maxsim(session):
     view = session.view(A, B, explain="F2 alignment")
     fig = explore.figure_similarity_map(view)
@@ -218,6 +236,7 @@ def test_figure_puts_tokens_on_the_axes_and_marks_maxsim(session):
     assert not explore.figure_similarity_map(session.view(A, B, explain="F0 mean")).data[2].visible
 
 
+@pytest.mark.slow
 def test_html_escapes_text_and_shows_every_score(session):
     view = session.view("<b>bold</b> cat", B)
     html = explore.scores_html(view)
@@ -229,6 +248,7 @@ def test_html_escapes_text_and_shows_every_score(session):
 
 
 # ----------------------------------------------------------------------------- widgets
+
 
 def test_live_frontend_follows_allow_stdin(monkeypatch):
     import IPython
@@ -254,6 +274,7 @@ def test_live_frontend_follows_allow_stdin(monkeypatch):
         assert live_frontend() is allow
 
 
+@pytest.mark.slow
 def test_static_explorer_has_figure_scores_and_table(session, monkeypatch):
     from compsense.explorer import widgets
 
@@ -267,6 +288,7 @@ def test_static_explorer_has_figure_scores_and_table(session, monkeypatch):
     assert none.table is None and "no near-miss family applies" in none.html()
 
 
+@pytest.mark.slow
 def test_live_explorer_updates_map_scores_and_table(session, monkeypatch):
     from compsense.explorer import widgets
 
@@ -290,6 +312,7 @@ def test_live_explorer_updates_map_scores_and_table(session, monkeypatch):
     assert app.figure.data[2].visible is True
 
 
+@pytest.mark.slow
 def test_live_explorer_shows_errors_instead_of_losing_them(session, monkeypatch):
     from compsense.explorer import widgets
 
@@ -305,6 +328,8 @@ def test_live_explorer_shows_errors_instead_of_losing_them(session, monkeypatch)
 
 # ----------------------------------------------------------------------------- a realistic check
 
+
+@pytest.mark.slow
 def test_minilm_role_swap_fools_pooled_cosine_and_f1_but_less_f2():
     from compsense.core.encoders import offline_status
 

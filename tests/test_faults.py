@@ -1,6 +1,7 @@
 """Fault injection: what an unlucky or careless user does to files and runs, and what compsense
 promises then (docs/promises.md). Each fault is applied to scratch copies written by the test:
 truncate, delete, corrupt, run twice at once, kill mid-write. None of these may pass silently."""
+
 import json
 import os
 import signal
@@ -12,17 +13,15 @@ import pandas as pd
 import pytest
 from miniproject import CODE, make_project, start_driver, statuses, summary, write_notebook
 
-from compsense.pipeline import bundle
-
-from compsense.data import datasets as data
-
 from compsense.core import storage as io
-
-from compsense.pipeline import runner
+from compsense.data import datasets as data
 from compsense.data.datasets import DataError
+from compsense.pipeline import bundle, runner
 
-SLOW_STAGE = ("import time\nfrom pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
-              "out.mkdir(parents=True, exist_ok=True)\ntime.sleep(4)\n(out / 'pairs.txt').write_text('p' * 10)")
+SLOW_STAGE = (
+    "import time\nfrom pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
+    "out.mkdir(parents=True, exist_ok=True)\ntime.sleep(4)\n(out / 'pairs.txt').write_text('p' * 10)"
+)
 
 
 @pytest.fixture
@@ -59,7 +58,8 @@ def test_project_files_cut_or_corrupt_are_named_with_the_fix(tmp_path, fault):
             read(path)
 
 
-@pytest.mark.parametrize("fault", [_cut, lambda p: p.write_text("{\"01\": ")], ids=["truncate", "corrupt"])
+@pytest.mark.parametrize("fault", [_cut, lambda p: p.write_text('{"01": ')], ids=["truncate", "corrupt"])
+@pytest.mark.slow
 def test_stages_json_cut_or_corrupt_refuses_the_run_with_the_recovery(project, fault):
     assert runner.reproduce("smoke", out="runs/smoke/a") == 0
     state = project / "runs/smoke/stages.json"
@@ -90,12 +90,16 @@ def test_a_lone_surrogate_is_refused_at_load(tmp_path):
 # delete and change: a skip is only taken when outputs and data are as recorded
 
 
-@pytest.mark.parametrize("fault, reason", [
-    (lambda root: (root / "runs/smoke/negatives/pairs.txt").unlink(), "pairs.txt is missing"),
-    (lambda root: _cut(root / "runs/smoke/negatives/pairs.txt"), "pairs.txt changed size (10 -> 5 bytes)"),
-    (lambda root: _cut(root / "data/mrpc/msr_paraphrase_train.txt"), "data changed"),
-    (lambda root: (root / "data/mrpc/msr_paraphrase_train.txt").unlink(), "data changed"),
-])
+@pytest.mark.parametrize(
+    "fault, reason",
+    [
+        (lambda root: (root / "runs/smoke/negatives/pairs.txt").unlink(), "pairs.txt is missing"),
+        (lambda root: _cut(root / "runs/smoke/negatives/pairs.txt"), "pairs.txt changed size (10 -> 5 bytes)"),
+        (lambda root: _cut(root / "data/mrpc/msr_paraphrase_train.txt"), "data changed"),
+        (lambda root: (root / "data/mrpc/msr_paraphrase_train.txt").unlink(), "data changed"),
+    ],
+)
+@pytest.mark.slow
 def test_deleted_or_changed_outputs_and_data_rerun_the_stage(project, fault, reason):
     assert runner.reproduce("smoke", out="runs/smoke/a") == 0
     fault(project)
@@ -107,8 +111,14 @@ def test_bundle_never_deletes_the_data_dir(tmp_path):
     data_dir = tmp_path / "shared" / "data"
     path = _mrpc(data_dir, 3)
     with pytest.raises(bundle.UnsafeOut):
-        bundle.build_bundle(tmp_path / "shared", "none", [], data_dir=str(data_dir), log=lambda *a: None,
-                            download=lambda *a: pytest.fail("nothing may be written"))
+        bundle.build_bundle(
+            tmp_path / "shared",
+            "none",
+            [],
+            data_dir=str(data_dir),
+            log=lambda *a: None,
+            download=lambda *a: pytest.fail("nothing may be written"),
+        )
     assert path.exists() and len(path.read_text().splitlines()) == 4
 
 
@@ -116,6 +126,7 @@ def test_bundle_never_deletes_the_data_dir(tmp_path):
 # run twice at once, kill mid-write
 
 
+@pytest.mark.slow
 def test_two_runs_at_once_one_refuses_the_other_completes(project):
     write_notebook(project / "notebooks" / "01_first.ipynb", SLOW_STAGE)
     first = start_driver(project, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -147,6 +158,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_killed_mid_write_leaves_the_old_or_the_new_file_whole(tmp_path):
     """SIGKILL a process that rewrites a JSON record and a parquet table in a loop, at several points:
     each file always reads back complete (a kill may leave a hidden .<name>.*.tmp beside it)."""

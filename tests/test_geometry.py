@@ -1,5 +1,6 @@
 """compsense.nearmiss.geometry: histograms over [-1, 1], hand-computed family numbers, pairing, tidy tables.
 The metrics themselves are tested in test_nearmiss_metrics.py."""
+
 import json
 
 import numpy as np
@@ -39,14 +40,28 @@ NEAR_MISSES = [
 
 
 def positives_frame() -> pd.DataFrame:
-    return pd.DataFrame({"sentence1": SENTENCES, "sentence2": PARAPHRASES, "id1": [f"a{i}" for i in range(6)],
-                         "id2": [f"b{i}" for i in range(6)], "source": "mrpc"})
+    return pd.DataFrame(
+        {
+            "sentence1": SENTENCES,
+            "sentence2": PARAPHRASES,
+            "id1": [f"a{i}" for i in range(6)],
+            "id2": [f"b{i}" for i in range(6)],
+            "source": "mrpc",
+        }
+    )
 
 
 def pairs_frame(split="test") -> pd.DataFrame:
-    return pd.DataFrame({"sentence1": SENTENCES, "sentence2": [n for n, _ in NEAR_MISSES],
-                         "family": [f for _, f in NEAR_MISSES], "edit": "hand-written",
-                         "source_id": [f"a{i}" for i in range(6)], "split": split})
+    return pd.DataFrame(
+        {
+            "sentence1": SENTENCES,
+            "sentence2": [n for n, _ in NEAR_MISSES],
+            "family": [f for _, f in NEAR_MISSES],
+            "edit": "hand-written",
+            "source_id": [f"a{i}" for i in range(6)],
+            "split": split,
+        }
+    )
 
 
 def write_pairs(work_dir, df):
@@ -73,11 +88,14 @@ def test_histogram_density_integrates_to_one():
     assert np.sum(density * np.diff(edges)) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("scores, bins, message", [
-    ([0.2, np.nan], 10, "NaN"),
-    ([0.2, 1.5], 10, "not cosines"),
-    ([-0.5, 0.5], [0.0, 0.5, 1.0], "cover"),
-])
+@pytest.mark.parametrize(
+    "scores, bins, message",
+    [
+        ([0.2, np.nan], 10, "NaN"),
+        ([0.2, 1.5], 10, "not cosines"),
+        ([-0.5, 0.5], [0.0, 0.5, 1.0], "cover"),
+    ],
+)
 def test_histogram_refuses_what_it_would_drop(scores, bins, message):
     with pytest.raises(ValueError, match=message):
         g.histogram(scores, bins=bins)
@@ -88,8 +106,12 @@ def test_histogram_refuses_what_it_would_drop(scores, bins, message):
 
 
 def test_family_metrics_by_hand():
-    m = g.family_metrics(positive=np.array([0.9, 0.7]), near_miss=np.array([0.6, 0.4]),
-                         random=np.array([0.1, 0.3]), paraphrase_of_anchor=np.array([0.65, np.nan]))
+    m = g.family_metrics(
+        positive=np.array([0.9, 0.7]),
+        near_miss=np.array([0.6, 0.4]),
+        random=np.array([0.1, 0.3]),
+        paraphrase_of_anchor=np.array([0.65, np.nan]),
+    )
     assert m["n_pairs"] == 2
     assert m["near_miss_cos_mean"] == pytest.approx(0.5)
     assert m["gap_to_positive"] == pytest.approx(0.3)  # 0.8 - 0.5
@@ -170,8 +192,12 @@ def test_family_filter_and_per_family_sampling(tmp_path):
 
 
 def test_positive_pairs_keeps_paraphrases_only():
-    pairs = [SentencePair("a", "b", 1.0, "1", "2", "mrpc"), SentencePair("c", "d", 0.0, "3", "4", "mrpc"),
-             SentencePair("e", "f", 4.2, "5", "6", "stsb"), SentencePair("g", "h", 3.0, "7", "8", "stsb")]
+    pairs = [
+        SentencePair("a", "b", 1.0, "1", "2", "mrpc"),
+        SentencePair("c", "d", 0.0, "3", "4", "mrpc"),
+        SentencePair("e", "f", 4.2, "5", "6", "stsb"),
+        SentencePair("g", "h", 3.0, "7", "8", "stsb"),
+    ]
     assert g.positive_pairs(pairs).sentence1.tolist() == ["a", "e"]
 
 
@@ -187,8 +213,11 @@ def test_reference_pairs_are_seeded_and_random_pairs_cross_paraphrase_pairs():
 
 
 def test_sugarcrepe_caption_pairs_sample_per_subset():
-    examples = [CaptionNearMiss(f"cap {i}", f"neg {i}", subset, f"{subset}/{i}")
-                for subset in ("swap_att", "replace_rel") for i in range(5)]
+    examples = [
+        CaptionNearMiss(f"cap {i}", f"neg {i}", subset, f"{subset}/{i}")
+        for subset in ("swap_att", "replace_rel")
+        for i in range(5)
+    ]
     df = g.sugarcrepe_caption_pairs(examples, per_subset=2, seed=0)
     assert df.groupby("family").size().to_dict() == {"replace_rel": 2, "swap_att": 2}
 
@@ -200,11 +229,21 @@ def test_sugarcrepe_caption_pairs_sample_per_subset():
 @pytest.fixture(scope="module")
 def scored(tiny_encoder):
     refs = g.reference_pairs(positives_frame(), n=8, seed=0)
-    sugar = g.sugarcrepe_caption_pairs([
-        CaptionNearMiss("a dog on a red mat", "a red dog on a mat", "swap_att", "swap_att/1"),
-        CaptionNearMiss("a cat under a chair", "a cat on a chair", "replace_rel", "replace_rel/1")])
-    return g.cosine_scores({"base-seed0": tiny_encoder, "A-seed7": tiny_encoder}, pairs_frame(), positives_frame(),
-                           references=refs, sugarcrepe=sugar, backbone="tiny-bert", show_progress=False)
+    sugar = g.sugarcrepe_caption_pairs(
+        [
+            CaptionNearMiss("a dog on a red mat", "a red dog on a mat", "swap_att", "swap_att/1"),
+            CaptionNearMiss("a cat under a chair", "a cat on a chair", "replace_rel", "replace_rel/1"),
+        ]
+    )
+    return g.cosine_scores(
+        {"base-seed0": tiny_encoder, "A-seed7": tiny_encoder},
+        pairs_frame(),
+        positives_frame(),
+        references=refs,
+        sugarcrepe=sugar,
+        backbone="tiny-bert",
+        show_progress=False,
+    )
 
 
 def test_score_frame_rows_and_cosines(scored, tiny_encoder):
@@ -231,14 +270,18 @@ def test_a_model_given_by_name_is_loaded_with_the_seed_of_its_key(tiny_encoder):
 
 def test_separation_metrics_tidy_columns(scored):
     table = g.separation_metrics(scored, profile="test")
-    assert list(table.columns[:len(TIDY_COLUMNS)]) == TIDY_COLUMNS
+    assert list(table.columns[: len(TIDY_COLUMNS)]) == TIDY_COLUMNS
     assert {"family", "model", "profile"} <= set(table.columns)
     assert not table.duplicated(g.TABLE_KEY).any()
     assert set(table.run) == {"tiny-bert/base-seed0", "tiny-bert/A-seed7"}
     auc = table[(table.metric == AUC) & (table.variant == "base")]
-    assert set(zip(auc.dataset, auc.family, strict=True)) == {("negatives", "binding"), ("negatives", "negation"),
-                                                 ("negatives", "spatial"), ("sugarcrepe", "swap_att"),
-                                                 ("sugarcrepe", "replace_rel")}
+    assert set(zip(auc.dataset, auc.family, strict=True)) == {
+        ("negatives", "binding"),
+        ("negatives", "negation"),
+        ("negatives", "spatial"),
+        ("sugarcrepe", "swap_att"),
+        ("sugarcrepe", "replace_rel"),
+    }
     assert auc.value.between(0, 1).all()
     metrics = set(table.metric)
     assert {"positive_cos_mean", "reference_random_cos_mean", PAIRWISE_ACCURACY, "gap_to_positive"} <= metrics
@@ -265,8 +308,12 @@ def test_write_geometry_keeps_families_apart_and_replaces_reruns(scored, tmp_pat
 
 def test_geometry_summary_is_wide_by_metric_and_variant(scored):
     wide = g.geometry_summary(g.separation_metrics(scored), metrics=(AUC, "near_miss_cos_mean"))
-    assert list(wide.columns) == [(AUC, "base"), (AUC, "A"),
-                                  ("near_miss_cos_mean", "base"), ("near_miss_cos_mean", "A")]
+    assert list(wide.columns) == [
+        (AUC, "base"),
+        (AUC, "A"),
+        ("near_miss_cos_mean", "base"),
+        ("near_miss_cos_mean", "A"),
+    ]
     assert len(wide) == 5
     default = g.geometry_summary(g.separation_metrics(scored))
     assert list(dict.fromkeys(m for m, _ in default.columns))[:2] == [AUC, PAIRWISE_ACCURACY]
@@ -316,14 +363,31 @@ def test_separation_auc_figure_groups_bars_by_variant(scored):
 
 
 def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monkeypatch):
-    near = pd.DataFrame({"sentence1": ["the cat sat on the mat", "the dog ran left", "prices rose today", "a red cup"],
-                         "sentence2": ["the cat did not sit on the mat", "the dog ran right", "prices fell today",
-                                       "a blue cup"],
-                         "family": ["negation", "spatial", "negation", "binding"]})
-    para = pd.DataFrame({"sentence1": ["the cat sat on the mat", "a red cup", "the dog ran left"],
-                         "sentence2": ["a cat was sitting on the mat", "one red cup", "the dog went to the left"]})
-    runs = pd.DataFrame([{"backbone": "tiny-bert", "variant": "base", "seed": 42, "model": "tiny-bert",
-                          "model_stamp": "pretrained", "structural_share": None}])
+    near = pd.DataFrame(
+        {
+            "sentence1": ["the cat sat on the mat", "the dog ran left", "prices rose today", "a red cup"],
+            "sentence2": ["the cat did not sit on the mat", "the dog ran right", "prices fell today", "a blue cup"],
+            "family": ["negation", "spatial", "negation", "binding"],
+        }
+    )
+    para = pd.DataFrame(
+        {
+            "sentence1": ["the cat sat on the mat", "a red cup", "the dog ran left"],
+            "sentence2": ["a cat was sitting on the mat", "one red cup", "the dog went to the left"],
+        }
+    )
+    runs = pd.DataFrame(
+        [
+            {
+                "backbone": "tiny-bert",
+                "variant": "base",
+                "seed": 42,
+                "model": "tiny-bert",
+                "model_stamp": "pretrained",
+                "structural_share": None,
+            }
+        ]
+    )
     loads = []
     real = g.load_encoder  # patched where geometry looks it up
     monkeypatch.setattr(g, "load_encoder", lambda *a, **k: loads.append(a) or real(*a, **k))

@@ -7,6 +7,7 @@
 2. trec_eval (pytrec_eval) on a graded fixture: nDCG@10 with graded gains, MRR@10 and Recall@100
    per query, where sentence-transformers' evaluator (binary relevance) cannot check them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,14 +16,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.data.datasets import load_nanobeir
 from compsense.core.encoders import TINY_CORPUS, build_tiny_bert
+from compsense.data.datasets import load_nanobeir
 from compsense.retrieval.harness import METRICS, evaluate_dataset, score_rankings
 
 SETS = {"scifact": "NanoSciFact", "nfcorpus": "NanoNFCorpus"}
 # Our metric name -> the key sentence-transformers' evaluator reports (cosine similarity).
-ST_KEYS = {"ndcg@10": "cosine_ndcg@10", "mrr@10": "cosine_mrr@10", "acc@1": "cosine_accuracy@1",
-           "recall@100": "cosine_recall@100"}
+ST_KEYS = {
+    "ndcg@10": "cosine_ndcg@10",
+    "mrr@10": "cosine_mrr@10",
+    "acc@1": "cosine_accuracy@1",
+    "recall@100": "cosine_recall@100",
+}
 # Our metric name -> trec_eval's measure, on rankings cut to the depth our metric looks at.
 TREC_MEASURES = {"ndcg@10": ("ndcg_cut_10", 100), "mrr@10": ("recip_rank", 10), "recall@100": ("recall_100", 100)}
 
@@ -37,12 +42,22 @@ def _write_nanobeir(root: Path, seed: int) -> None:
     for offset, nano in enumerate(SETS.values()):
         n = len(lines)
         docs = [f"{nano[4:].lower()}-{i:03d}" for i in range(150)]
-        corpus = pd.DataFrame({"_id": docs,
-                               "text": [f"{lines[(i + offset) % n]} {lines[(7 * i + 3) % n]} {i}" for i in range(150)]})
-        queries = pd.DataFrame({"_id": [f"q{i}" for i in range(30)],
-                                "text": [" ".join(lines[(5 * i + offset) % n].split()[:3]) for i in range(30)]})
-        qrels = pd.DataFrame([{"query-id": f"q{i}", "corpus-id": d}
-                              for i in range(30) for d in rng.choice(docs, size=rng.integers(1, 4), replace=False)])
+        corpus = pd.DataFrame(
+            {"_id": docs, "text": [f"{lines[(i + offset) % n]} {lines[(7 * i + 3) % n]} {i}" for i in range(150)]}
+        )
+        queries = pd.DataFrame(
+            {
+                "_id": [f"q{i}" for i in range(30)],
+                "text": [" ".join(lines[(5 * i + offset) % n].split()[:3]) for i in range(30)],
+            }
+        )
+        qrels = pd.DataFrame(
+            [
+                {"query-id": f"q{i}", "corpus-id": d}
+                for i in range(30)
+                for d in rng.choice(docs, size=rng.integers(1, 4), replace=False)
+            ]
+        )
         for config, frame in (("corpus", corpus), ("queries", queries), ("qrels", qrels)):
             (root / config).mkdir(parents=True, exist_ok=True)
             frame.to_parquet(root / config / f"{nano}-00000-of-00001.parquet", index=False)
@@ -54,6 +69,7 @@ def _write_nanobeir(root: Path, seed: int) -> None:
     (root / "README.md").write_text("\n".join(card + ["---", ""]))
 
 
+@pytest.mark.slow
 def test_harness_equals_nanobeir_evaluator_on_a_local_nanobeir_folder(tmp_path):
     pytest.importorskip("datasets")  # the reference evaluator reads through `datasets` (absent on the GPU image)
     from sentence_transformers.sentence_transformer.evaluation import NanoBEIREvaluator
@@ -62,8 +78,16 @@ def test_harness_equals_nanobeir_evaluator_on_a_local_nanobeir_folder(tmp_path):
     _write_nanobeir(root, seed=0)
     model = build_tiny_bert(seed=3)
     reference = NanoBEIREvaluator(
-        dataset_names=list(SETS), dataset_id=str(root), mrr_at_k=[10], ndcg_at_k=[10], accuracy_at_k=[1],
-        precision_recall_at_k=[100], map_at_k=[100], batch_size=16, write_csv=False)(model)
+        dataset_names=list(SETS),
+        dataset_id=str(root),
+        mrr_at_k=[10],
+        ndcg_at_k=[10],
+        accuracy_at_k=[1],
+        precision_recall_at_k=[100],
+        map_at_k=[100],
+        batch_size=16,
+        write_csv=False,
+    )(model)
 
     ours = {}
     for nano in SETS.values():

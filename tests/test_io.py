@@ -34,8 +34,9 @@ def test_unknown_format_and_missing_file_have_clear_errors(tmp_path):
 def test_append_results_replaces_rows_with_the_same_key(tmp_path):
     path = tmp_path / "r.parquet"
     io.append_results(io.tidy([{"metric": "ndcg@10", "value": 0.1}], run="r1", dataset="d"), path)
-    io.append_results(io.tidy([{"metric": "ndcg@10", "value": 0.2}, {"metric": "acc@1", "value": 0.3}],
-                              run="r1", dataset="d"), path)
+    io.append_results(
+        io.tidy([{"metric": "ndcg@10", "value": 0.2}, {"metric": "acc@1", "value": 0.3}], run="r1", dataset="d"), path
+    )
     table = io.read_table(path)
     assert sorted(zip(table.metric, table.value)) == [("acc@1", 0.3), ("ndcg@10", 0.2)]
     assert list(table.columns[:7]) == io.TIDY_COLUMNS

@@ -1,4 +1,5 @@
 """The run-folder layout (compsense.core.layout): where each stage writes, and loading a backbone's models."""
+
 import pytest
 
 from compsense.core import layout
@@ -10,7 +11,8 @@ def test_paths_follow_the_documented_layout(tmp_path):
     assert layout.model_dir(tmp_path, "minilm-l6", "B", 43, create=True).is_dir()
     assert layout.final_model_dir(tmp_path, "minilm-l6", "A", 42).parts[-2:] == ("A-seed42", "final")
     assert layout.verifier_dir(tmp_path, "balanced-small", 44, "F3-frozen") == (
-        tmp_path / "verifiers" / "balanced-small" / "seed44" / "F3-frozen")
+        tmp_path / "verifiers" / "balanced-small" / "seed44" / "F3-frozen"
+    )
     assert layout.results_file(tmp_path, "rerank") == tmp_path / "results" / "rerank.parquet"
     assert (tmp_path / "results").is_dir()
     assert layout.cache_dir(tmp_path, "rerank").is_dir()

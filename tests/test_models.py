@@ -6,6 +6,7 @@ import pytest
 from compsense.core import encoders as models
 
 
+@pytest.mark.slow
 def test_tiny_bert_is_deterministic_and_fast(tiny_encoder):
     models.build_tiny_bert(seed=0)  # warm the imports; the claim is about the build itself
     start = time.perf_counter()
@@ -31,10 +32,14 @@ def test_registry_resolves_short_names_and_hub_ids():
     assert models.find_backbone("thenlper/gte-small").name == "gte-small"
     assert models.find_backbone("no/such-model") is None
     assert set(models.PAPER_BACKBONES) <= set(models.BACKBONES)
-    assert models.BACKBONES["gte-modernbert-base"].recipe == {"max_steps": 500, "learning_rate": 4e-5,
-                                                              "weight_decay": 0.01}
+    assert models.BACKBONES["gte-modernbert-base"].recipe == {
+        "max_steps": 500,
+        "learning_rate": 4e-5,
+        "weight_decay": 0.01,
+    }
 
 
+@pytest.mark.slow
 def test_minilm_l6_loads_offline_from_the_package():
     enc = models.load_encoder("minilm-l6")
     emb = enc.encode(["A short sentence."], normalize_embeddings=True)
@@ -60,6 +65,7 @@ def test_unreachable_hub_when_online_mode_probes_instead_of_hanging(monkeypatch)
         models.load_encoder("Alibaba-NLP/gte-modernbert-base")
 
 
+@pytest.mark.slow
 def test_local_directory_round_trip(tmp_path, tiny_encoder):
     tiny_encoder.save(str(tmp_path / "saved"))
     loaded = models.load_encoder(tmp_path / "saved", max_seq_length=32)
@@ -113,6 +119,7 @@ def test_encode_pooled_uses_the_models_query_and_document_encoders():
             def encode(texts, **kwargs):
                 self.calls.append(name)
                 return torch.tensor([[3.0, 4.0]] * len(texts))
+
             return encode
 
         def __getattr__(self, name):

@@ -1,5 +1,6 @@
 """compsense.nearmiss.evaluation: notebook 04's near-miss test with positives (its tables, pairs and
 protocol). The metrics are `compsense.nearmiss.metrics`'s, tested by hand in test_nearmiss_metrics.py."""
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,10 +13,22 @@ from compsense.nearmiss.metrics import CHECKS, near_miss_auc, pairwise_accuracy
 
 def test_near_miss_table_on_a_toy_case():
     positives = pd.DataFrame({"sentence1": ["s1", "s2", "s3"], "sentence2": ["p1", "p2", "p3"]})
-    near = pd.DataFrame({"sentence1": ["s1", "s1", "s2", "zz"], "sentence2": ["n1", "n2", "n3", "n4"],
-                         "family": ["negation", "swap", "negation", "swap"]})
-    fixed = {("s1", "p1"): 0.9, ("s2", "p2"): 0.5, ("s3", "p3"): 0.7,
-             ("s1", "n1"): 0.8, ("s1", "n2"): 0.95, ("s2", "n3"): 0.5, ("zz", "n4"): 0.1}
+    near = pd.DataFrame(
+        {
+            "sentence1": ["s1", "s1", "s2", "zz"],
+            "sentence2": ["n1", "n2", "n3", "n4"],
+            "family": ["negation", "swap", "negation", "swap"],
+        }
+    )
+    fixed = {
+        ("s1", "p1"): 0.9,
+        ("s2", "p2"): 0.5,
+        ("s3", "p3"): 0.7,
+        ("s1", "n1"): 0.8,
+        ("s1", "n2"): 0.95,
+        ("s2", "n3"): 0.5,
+        ("zz", "n4"): 0.1,
+    }
     table = N.near_miss_table({"toy": lambda pairs: [fixed[p] for p in pairs]}, positives, near)
     get = table.set_index(["family", "metric"])["value"]
     n = table.set_index(["family", "metric"])["n"]
@@ -29,8 +42,9 @@ def test_near_miss_table_on_a_toy_case():
     assert n["all", "pairwise_accuracy"] == 3 and n["all", "auc"] == 4
     # the table's numbers are the metrics module's, on the same scores
     assert get["all", "auc"] == near_miss_auc([0.9, 0.5, 0.7], [0.8, 0.95, 0.5, 0.1])
-    assert get["all", "pairwise_accuracy"] == pairwise_accuracy([0.9, 0.5, 0.7], [0.8, 0.95, 0.5, 0.1],
-                                                                ["s1", "s2", "s3"], ["s1", "s1", "s2", "zz"])
+    assert get["all", "pairwise_accuracy"] == pairwise_accuracy(
+        [0.9, 0.5, 0.7], [0.8, 0.95, 0.5, 0.1], ["s1", "s2", "s3"], ["s1", "s1", "s2", "zz"]
+    )
     N.figure_near_miss_scores(table)  # builds without error
     with pytest.raises(ValueError, match="family"):
         N.near_miss_table({}, positives, near.drop(columns="family"))
@@ -53,8 +67,9 @@ def test_a_scorer_that_returns_nan_is_named_not_averaged():
 
 
 def test_paraphrase_positives_orient_pairs_toward_near_miss_sources():
-    paraphrases = pd.DataFrame({"sentence1": ["a", "b", "c", "d"], "sentence2": ["a2", "s", "c2", "d2"],
-                                "label": [1, 1, 1, 0]})
+    paraphrases = pd.DataFrame(
+        {"sentence1": ["a", "b", "c", "d"], "sentence2": ["a2", "s", "c2", "d2"], "label": [1, 1, 1, 0]}
+    )
     near = pd.DataFrame({"sentence1": ["a", "s"], "sentence2": ["na", "ns"], "family": ["x", "x"]})
     pos = N.paraphrase_positives(paraphrases, near)
     assert set(map(tuple, pos[pos.matched][["sentence1", "sentence2"]].values)) == {("a", "a2"), ("s", "b")}
@@ -71,10 +86,11 @@ class _Example:
 
 
 def test_sugarcrepe_protocol_uses_another_caption_of_the_same_image():
-    examples = [_Example("a cat on a mat", "a mat on a cat", "swap_obj", "swap_obj/0", "1.jpg"),
-                _Example("a small cat on a red mat", "a small cat on a blue mat", "replace_att", "replace_att/0",
-                         "1.jpg"),
-                _Example("a lone dog", "a lone dog and a cat", "add_obj", "add_obj/0", "2.jpg")]
+    examples = [
+        _Example("a cat on a mat", "a mat on a cat", "swap_obj", "swap_obj/0", "1.jpg"),
+        _Example("a small cat on a red mat", "a small cat on a blue mat", "replace_att", "replace_att/0", "1.jpg"),
+        _Example("a lone dog", "a lone dog and a cat", "add_obj", "add_obj/0", "2.jpg"),
+    ]
     positives, near = N.sugarcrepe_pairs(examples)
     assert list(near.example_id) == ["swap_obj/0", "replace_att/0"]  # 2.jpg has no other caption
     assert positives.sentence1.tolist() == ["a small cat on a red mat", "a cat on a mat"]
@@ -83,8 +99,9 @@ def test_sugarcrepe_protocol_uses_another_caption_of_the_same_image():
 
 
 def test_self_match_table_catches_an_overlap_penalising_scorer():
-    positives = pd.DataFrame({"sentence1": ["The dog sat.", "Rain fell today."],
-                              "sentence2": ["A dog was sitting.", "It rained today."]})
+    positives = pd.DataFrame(
+        {"sentence1": ["The dog sat.", "Rain fell today."], "sentence2": ["A dog was sitting.", "It rained today."]}
+    )
 
     def overlap(pairs):  # token overlap: copies score 1, the sane direction
         return [len(set(a.split()) & set(b.split())) / len(set(a.split()) | set(b.split())) for a, b in pairs]
@@ -132,21 +149,31 @@ def _copy_scorer(pairs):
 
 
 def test_evaluate_sets_and_separation_table_give_mean_and_std_over_seeds():
-    positives = pd.DataFrame({"sentence1": ["the cat sat", "a dog ran"],
-                              "sentence2": ["a feline rested here", "one hound sprinted off"]})
-    near = pd.DataFrame({"sentence1": ["the cat sat", "a dog ran"], "sentence2": ["the cat stood", "a dog walked"],
-                         "family": ["verb", "verb"]})
+    positives = pd.DataFrame(
+        {"sentence1": ["the cat sat", "a dog ran"], "sentence2": ["a feline rested here", "one hound sprinted off"]}
+    )
+    near = pd.DataFrame(
+        {
+            "sentence1": ["the cat sat", "a dog ran"],
+            "sentence2": ["the cat stood", "a dog walked"],
+            "family": ["verb", "verb"],
+        }
+    )
     sets = {"toy": (positives, near, "sentence1"), "other": (positives, near, "sentence1")}
     table = N.evaluate_sets({"overlap": _overlap_scorer, "copy": _copy_scorer}, sets)
     assert set(table.dataset) == {"toy", "other"}
     assert {"self_match", "copy_vs_near_miss", "verb", "all"} <= set(table.family)
-    runs = [N.to_tidy(table, "", "bb", s, verifier_variant="balanced-small", train_data="balanced", size="small")
-            for s in (1, 2)]
+    runs = [
+        N.to_tidy(table, "", "bb", s, verifier_variant="balanced-small", train_data="balanced", size="small")
+        for s in (1, 2)
+    ]
     results = pd.concat(runs, ignore_index=True)
     assert results.run.iloc[0] == "bb/verifiers/balanced-small/seed1" and set(results.dataset) == {"toy", "other"}
     # a second seed that differs: the overlap scorer's near-miss AUC moves by 0.5
-    results.loc[(results.seed == 2) & (results.variant == "overlap") & (results.metric == "auc")
-                & (results.family == "all"), "value"] -= 0.5
+    results.loc[
+        (results.seed == 2) & (results.variant == "overlap") & (results.metric == "auc") & (results.family == "all"),
+        "value",
+    ] -= 0.5
     sep = N.separation_table(results)
     assert sep.loc[("overlap", "", "balanced", "small"), ("toy", "auc")] == "0.750 ± 0.354"
     assert sep.loc[("overlap", "", "balanced", "small"), "seeds"].item() == 2
@@ -155,12 +182,16 @@ def test_evaluate_sets_and_separation_table_give_mean_and_std_over_seeds():
     assert sep.loc[("copy", "", "balanced", "small"), ("other", "copy_vs_near_miss")] == "1.000 ± 0.000"
     renamed = runs[0].variant.map({"overlap": "F4-frozen", "copy": "F1-end2end"})
     one = N.separation_table(runs[0].assign(variant=renamed))
-    assert ("F4", "frozen", "balanced", "small") in one.index and one.loc[("F4", "frozen", "balanced", "small"),
-                                                                         ("toy", "auc")] == "1.000"
+    assert ("F4", "frozen", "balanced", "small") in one.index and one.loc[
+        ("F4", "frozen", "balanced", "small"), ("toy", "auc")
+    ] == "1.000"
 
 
 def test_separation_table_groups_columns_by_dataset():
-    rows = [dict(variant="F1-frozen", dataset=d, family=f, metric=m, value=0.5, seed=1, train_data="model_b",
-                 size="small") for d in ("held", "ext") for f, m in CHECKS.values()]
+    rows = [
+        dict(variant="F1-frozen", dataset=d, family=f, metric=m, value=0.5, seed=1, train_data="model_b", size="small")
+        for d in ("held", "ext")
+        for f, m in CHECKS.values()
+    ]
     sep = N.separation_table(pd.DataFrame(rows))
     assert list(sep.columns) == [("seeds", "")] + [(d, c) for d in ("held", "ext") for c in CHECKS]

@@ -1,4 +1,5 @@
 """compsense.nearmiss.metrics: each near-miss number on cases small enough to count by hand."""
+
 import numpy as np
 import pytest
 
@@ -41,12 +42,15 @@ def test_near_miss_auc_with_one_score_on_a_side():
     assert near_miss_auc([0.2, 0.6, 0.9], [0.5]) == pytest.approx(2 / 3)
 
 
-@pytest.mark.parametrize("positive, near_miss, message", [
-    ([], [0.1], "no positive scores"),
-    ([0.1], [], "no near-miss scores"),
-    ([0.1, np.nan], [0.2], "NaN or infinite"),
-    ([0.1], [np.inf], "NaN or infinite"),
-])
+@pytest.mark.parametrize(
+    "positive, near_miss, message",
+    [
+        ([], [0.1], "no positive scores"),
+        ([0.1], [], "no near-miss scores"),
+        ([0.1, np.nan], [0.2], "NaN or infinite"),
+        ([0.1], [np.inf], "NaN or infinite"),
+    ],
+)
 def test_near_miss_auc_refuses_empty_or_missing_scores(positive, near_miss, message):
     with pytest.raises(ValueError, match=message):
         near_miss_auc(positive, near_miss)
@@ -113,14 +117,17 @@ def test_missing_keys_never_match_each_other():
     assert pairwise_accuracy([0.9, 0.1], [0.5, 0.5], ["a", None], [None, "a"]) == 1.0
 
 
-@pytest.mark.parametrize("args, message", [
-    (([], []), "no positive scores"),
-    (([0.5], [0.4, 0.3]), "aligned pairs"),
-    (([0.5], [0.4], ["a"], None), "both positive_keys and near_miss_keys"),
-    (([0.5], [0.4], ["a"], ["b"]), "no near-miss shares a key"),
-    (([0.5, 0.6], [0.4], ["a"], ["a"]), "one key per score"),
-    (([0.5], [np.nan]), "NaN"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (([], []), "no positive scores"),
+        (([0.5], [0.4, 0.3]), "aligned pairs"),
+        (([0.5], [0.4], ["a"], None), "both positive_keys and near_miss_keys"),
+        (([0.5], [0.4], ["a"], ["b"]), "no near-miss shares a key"),
+        (([0.5, 0.6], [0.4], ["a"], ["a"]), "one key per score"),
+        (([0.5], [np.nan]), "NaN"),
+    ],
+)
 def test_pairwise_accuracy_says_what_is_wrong(args, message):
     with pytest.raises(ValueError, match=message):
         pairwise_accuracy(*args)
@@ -156,6 +163,9 @@ def test_interval_brackets_the_auc_narrows_with_more_pairs_and_is_seeded():
 
 
 def test_the_headline_checks_name_stored_families_and_metrics():
-    assert CHECKS == {AUC: ("all", AUC), SELF_MATCH: (SELF_MATCH, AUC),
-                      COPY_VS_NEAR_MISS: (COPY_VS_NEAR_MISS, PAIRWISE_ACCURACY)}
+    assert CHECKS == {
+        AUC: ("all", AUC),
+        SELF_MATCH: (SELF_MATCH, AUC),
+        COPY_VS_NEAR_MISS: (COPY_VS_NEAR_MISS, PAIRWISE_ACCURACY),
+    }
     assert set(CHECKS) <= set(LABELS)

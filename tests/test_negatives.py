@@ -5,6 +5,7 @@ Evidence beyond unit behaviour, printed with -s:
 - precision against the hand-judged audit set tests/fixtures/negatives_audit.jsonl;
 - SugarCrepe-style blind bag-of-words AUC on the audit sentences and on MRPC.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,8 +20,19 @@ import pandas as pd
 import pytest
 
 from compsense.data.negatives import (
-    FAMILIES, NearMiss, artefact_auc, audit_precision, candidates, edit_distance_table, load_audit,
-    make_pairs, make_triplets, perturb, read_pairs, write_pairs, yield_table,
+    FAMILIES,
+    NearMiss,
+    artefact_auc,
+    audit_precision,
+    candidates,
+    edit_distance_table,
+    load_audit,
+    make_pairs,
+    make_triplets,
+    perturb,
+    read_pairs,
+    write_pairs,
+    yield_table,
 )
 from compsense.data.negatives.quality import audit_rows, token_edit_distance
 
@@ -33,6 +45,7 @@ def texts(sentence: str, family: str) -> set[str]:
 
 
 # --- MRPC, read through compsense.data.datasets when it is there, else with a tiny local reader ----------
+
 
 def _read_mrpc_train_sentences() -> list[str] | None:
     try:
@@ -78,6 +91,7 @@ def audit() -> list[dict]:
 
 # --- API ------------------------------------------------------------------------------------------
 
+
 def test_families_registry_has_paper_and_extra_families():
     assert PAPER_FAMILIES <= set(FAMILIES)
     extra = set(FAMILIES) - PAPER_FAMILIES
@@ -103,34 +117,41 @@ def test_unknown_family_and_non_string_input_fail_clearly():
 
 # --- the families, by example ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("sentence, expected", [
-    ("He runs every morning.", "He does not run every morning."),
-    ("She ran to the store.", "She did not run to the store."),
-    ("It is raining.", "It is not raining."),
-    ("I can swim.", "I cannot swim."),
-    ("The house has been sold.", "The house has not been sold."),
-    ("He was a teacher.", "He was not a teacher."),
-    ("He always lies.", "He never lies."),
-    ("The company has 300 employees.", "The company does not have 300 employees."),
-    ("Add the flour and stir.", "Do not add the flour and stir."),
-    ("Who won the election?", "Who did not win the election?"),
-    ("The museum is still open.", "The museum is no longer open."),
-])
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("He runs every morning.", "He does not run every morning."),
+        ("She ran to the store.", "She did not run to the store."),
+        ("It is raining.", "It is not raining."),
+        ("I can swim.", "I cannot swim."),
+        ("The house has been sold.", "The house has not been sold."),
+        ("He was a teacher.", "He was not a teacher."),
+        ("He always lies.", "He never lies."),
+        ("The company has 300 employees.", "The company does not have 300 employees."),
+        ("Add the flour and stir.", "Do not add the flour and stir."),
+        ("Who won the election?", "Who did not win the election?"),
+        ("The museum is still open.", "The museum is no longer open."),
+    ],
+)
 def test_negation_adds_with_the_right_verb_form(sentence, expected):
     assert expected in texts(sentence, "negation")
 
 
-@pytest.mark.parametrize("sentence, expected", [
-    ("He did not run.", "He ran."),
-    ("It isn't true.", "It is true."),
-    ("I cannot swim.", "I can swim."),
-    ("He never lies.", "He always lies."),
-    ("He no longer works here.", "He still works here."),
-    ("The pie business doesn 't fit the strategy .", "The pie business fits the strategy ."),
-    ("It does n't work .", "It works ."),
-    ("Do not touch the stove.", "Touch the stove."),
-    ("The company has not yet been sold.", "The company has already been sold."),
-])
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("He did not run.", "He ran."),
+        ("It isn't true.", "It is true."),
+        ("I cannot swim.", "I can swim."),
+        ("He never lies.", "He always lies."),
+        ("He no longer works here.", "He still works here."),
+        ("The pie business doesn 't fit the strategy .", "The pie business fits the strategy ."),
+        ("It does n't work .", "It works ."),
+        ("Do not touch the stove.", "Touch the stove."),
+        ("The company has not yet been sold.", "The company has already been sold."),
+    ],
+)
 def test_negation_removes_too(sentence, expected):
     assert expected in texts(sentence, "negation")
 
@@ -142,63 +163,86 @@ def test_negation_keeps_the_texts_contraction_style():
     assert "He did n't know that he did n't run ." in ptb
 
 
-@pytest.mark.parametrize("sentence", [
-    "Turn left at the light.",          # "left" is a direction, not "leave"
-    "The plans were approved.",         # "plans" is a noun
-    "The consultant hired by the firm quit.",  # a participle
-    "Is it raining?",                   # inverted question: no "Is not it"
-    "Nobody was injured.",              # no double negation
-    "Fewer tourists came than last year.",
-])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Turn left at the light.",  # "left" is a direction, not "leave"
+        "The plans were approved.",  # "plans" is a noun
+        "The consultant hired by the firm quit.",  # a participle
+        "Is it raining?",  # inverted question: no "Is not it"
+        "Nobody was injured.",  # no double negation
+        "Fewer tourists came than last year.",
+    ],
+)
 def test_negation_leaves_misleading_constructions_alone(sentence):
-    bad = {"Turn did not leave at the light.", "The plans do not were approved.",
-           "Is not it raining?", "Nobody was not injured."}
+    bad = {
+        "Turn did not leave at the light.",
+        "The plans do not were approved.",
+        "Is not it raining?",
+        "Nobody was not injured.",
+    }
     produced = texts(sentence, "negation")
     assert not produced & bad
     assert not any("did not hire by" in t or "didn't come than" in t for t in produced)
 
 
-@pytest.mark.parametrize("sentence, expected", [
-    ("The company hired the consultant.", "The consultant hired the company."),
-    ("Federer beat Nadal in the final.", "Nadal beat Federer in the final."),
-    ("The consultant was hired by the company.", "The company was hired by the consultant."),
-    ("The red cup is on the blue box.", "The blue cup is on the red box."),
-    ("The eagle is larger than the falcon.", "The falcon is larger than the eagle."),
-    ("Prices rose from 5 % to 7 % in 2003 .", "Prices rose from 7 % to 5 % in 2003 ."),
-    ("Smoking causes cancer.", "Cancer causes smoking."),
-])
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("The company hired the consultant.", "The consultant hired the company."),
+        ("Federer beat Nadal in the final.", "Nadal beat Federer in the final."),
+        ("The consultant was hired by the company.", "The company was hired by the consultant."),
+        ("The red cup is on the blue box.", "The blue cup is on the red box."),
+        ("The eagle is larger than the falcon.", "The falcon is larger than the eagle."),
+        ("Prices rose from 5 % to 7 % in 2003 .", "Prices rose from 7 % to 5 % in 2003 ."),
+        ("Smoking causes cancer.", "Cancer causes smoking."),
+    ],
+)
 def test_binding_swaps_roles_and_attributes(sentence, expected):
     assert expected in texts(sentence, "binding")
 
 
-@pytest.mark.parametrize("sentence", [
-    "Cats and dogs are popular pets.",             # symmetric coordination
-    "The two leaders met the press in Paris.",     # no asymmetric verb
-    "Anna married Tom in June.",                   # symmetric verb
-    "The tickets are priced from $ 5 to $ 9 .",    # a static range reads the same reversed
-    "Sales grew from 1998 to 2003 .",              # reversed years are a malformed period
-])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Cats and dogs are popular pets.",  # symmetric coordination
+        "The two leaders met the press in Paris.",  # no asymmetric verb
+        "Anna married Tom in June.",  # symmetric verb
+        "The tickets are priced from $ 5 to $ 9 .",  # a static range reads the same reversed
+        "Sales grew from 1998 to 2003 .",  # reversed years are a malformed period
+    ],
+)
 def test_binding_skips_swaps_that_keep_the_meaning(sentence):
     assert texts(sentence, "binding") == set()
 
 
-@pytest.mark.parametrize("sentence, expected", [
-    ("Turn left at the light.", "Turn right at the light."),
-    ("The book is on the left.", "The book is on the right."),
-    ("Store the vaccine below 8 degrees.", "Store the vaccine above 8 degrees."),
-    ("Add the sugar after the butter melts.", "Add the sugar before the butter melts."),
-    ("Shares rose 5 % on Monday .", "Shares fell 5 % on Monday ."),
-    ("Birds fly south in winter.", "Birds fly north in winter."),
-    ("He walked into the room.", "He walked out of the room."),
-])
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("Turn left at the light.", "Turn right at the light."),
+        ("The book is on the left.", "The book is on the right."),
+        ("Store the vaccine below 8 degrees.", "Store the vaccine above 8 degrees."),
+        ("Add the sugar after the butter melts.", "Add the sugar before the butter melts."),
+        ("Shares rose 5 % on Monday .", "Shares fell 5 % on Monday ."),
+        ("Birds fly south in winter.", "Birds fly north in winter."),
+        ("He walked into the room.", "He walked out of the room."),
+    ],
+)
 def test_spatial_flips_directions(sentence, expected):
     assert expected in texts(sentence, "spatial")
 
 
-@pytest.mark.parametrize("sentence", [
-    "He left the company in May.", "You are right.", "He fell ill last week.",
-    "It happened over the years.", "They ran into trouble.", "After all, it worked.",
-])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "He left the company in May.",
+        "You are right.",
+        "He fell ill last week.",
+        "It happened over the years.",
+        "They ran into trouble.",
+        "After all, it worked.",
+    ],
+)
 def test_spatial_ignores_other_senses(sentence):
     assert texts(sentence, "spatial") == set()
 
@@ -214,34 +258,43 @@ def test_numeric_keeps_the_format():
     assert texts("One person came.", "numeric") == set()  # "two person" would not agree
 
 
-@pytest.mark.parametrize("sentence, expected", [
-    ("All students passed the exam.", "Some students passed the exam."),
-    ("Every candidate answered.", "No candidate answered."),
-    ("At least three people came.", "At most three people came."),
-    ("Most voters agreed.", "Few voters agreed."),
-    ("Mix all the dry ingredients.", "Mix some of the dry ingredients."),
-])
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("All students passed the exam.", "Some students passed the exam."),
+        ("Every candidate answered.", "No candidate answered."),
+        ("At least three people came.", "At most three people came."),
+        ("Most voters agreed.", "Few voters agreed."),
+        ("Mix all the dry ingredients.", "Mix some of the dry ingredients."),
+    ],
+)
 def test_quantifier_changes_how_many(sentence, expected):
     assert expected in texts(sentence, "quantifier")
 
 
-@pytest.mark.parametrize("sentence, expected", [
-    ("Prices are higher than last year.", "Prices are lower than last year."),
-    ("More than 300 people attended.", "Fewer than 300 people attended."),
-    ("Sales increased in May.", "Sales decreased in May."),
-    ("It is more expensive than gold.", "It is less expensive than gold."),
-    ("The team won the election.", "The team lost the election."),
-])
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("Prices are higher than last year.", "Prices are lower than last year."),
+        ("More than 300 people attended.", "Fewer than 300 people attended."),
+        ("Sales increased in May.", "Sales decreased in May."),
+        ("It is more expensive than gold.", "It is less expensive than gold."),
+        ("The team won the election.", "The team lost the election."),
+    ],
+)
 def test_comparative_flips_the_scale(sentence, expected):
     assert expected in texts(sentence, "comparative")
 
 
-@pytest.mark.parametrize("sentence, expected", [
-    ("The meeting was held earlier this week.", "The meeting was held later this week."),
-    ("It was the first time he won.", "It was the last time he won."),
-    ("The festival starts in late June.", "The festival starts in early June."),
-    ("The former CEO resigned.", "The current CEO resigned."),
-])
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("The meeting was held earlier this week.", "The meeting was held later this week."),
+        ("It was the first time he won.", "It was the last time he won."),
+        ("The festival starts in late June.", "The festival starts in early June."),
+        ("The former CEO resigned.", "The current CEO resigned."),
+    ],
+)
 def test_temporal_flips_time_relations(sentence, expected):
     assert expected in texts(sentence, "temporal")
 
@@ -253,6 +306,7 @@ def test_no_swap_duplicates_a_word_already_there():
 
 # --- determinism and robustness -------------------------------------------------------------------
 
+
 def test_same_seed_same_output_and_seeds_matter():
     sentence = "Shares rose 5 % to $ 4.56 after the company hired 12 new engineers in 2003 ."
     assert perturb(sentence, seed=3) == perturb(sentence, seed=3)
@@ -260,26 +314,47 @@ def test_same_seed_same_output_and_seeds_matter():
     assert len(numeric) > 1
 
 
+@pytest.mark.slow
 def test_output_does_not_depend_on_the_process_hash_seed():
-    code = ("from compsense.data.negatives import perturb; "
-            "print([n.text for n in perturb('Shares rose 5 % after 12 firms hired 30 people .', seed=1)])")
+    code = (
+        "from compsense.data.negatives import perturb; "
+        "print([n.text for n in perturb('Shares rose 5 % after 12 firms hired 30 people .', seed=1)])"
+    )
     outputs = set()
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "HF_HUB_OFFLINE": "1"}
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                             cwd=Path(__file__).parent.parent, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=Path(__file__).parent.parent,
+            check=True,
+        )
         outputs.add(run.stdout)
     assert len(outputs) == 1
 
 
-@pytest.mark.parametrize("text", [
-    "", "   ", "\n\t", "!!!???...", "Hello", "running", "12", "1,000",
-    "Der Hund läuft nicht über die Straße, und die Katze ist hier.",
-    "Die Firma hat 12 Mitarbeiter.",
-    "我今天去了商店，买了三个苹果。",
-    "Sunshine, lavender and silence.",
-    "'s 't n't", "Don't!", "a a a a a",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "\n\t",
+        "!!!???...",
+        "Hello",
+        "running",
+        "12",
+        "1,000",
+        "Der Hund läuft nicht über die Straße, und die Katze ist hier.",
+        "Die Firma hat 12 Mitarbeiter.",
+        "我今天去了商店，买了三个苹果。",
+        "Sunshine, lavender and silence.",
+        "'s 't n't",
+        "Don't!",
+        "a a a a a",
+    ],
+)
 def test_arbitrary_input_never_crashes(text):
     out = perturb(text)
     assert all(nm.text.strip() and nm.text != text for nm in out)
@@ -300,15 +375,21 @@ def test_random_strings_and_word_salad_never_crash(audit):
 
 
 def test_non_english_text_gets_no_english_edits():
-    for text in ("Der Hund läuft nicht über die Straße, und die Katze ist hier.",
-                 "Die Firma hat 12 Mitarbeiter.", "我今天去了商店，买了三个苹果。"):
+    for text in (
+        "Der Hund läuft nicht über die Straße, und die Katze ist hier.",
+        "Die Firma hat 12 Mitarbeiter.",
+        "我今天去了商店，买了三个苹果。",
+    ):
         assert perturb(text) == []
 
 
+@pytest.mark.slow
 def test_ten_thousand_words_in_one_text_are_handled():
     # speed belongs in benchmarks/ (ratios measured side by side); tests never assert wall-clock time
-    text = ("The company hired the consultant before the meeting , and shares rose 5 % to $ 4.56 while "
-            "most analysts said the red car was not faster than the blue truck . ") * 400
+    text = (
+        "The company hired the consultant before the meeting , and shares rose 5 % to $ 4.56 while "
+        "most analysts said the red car was not faster than the blue truck . "
+    ) * 400
     assert len(text.split()) >= 10_000
     out = perturb(text)
     assert {nm.family for nm in out} >= {"negation", "binding", "spatial", "numeric"}
@@ -331,6 +412,7 @@ def test_near_misses_keep_capital_and_final_punctuation(audit):
             _check_surface(sentence, nm)
 
 
+@pytest.mark.slow
 def test_mrpc_near_misses_keep_capital_and_final_punctuation(mrpc_sentences):
     for sentence in mrpc_sentences[:1500]:
         for nm in perturb(sentence, max_per_family=3):
@@ -340,10 +422,17 @@ def test_mrpc_near_misses_keep_capital_and_final_punctuation(mrpc_sentences):
 # --- pairs and triplets ---------------------------------------------------------------------------
 
 SENTENCES = [
-    "The company hired the consultant.", "He did not run.", "Shares rose 5 % to $ 4.56 .",
-    "Most residents supported the plan.", "Turn left at the light.", "It is raining.",
-    "Prices are higher than last year.", "The former CEO resigned early last year.",
-    "The house has been sold.", "The red cup is on the blue box.", "He never lies.",
+    "The company hired the consultant.",
+    "He did not run.",
+    "Shares rose 5 % to $ 4.56 .",
+    "Most residents supported the plan.",
+    "Turn left at the light.",
+    "It is raining.",
+    "Prices are higher than last year.",
+    "The former CEO resigned early last year.",
+    "The house has been sold.",
+    "The red cup is on the blue box.",
+    "He never lies.",
 ] * 2 + [f"The museum sold {n} tickets in {1990 + n}." for n in range(2, 60)]
 
 
@@ -399,6 +488,7 @@ def test_pairs_round_trip_and_bad_files_say_what_to_do(tmp_path):
 
 # --- quality evidence -----------------------------------------------------------------------------
 
+
 def test_edit_distance_table_counts_token_edits():
     assert token_edit_distance("a b c", "a x c") == 1
     assert token_edit_distance("he ran", "he did not run") == 3
@@ -428,24 +518,28 @@ def test_audit_sentences_are_not_copied_from_mrpc(audit, mrpc_sentences):
     assert not [r["id"] for r in audit if normalise(r["sentence"]) in mrpc]
 
 
+@pytest.mark.slow
 def test_audit_precision_is_at_least_95_percent(audit):
     table = audit_precision(audit, seed=0)
     print("\naudit precision (seed 0)\n" + table.to_string(index=False))
     unjudged = audit_rows(audit, seed=0).query("status == 'unjudged'")
-    assert unjudged.empty, "judge these outputs in the audit file:\n" + unjudged[
-        ["id", "family", "text"]].to_string(index=False)
+    assert unjudged.empty, "judge these outputs in the audit file:\n" + unjudged[["id", "family", "text"]].to_string(
+        index=False
+    )
     assert (table["precision"] >= 0.95).all(), table
 
 
 def test_audit_precision_reports_unjudged_and_stale_outputs(audit):
     record = json.loads(json.dumps(audit[0]))
-    record["near_misses"] = [{"family": "negation", "text": "An output no rule makes.", "accepted": False,
-                              "note": "test"}]
+    record["near_misses"] = [
+        {"family": "negation", "text": "An output no rule makes.", "accepted": False, "note": "test"}
+    ]
     table = audit_precision([record]).set_index("family")
     assert table.loc["all", "stale"] == 1
     assert table.loc["all", "unjudged"] == len(perturb(record["sentence"]))
 
 
+@pytest.mark.slow
 def test_artefact_auc_on_audit_sentences(audit):
     pairs = make_pairs([(r["id"], r["sentence"]) for r in audit], seed=0)
     table = artefact_auc(pairs, seed=0, min_sources=10)
@@ -454,14 +548,23 @@ def test_artefact_auc_on_audit_sentences(audit):
     assert table.loc[table["family"] == "all", "auc"].iloc[0] < 0.75
 
 
+@pytest.mark.slow
 def test_yield_on_mrpc(mrpc_sentences):
     table = yield_table(mrpc_sentences, seed=0).set_index("family")
     print(f"\nyield on {len(mrpc_sentences)} MRPC train sentences\n" + table.to_string())
-    floors = {"negation": 0.5, "numeric": 0.3, "spatial": 0.1, "comparative": 0.1, "temporal": 0.08,
-              "quantifier": 0.08, "binding": 0.05}
+    floors = {
+        "negation": 0.5,
+        "numeric": 0.3,
+        "spatial": 0.1,
+        "comparative": 0.1,
+        "temporal": 0.08,
+        "quantifier": 0.08,
+        "binding": 0.05,
+    }
     assert {f: table.loc[f, "yield"] for f, floor in floors.items() if table.loc[f, "yield"] < floor} == {}
 
 
+@pytest.mark.slow
 def test_balancing_removes_the_bag_of_words_giveaway_on_mrpc(mrpc_sentences, mrpc_pairs):
     balanced = artefact_auc(mrpc_pairs, seed=0).set_index("family")
     print("\nartefact AUC, MRPC train sentences (balanced pairs)\n" + balanced.to_string())

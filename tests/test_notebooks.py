@@ -1,6 +1,6 @@
 """Every notebook is wired into every profile, has a `parameters` cell, and is committed clean."""
+
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -21,7 +21,8 @@ def test_notebook_has_parameters_cell_and_no_outputs(notebook):
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "code":
             assert not cell["outputs"] and cell["execution_count"] is None, (
-                f"{notebook.name} cell {i} has outputs; run `python scripts/clean_notebooks.py` before committing")
+                f"{notebook.name} cell {i} has outputs; run `python scripts/clean_notebooks.py` before committing"
+            )
     assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{notebook.name}: volatile metadata"
 
 
@@ -38,8 +39,20 @@ def test_parameters_cell_defaults_are_the_smoke_profile(notebook):
 
 
 def test_missing_parameter_is_reported(tmp_path, monkeypatch):
-    nb = {"cells": [{"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "alpha = 1\nbeta = 'x'",
-                     "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["parameters"]},
+                "source": "alpha = 1\nbeta = 'x'",
+                "outputs": [],
+                "execution_count": None,
+            }
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (tmp_path / "notebooks").mkdir()
     path = tmp_path / "notebooks" / "99_new.ipynb"
     path.write_text(json.dumps(nb))

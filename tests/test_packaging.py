@@ -1,5 +1,6 @@
 """Packaging as a library user meets it: a torch range (exact pins only in constraints.txt), the
 extras, every imported third-party module declared, a LICENSE, and a conda file with a CPU torch."""
+
 from __future__ import annotations
 
 import ast
@@ -51,7 +52,7 @@ def test_extras_and_dev_includes_them():
 
 def test_every_imported_third_party_module_is_declared():
     declared = set(_requirements(PROJECT["project"]["dependencies"]))
-    for extra, items in EXTRAS.items():
+    for items in EXTRAS.values():
         declared |= set(_requirements(i for i in items if not i.startswith("compsense")))
     owners = packages_distributions()
     undeclared = {}

@@ -51,12 +51,18 @@ def test_dose_response_figure_sweep_line_controls_and_seed_bars():
 
     from compsense.figures.ab import dose_response
 
-    points = pd.DataFrame([
-        ("m", "A", 42, 0.0, 0.0, 0.0), ("m", "A", 43, 0.0, 0.0, 0.0),
-        ("m", "B", 42, 0.19, -0.02, 0.40), ("m", "B", 43, 0.19, -0.04, 0.30),
-        ("m", "B-share0.5", 42, 0.5, -0.05, 0.5), ("m", "C-identity", 42, 0.19, -0.01, 0.02),
-        ("m", "base", 42, float("nan"), 0.02, -0.01)],
-        columns=["backbone", "variant", "seed", "structural_share", "drop", "auc_gain"])
+    points = pd.DataFrame(
+        [
+            ("m", "A", 42, 0.0, 0.0, 0.0),
+            ("m", "A", 43, 0.0, 0.0, 0.0),
+            ("m", "B", 42, 0.19, -0.02, 0.40),
+            ("m", "B", 43, 0.19, -0.04, 0.30),
+            ("m", "B-share0.5", 42, 0.5, -0.05, 0.5),
+            ("m", "C-identity", 42, 0.19, -0.01, 0.02),
+            ("m", "base", 42, float("nan"), 0.02, -0.01),
+        ],
+        columns=["backbone", "variant", "seed", "structural_share", "drop", "auc_gain"],
+    )
     fig = dose_response(points)
     sweep, controls = fig.data
     assert list(sweep.text) == ["A (0)", "B (0.19)", "B-share0.5"]

@@ -1,4 +1,5 @@
 """compsense.pipeline.profiles: a misspelt section or key, or an unsafe profile name, is an error naming it."""
+
 import json
 
 import pytest
@@ -9,11 +10,17 @@ from compsense.pipeline import profiles
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    cell = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
-            "source": "seed = 42\nwork_dir = 'runs/smoke'\nmax_steps = 20"}
+    cell = {
+        "cell_type": "code",
+        "metadata": {"tags": ["parameters"]},
+        "outputs": [],
+        "execution_count": None,
+        "source": "seed = 42\nwork_dir = 'runs/smoke'\nmax_steps = 20",
+    }
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "02_training_ab.ipynb").write_text(
-        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     (tmp_path / "params").mkdir()
     monkeypatch.setattr(profiles, "params_dir", lambda: tmp_path / "params")
     return tmp_path
@@ -29,15 +36,24 @@ def test_a_valid_profile_loads(project):
     assert profiles.notebook_parameters("smoke", nb) == {"seed": 1, "work_dir": "runs/x", "max_steps": 5}
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_training_ab": {"max_step": 5}},
-     r"`02_training_ab\.max_step` is not a parameter of 02_training_ab\.ipynb \(did you mean `max_steps`\?\)"),
-    ({"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_trainng_ab": {"max_steps": 5}},
-     r"unknown section `02_trainng_ab` \(did you mean `02_training_ab`\?\)"),
-    ({"common": {"sed": 1, "work_dir": "w", "max_steps": 2}},
-     r"`common\.sed` is not a parameter of any notebook \(did you mean `seed`\?\)"),
-    ({"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_training_ab": [1, 2]}, "must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (
+            {"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_training_ab": {"max_step": 5}},
+            r"`02_training_ab\.max_step` is not a parameter of 02_training_ab\.ipynb \(did you mean `max_steps`\?\)",
+        ),
+        (
+            {"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_trainng_ab": {"max_steps": 5}},
+            r"unknown section `02_trainng_ab` \(did you mean `02_training_ab`\?\)",
+        ),
+        (
+            {"common": {"sed": 1, "work_dir": "w", "max_steps": 2}},
+            r"`common\.sed` is not a parameter of any notebook \(did you mean `seed`\?\)",
+        ),
+        ({"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_training_ab": [1, 2]}, "must be a mapping"),
+    ],
+)
 def test_misspelt_key_or_section_is_an_error_naming_it(project, data, message):
     _profile(project, data)
     with pytest.raises(ValueError, match=message) as err:
@@ -51,6 +67,7 @@ def test_profile_name_with_a_path_is_refused(project, name):
         profiles.load_profile(name)
 
 
+@pytest.mark.slow
 def test_the_project_profiles_are_clean():
     for name in profiles.PROFILES:
         profiles.load_profile(name)  # no stray keys in the shipped params/*.yaml

@@ -1,5 +1,6 @@
 """`make figures` (compsense.pipeline.publish): a run's figures, tables and report copied into the
 committed folder only when asked, byte for byte the same from the same run, links that still work."""
+
 from __future__ import annotations
 
 import json
@@ -19,25 +20,40 @@ def run(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "_png_engine_available", lambda: False)
     work = tmp_path / "runs" / "smoke"
     (work / "results").mkdir(parents=True)
-    pd.DataFrame({"run": "m/A-seed42", "variant": "A", "seed": 42, "dataset": "heldout",
-                  "family": [f"family{i:03d}" for i in range(90)], "metric": "auc",
-                  "value": [i / 90 for i in range(90)]}).to_parquet(work / "results" / "geometry.parquet")
+    pd.DataFrame(
+        {
+            "run": "m/A-seed42",
+            "variant": "A",
+            "seed": 42,
+            "dataset": "heldout",
+            "family": [f"family{i:03d}" for i in range(90)],
+            "metric": "auc",
+            "value": [i / 90 for i in range(90)],
+        }
+    ).to_parquet(work / "results" / "geometry.parquet")
     figures = work / "figures"
     export.save_figure(go.Figure(go.Bar(x=["a", "b"], y=[1, 2])), "03_bars", figures)
     run_dir = work / "20260101-000000"
-    summary = {"profile": "smoke", "finished": "20260101-000100", "stages": {}, "work_dir": str(work),
-               "figures_dir": str(figures)}
+    summary = {
+        "profile": "smoke",
+        "finished": "20260101-000100",
+        "stages": {},
+        "work_dir": str(work),
+        "figures_dir": str(figures),
+    }
     report.build_report(work, figures, run_dir, summary)
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return run_dir
 
 
+@pytest.mark.slow
 def test_the_same_run_publishes_the_same_bytes(run, tmp_path):
     one = publish.publish(run=run, dest=tmp_path / "one")
     publish.publish(run=run, dest=tmp_path / "two")
     files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
-    assert {"03_bars.html", "plotly.min.js", "smoke_report.md", "tables/all_geometry.csv",
-            publish.MANIFEST} <= {p.as_posix() for p in files}
+    assert {"03_bars.html", "plotly.min.js", "smoke_report.md", "tables/all_geometry.csv", publish.MANIFEST} <= {
+        p.as_posix() for p in files
+    }
     for rel in files:
         assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes(), rel
     again = publish.publish(run=run, dest=tmp_path / "one")

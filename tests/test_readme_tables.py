@@ -1,5 +1,6 @@
 """The README's result tables are generated from the committed tables (figures/tables/*.csv) by
 `make readme-tables` (compsense.pipeline.readme_tables), so they cannot drift from a run's numbers."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -25,14 +26,16 @@ def test_numbers_round_half_up_from_their_decimals_with_a_true_minus():
 
 
 def test_separation_collapses_agreeing_checks_never_aucs():
-    df = pd.DataFrame({
-        "scorer": ["cosine Base", "cosine Model B", "F1", "F1", "F4", "F4", "F1", "F1"],
-        "regime": ["", "", "frozen", "end2end", "frozen", "end2end", "frozen", "end2end"],
-        "train_data": ["", "", "model_b", "model_b", "model_b", "model_b", "balanced", "balanced"],
-        "size": ["", ""] + ["small"] * 6,
-        "negatives-heldout auc": [0.056, 0.253, 0.021, 0.021, 0.172, 0.191, 0.021, 0.030],
-        "negatives-heldout self_match": [1.0, 1.0, 0.982, 0.979, 0.872, 0.875, 1.0, 1.0],
-    })
+    df = pd.DataFrame(
+        {
+            "scorer": ["cosine Base", "cosine Model B", "F1", "F1", "F4", "F4", "F1", "F1"],
+            "regime": ["", "", "frozen", "end2end", "frozen", "end2end", "frozen", "end2end"],
+            "train_data": ["", "", "model_b", "model_b", "model_b", "model_b", "balanced", "balanced"],
+            "size": ["", ""] + ["small"] * 6,
+            "negatives-heldout auc": [0.056, 0.253, 0.021, 0.021, 0.172, 0.191, 0.021, 0.030],
+            "negatives-heldout self_match": [1.0, 1.0, 0.982, 0.979, 0.872, 0.875, 1.0, 1.0],
+        }
+    )
     lines = T.separation(df).splitlines()
     assert lines[2].startswith("| pooled cosine Base / B | 0.06 / 0.25 | – | – | – | 1.00 |")
     assert lines[3].startswith("| F1 MaxSim frozen / end2end (model_b) | 0.02 / 0.02 | – | – | – | 0.98 |")
@@ -41,26 +44,50 @@ def test_separation_collapses_agreeing_checks_never_aucs():
 
 
 def test_variants_bold_the_multi_seed_points_not_the_reference_or_the_control():
-    df = pd.DataFrame({"backbone": "m", "variant": ["A", "B", "C-identity", "B-all"], "metric": "ndcg@10",
-                       "structural_share": [0, 0.19, 0.19, 0.19], "retrieval_rows": [3200, 2592, 2592, 2592],
-                       "mean": [0.5906, 0.5733, 0.5814, 0.5989], "std": [0.009, 0.0152, 0.0116, None],
-                       "n_seeds": [3, 3, 3, 1], "mean_delta": [None, -0.01732, -0.0092, -0.0016],
-                       "ci_low": [None, -0.035, -0.023, -0.021], "ci_high": [None, -0.00251, 0.0031, 0.017],
-                       "p_holm": [None, 0.1694, 0.7069, 1.0], "auc_gain": [0.0, 0.39, -0.01, 0.29]})
+    df = pd.DataFrame(
+        {
+            "backbone": "m",
+            "variant": ["A", "B", "C-identity", "B-all"],
+            "metric": "ndcg@10",
+            "structural_share": [0, 0.19, 0.19, 0.19],
+            "retrieval_rows": [3200, 2592, 2592, 2592],
+            "mean": [0.5906, 0.5733, 0.5814, 0.5989],
+            "std": [0.009, 0.0152, 0.0116, None],
+            "n_seeds": [3, 3, 3, 1],
+            "mean_delta": [None, -0.01732, -0.0092, -0.0016],
+            "ci_low": [None, -0.035, -0.023, -0.021],
+            "ci_high": [None, -0.00251, 0.0031, 0.017],
+            "p_holm": [None, 0.1694, 0.7069, 1.0],
+            "auc_gain": [0.0, 0.39, -0.01, 0.29],
+        }
+    )
     rows = T.variants(df).splitlines()[2:]
     assert rows[0] == "| A | 0 | 3,200 | 3 | 0.591 ± 0.009 | – | – | – |"
     assert rows[1] == "| **B** | 0.19 | 2,592 | 3 | 0.573 ± 0.015 | −0.017 [−0.035, −0.003] | 0.17 | +0.39 |"
     assert rows[2].startswith("| C-identity (control) |") and rows[3].startswith("| B-all (all families) |")
 
 
+@pytest.mark.slow
 def test_report_tables_render_as_readme_tables(tmp_path):
     """The CSVs a run's report writes have the columns the README tables read (same code path as a run)."""
     from compsense.retrieval.harness import table1
 
-    results = pd.DataFrame([{"backbone": "minilm-l6", "variant": v, "seed": s, "dataset": "scifact", "metric": m,
-                             "value": x + (s - 42) / 100, "regime": "zero-shot"}
-                            for v, x in (("base", 0.62), ("A", 0.59), ("B", 0.57)) for s in (42, 43)
-                            for m in ("ndcg@10", "acc@1")])
+    results = pd.DataFrame(
+        [
+            {
+                "backbone": "minilm-l6",
+                "variant": v,
+                "seed": s,
+                "dataset": "scifact",
+                "metric": m,
+                "value": x + (s - 42) / 100,
+                "regime": "zero-shot",
+            }
+            for v, x in (("base", 0.62), ("A", 0.59), ("B", 0.57))
+            for s in (42, 43)
+            for m in ("ndcg@10", "acc@1")
+        ]
+    )
     table1(results).to_csv(tmp_path / "table1.csv", index=False)
     out = T.render("table1", tmp_path).splitlines()
     assert out[2].startswith("| MiniLM-L6 | nDCG@10 | 0.625 ± 0.007 | 0.595 ± 0.007 | 0.575 ± 0.007 | −0.020 (−3.4%) |")

@@ -1,6 +1,7 @@
 """The run report (compsense.pipeline.report): it leads with the answer (Table 1, the separation table,
 reranking against Base, the figures) and puts how the run was made after it; long tables are cut with
 a count and a link to the whole table, which is written beside the report as CSV, never silently."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,16 +19,38 @@ def work(tmp_path, monkeypatch):
     results = tmp_path / "work" / "results"
     results.mkdir(parents=True)
     # 100 distinct geometry results: more than a report table shows
-    pd.DataFrame({"run": "m/A-seed42", "variant": "A", "seed": 42, "dataset": "heldout",
-                  "family": [f"family{i:03d}" for i in range(100)], "metric": "auc",
-                  "value": [i / 100 for i in range(100)]}).to_parquet(results / "geometry.parquet")
+    pd.DataFrame(
+        {
+            "run": "m/A-seed42",
+            "variant": "A",
+            "seed": 42,
+            "dataset": "heldout",
+            "family": [f"family{i:03d}" for i in range(100)],
+            "metric": "auc",
+            "value": [i / 100 for i in range(100)],
+        }
+    ).to_parquet(results / "geometry.parquet")
     rows = []
     for seed, shift in ((42, 0.0), (43, 0.1)):
-        for family, metric, value in (("all", "auc", 0.6), ("negation", "auc", 0.9), ("self_match", "auc", 0.2),
-                                      ("copy_vs_near_miss", "pairwise_accuracy", 0.3)):
-            rows.append({"run": f"m/F4-end2end-seed{seed}", "variant": "F4-end2end", "seed": seed,
-                         "dataset": "negatives-heldout", "family": family, "metric": metric,
-                         "value": value + shift, "train_data": "balanced", "size": "small"})
+        for family, metric, value in (
+            ("all", "auc", 0.6),
+            ("negation", "auc", 0.9),
+            ("self_match", "auc", 0.2),
+            ("copy_vs_near_miss", "pairwise_accuracy", 0.3),
+        ):
+            rows.append(
+                {
+                    "run": f"m/F4-end2end-seed{seed}",
+                    "variant": "F4-end2end",
+                    "seed": seed,
+                    "dataset": "negatives-heldout",
+                    "family": family,
+                    "metric": metric,
+                    "value": value + shift,
+                    "train_data": "balanced",
+                    "size": "small",
+                }
+            )
     pd.DataFrame(rows).to_parquet(results / "verifiers.parquet")
     return tmp_path / "work"
 
@@ -38,13 +61,32 @@ def _retrieval(results, rng):
     for seed in (42, 43):
         for variant, level in (("base", 0.60), ("A", 0.58), ("B", 0.55)):
             scores = np.clip(level + rng.normal(0, 0.05, 12), 0, 1)
-            per_query += [{"backbone": "minilm-l6", "variant": variant, "seed": seed, "dataset": "scifact",
-                           "qid": f"q{i}", "ndcg@10": s, "acc@1": float(s > 0.57), "regime": "zero-shot"}
-                          for i, s in enumerate(scores)]
+            per_query += [
+                {
+                    "backbone": "minilm-l6",
+                    "variant": variant,
+                    "seed": seed,
+                    "dataset": "scifact",
+                    "qid": f"q{i}",
+                    "ndcg@10": s,
+                    "acc@1": float(s > 0.57),
+                    "regime": "zero-shot",
+                }
+                for i, s in enumerate(scores)
+            ]
             for metric, value in (("ndcg@10", scores.mean()), ("acc@1", float((scores > 0.57).mean()))):
-                rows.append({"run": f"m/{variant}-seed{seed}", "backbone": "minilm-l6", "variant": variant,
-                             "seed": seed, "dataset": "scifact", "metric": metric, "value": value,
-                             "regime": "zero-shot"})
+                rows.append(
+                    {
+                        "run": f"m/{variant}-seed{seed}",
+                        "backbone": "minilm-l6",
+                        "variant": variant,
+                        "seed": seed,
+                        "dataset": "scifact",
+                        "metric": metric,
+                        "value": value,
+                        "regime": "zero-shot",
+                    }
+                )
     pd.DataFrame(rows).to_parquet(results / "retrieval.parquet")
     pd.DataFrame(per_query).to_parquet(results / "retrieval_per_query.parquet")
 
@@ -56,11 +98,34 @@ def _rerank(results, rng):
     methods += [("F1-frozen", "F1", "frozen", k, w, 0.55 + k / 1000 + w / 100) for k in (10, 20) for w in (0.0, 0.5)]
     for variant, verifier, regime, k, weight, level in methods:
         scores = np.clip(level + rng.normal(0, 0.05, 15), 0, 1)
-        per_query += [{"variant": variant, "verifier": verifier, "regime": regime, "k": k, "weight": weight,
-                       "dataset": "scifact", "qid": f"q{i}", "ndcg@10": s} for i, s in enumerate(scores)]
-        rows.append({"run": f"m/{variant}", "backbone": "minilm-l6", "variant": variant, "seed": 42,
-                     "dataset": "scifact", "metric": "ndcg@10", "value": scores.mean(), "verifier": verifier,
-                     "regime": regime, "k": k, "weight": weight})
+        per_query += [
+            {
+                "variant": variant,
+                "verifier": verifier,
+                "regime": regime,
+                "k": k,
+                "weight": weight,
+                "dataset": "scifact",
+                "qid": f"q{i}",
+                "ndcg@10": s,
+            }
+            for i, s in enumerate(scores)
+        ]
+        rows.append(
+            {
+                "run": f"m/{variant}",
+                "backbone": "minilm-l6",
+                "variant": variant,
+                "seed": 42,
+                "dataset": "scifact",
+                "metric": "ndcg@10",
+                "value": scores.mean(),
+                "verifier": verifier,
+                "regime": regime,
+                "k": k,
+                "weight": weight,
+            }
+        )
     pd.DataFrame(rows).to_parquet(results / "rerank.parquet")
     pd.DataFrame(per_query).to_parquet(results / "rerank_per_query.parquet")
 
@@ -73,8 +138,10 @@ def test_long_tables_say_how_many_rows_they_leave_out_and_link_all_of_them(work,
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     geometry = _section(md, "Pooled-space separation (notebook 03)")
     assert geometry.count("| heldout |") == report.MAX_ROWS
-    assert ("20 more rows not shown (100 in all): the full table is [tables/all_geometry.csv](tables/all_geometry.csv)"
-            in geometry) and "geometry.parquet" in geometry
+    assert (
+        "20 more rows not shown (100 in all): the full table is [tables/all_geometry.csv](tables/all_geometry.csv)"
+        in geometry
+    ) and "geometry.parquet" in geometry
     full = pd.read_csv(tmp_path / "run" / "tables" / "all_geometry.csv")
     assert len(full) == 100 and sorted(full.family)[-1] == "family099"  # the rows the report left out are there
     html = (tmp_path / "run" / "report.html").read_text()
@@ -101,8 +168,15 @@ def test_the_answer_comes_first_and_the_run_metadata_after_it(work, tmp_path, mo
     export.save_figure(go.Figure(go.Bar(x=["a"], y=[1])), "02_bars", tmp_path / "figs")
     summary = {"profile": None, "stages": {"02": {"status": "ok", "seconds": 3.0}}}
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run", summary=summary)["md"].read_text()
-    order = [report.TABLE1_TITLE, report.SEPARATION_TITLE, report.RERANK_TITLE, "## Figures",
-             "Retrieval, every model", "## Run metadata", "## Stages"]
+    order = [
+        report.TABLE1_TITLE,
+        report.SEPARATION_TITLE,
+        report.RERANK_TITLE,
+        "## Figures",
+        "Retrieval, every model",
+        "## Run metadata",
+        "## Stages",
+    ]
     positions = [md.index(title) for title in order]
     assert positions == sorted(positions), order
     assert "- [02_bars](../figs/02_bars.html)" in _section(md, "Figures")  # no PNG engine: the HTML is linked
@@ -115,13 +189,37 @@ def test_rerank_answer_is_the_largest_k_pure_rerank_against_base():
     rng = np.random.default_rng(1)
     per_query, rows = [], []
     for variant, verifier, regime, k, weight, level in [
-            ("base", "none", "encoder-only", 100, 1.0, 0.5), ("F1-frozen", "F1", "frozen", 10, 0.0, 0.6),
-            ("F1-frozen", "F1", "frozen", 20, 0.0, 0.7), ("F1-frozen", "F1", "frozen", 20, 0.5, 0.4)]:
+        ("base", "none", "encoder-only", 100, 1.0, 0.5),
+        ("F1-frozen", "F1", "frozen", 10, 0.0, 0.6),
+        ("F1-frozen", "F1", "frozen", 20, 0.0, 0.7),
+        ("F1-frozen", "F1", "frozen", 20, 0.5, 0.4),
+    ]:
         scores = np.clip(level + rng.normal(0, 0.02, 20), 0, 1)
-        per_query += [{"variant": variant, "verifier": verifier, "regime": regime, "k": k, "weight": weight,
-                       "dataset": "d", "qid": i, "ndcg@10": s} for i, s in enumerate(scores)]
-        rows.append({"variant": variant, "verifier": verifier, "regime": regime, "k": k, "weight": weight,
-                     "dataset": "d", "metric": "ndcg@10", "value": scores.mean()})
+        per_query += [
+            {
+                "variant": variant,
+                "verifier": verifier,
+                "regime": regime,
+                "k": k,
+                "weight": weight,
+                "dataset": "d",
+                "qid": i,
+                "ndcg@10": s,
+            }
+            for i, s in enumerate(scores)
+        ]
+        rows.append(
+            {
+                "variant": variant,
+                "verifier": verifier,
+                "regime": regime,
+                "k": k,
+                "weight": weight,
+                "dataset": "d",
+                "metric": "ndcg@10",
+                "value": scores.mean(),
+            }
+        )
     answer = report.rerank_answer(pd.DataFrame(rows), pd.DataFrame(per_query), n=200, seed=0)
     assert list(answer.variant) == ["base", "F1-frozen"]
     f1 = answer.set_index("variant").loc["F1-frozen"]

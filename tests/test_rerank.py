@@ -1,5 +1,6 @@
 """compsense.verifiers.rerank: a hand-made corpus where pooled cosine ranks wrongly and MaxSim does not,
 the fusion weight, K bounds, the corpus caches, and agreement with the retrieval harness."""
+
 from __future__ import annotations
 
 import math
@@ -10,15 +11,20 @@ import pytest
 import torch
 import torch.nn as nn
 
-from compsense.verifiers import rerank as R
-from compsense.verifiers import architectures as V
-from compsense.verifiers.training import verifier_dir
 from compsense.retrieval.harness import HARNESS, evaluate
+from compsense.verifiers import architectures as V
+from compsense.verifiers import rerank as R
+from compsense.verifiers.training import verifier_dir
 
 # Unit word vectors: pooled cosine ranks "w" (the direction of x + y) first for the query "x y",
 # while the relevant document holds x and y verbatim among noise tokens z.
-WORDS = {"x": [1, 0, 0, 0], "y": [0, 1, 0, 0], "z": [0, 0, 1, 0], "w": [1 / math.sqrt(2), 1 / math.sqrt(2), 0, 0],
-         "v": [0, 0, 0, 1]}
+WORDS = {
+    "x": [1, 0, 0, 0],
+    "y": [0, 1, 0, 0],
+    "z": [0, 0, 1, 0],
+    "w": [1 / math.sqrt(2), 1 / math.sqrt(2), 0, 0],
+    "v": [0, 0, 0, 1],
+}
 CORPUS = {
     "d_rel": {"title": "", "text": "x y z z z z"},  # pooled cos 0.33, MaxSim 1.0
     "d_w": {"title": "", "text": "w"},  # pooled cos 1.0, MaxSim 0.71
@@ -202,8 +208,12 @@ def test_float16_cache_barely_moves_scores(encoder, tmp_path):
 
 
 def test_rerank_function_with_a_real_sentence_transformer(tiny_encoder, tmp_path):
-    corpus = {f"d{i}": {"title": "", "text": t} for i, t in enumerate(
-        ["A dog bites a man.", "A man bites a dog.", "The cat is not on the mat.", "The cat is on the mat."])}
+    corpus = {
+        f"d{i}": {"title": "", "text": t}
+        for i, t in enumerate(
+            ["A dog bites a man.", "A man bites a dog.", "The cat is not on the mat.", "The cat is on the mat."]
+        )
+    }
     queries = {"q": "Did the dog bite the man?"}
     for name in V.NAMES:
         out = R.rerank(tiny_encoder, V.create(name, seed=0), corpus, queries, k=3, cache_dir=tmp_path)
@@ -231,8 +241,18 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
 
     ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
     methods, _ = R.find_methods(tmp_path, ["F0", "F1"], ["frozen"], encoder)
-    grid = R.run_grid([ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[2, 4], weights=[0.0, 1.0],
-                      cost_queries=2, show_progress=False)
+    grid = R.run_grid(
+        [ds],
+        {"base": encoder},
+        methods,
+        tmp_path,
+        "fake",
+        42,
+        ks=[2, 4],
+        weights=[0.0, 1.0],
+        cost_queries=2,
+        show_progress=False,
+    )
     res = grid.results
     assert set(R.TIDY_KEY) <= set(res.columns) and (tmp_path / "results" / "rerank.parquet").exists()
     ndcg = res[res.metric == "ndcg@10"].set_index(["variant", "k", "weight"]).value
@@ -247,9 +267,16 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
     cost = R.cost_table(grid.cost)
     assert {"first_stage_ms", "rerank_ms@2", "rerank_ms@4", "token_cache_mb"} <= set(cost.columns)
     assert (cost.set_index("variant").loc["F1-frozen", "token_cache_mb"]) > 0
-    separation = pd.DataFrame({"dataset": "negatives-heldout", "family": "all", "metric": "auc",
-                               "variant": ["cosine Base", "F0-frozen", "F1-frozen", "F1-frozen"],
-                               "seed": [42, 42, 42, 43], "value": [0.5, 0.55, 0.7, 0.9]})
+    separation = pd.DataFrame(
+        {
+            "dataset": "negatives-heldout",
+            "family": "all",
+            "metric": "auc",
+            "variant": ["cosine Base", "F0-frozen", "F1-frozen", "F1-frozen"],
+            "seed": [42, 42, 42, 43],
+            "value": [0.5, 0.55, 0.7, 0.9],
+        }
+    )
     table = R.tradeoff_table(res, separation)
     assert set(table.label) == {"base", "F0-frozen", "F1-frozen"}
     f1 = table.set_index("label").loc["F1-frozen"]

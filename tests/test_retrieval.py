@@ -1,5 +1,6 @@
 """compsense.retrieval.harness: metrics on hand-computed rankings, agreement with sentence-transformers'
 evaluator, the bootstrap, the eval subsample and Table 1."""
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,18 @@ import pytest
 import torch
 
 from compsense.retrieval import harness as retrieval
-from compsense.retrieval.harness import (HARNESS, PAPER_TABLE1, dose_response, evaluate, paired_bootstrap, query_metrics,
-                                 subsample, table1, top_k, variant_table)
+from compsense.retrieval.harness import (
+    HARNESS,
+    PAPER_TABLE1,
+    dose_response,
+    evaluate,
+    paired_bootstrap,
+    query_metrics,
+    subsample,
+    table1,
+    top_k,
+    variant_table,
+)
 
 TINY_CORPUS = Path(retrieval.__file__).resolve().parents[1] / "resources" / "tiny_corpus.txt"
 
@@ -51,11 +62,20 @@ def test_query_metrics_graded_and_cutoffs():
 
 
 def test_evaluate_on_fake_encoder_known_ranking_and_ties():
-    corpus = {"d1": {"title": "", "text": "one"}, "d2": {"title": "T", "text": "two"},
-              "d0": {"title": "", "text": "zero"}}
+    corpus = {
+        "d1": {"title": "", "text": "one"},
+        "d2": {"title": "T", "text": "two"},
+        "d0": {"title": "", "text": "zero"},
+    }
     vectors = {"one": [1, 0], "T two": [0.6, 0.8], "zero": [1, 0], "q": [1, 0], "p": [0, 1]}
-    result = evaluate(FakeEncoder(vectors), corpus, {"q1": "q", "q2": "p"},
-                      {"q1": {"d1": 1}, "q2": {"d2": 1}}, name="fake", show_progress=False)
+    result = evaluate(
+        FakeEncoder(vectors),
+        corpus,
+        {"q1": "q", "q2": "p"},
+        {"q1": {"d1": 1}, "q2": {"d2": 1}},
+        name="fake",
+        show_progress=False,
+    )
     pq = result.per_query.set_index("qid")
     # q1 ties between d0 and d1 (identical vectors): the smaller id d0 ranks first.
     assert pq.loc["q1", "acc@1"] == 0.0 and pq.loc["q1", "mrr@10"] == 0.5
@@ -77,6 +97,7 @@ def test_top_k_chunked_equals_full_sort_with_ties():
     assert torch.allclose(s_small, full.gather(1, i_full))
 
 
+@pytest.mark.slow
 def test_agrees_with_sentence_transformers_evaluator():
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
@@ -92,9 +113,17 @@ def test_agrees_with_sentence_transformers_evaluator():
     ours = evaluate(model, corpus, queries, qrels, batch_size=16, show_progress=False).metrics
     assert 0 < ours["ndcg@10"] < 1 and 0 < ours["recall@100"] < 1  # a non-trivial case
     st = InformationRetrievalEvaluator(
-        queries, {d: v["text"] for d, v in corpus.items()}, {q: set(r) for q, r in qrels.items()},
-        mrr_at_k=[10], ndcg_at_k=[10], accuracy_at_k=[1], precision_recall_at_k=[100], map_at_k=[100],
-        show_progress_bar=False, batch_size=16)(model)
+        queries,
+        {d: v["text"] for d, v in corpus.items()},
+        {q: set(r) for q, r in qrels.items()},
+        mrr_at_k=[10],
+        ndcg_at_k=[10],
+        accuracy_at_k=[1],
+        precision_recall_at_k=[100],
+        map_at_k=[100],
+        show_progress_bar=False,
+        batch_size=16,
+    )(model)
     assert ours["ndcg@10"] == pytest.approx(st["cosine_ndcg@10"], abs=1e-6)
     assert ours["mrr@10"] == pytest.approx(st["cosine_mrr@10"], abs=1e-6)
     assert ours["acc@1"] == pytest.approx(st["cosine_accuracy@1"], abs=1e-6)
@@ -149,8 +178,11 @@ def test_table1_means_drops_and_paper_columns():
     rows = []
     for seed, (a, b) in {42: (0.5, 0.4), 43: (0.7, 0.5)}.items():
         for ds in ("d1", "d2"):
-            rows += [("minilm-l6", "A", seed, ds, "ndcg@10", a), ("minilm-l6", "B", seed, ds, "ndcg@10", b),
-                     ("minilm-l6", "base", seed, ds, "ndcg@10", 0.45)]
+            rows += [
+                ("minilm-l6", "A", seed, ds, "ndcg@10", a),
+                ("minilm-l6", "B", seed, ds, "ndcg@10", b),
+                ("minilm-l6", "base", seed, ds, "ndcg@10", 0.45),
+            ]
     t = table1(_results(rows)).set_index(["backbone", "metric"]).loc[("minilm-l6", "ndcg@10")]
     assert t.A_mean == pytest.approx(0.6) and t.B_mean == pytest.approx(0.45)
     assert t.A_std == pytest.approx(np.std([0.5, 0.7], ddof=1))
@@ -162,8 +194,14 @@ def test_table1_means_drops_and_paper_columns():
 
 
 def test_share_sweep_and_per_dataset_deltas():
-    df = _results([("m", "A", 1, "d", "ndcg@10", 0.6), ("m", "B", 1, "d", "ndcg@10", 0.5),
-                   ("m", "B-share0.25", 1, "d", "ndcg@10", 0.55), ("m", "base", 1, "d", "ndcg@10", 0.4)])
+    df = _results(
+        [
+            ("m", "A", 1, "d", "ndcg@10", 0.6),
+            ("m", "B", 1, "d", "ndcg@10", 0.5),
+            ("m", "B-share0.25", 1, "d", "ndcg@10", 0.55),
+            ("m", "base", 1, "d", "ndcg@10", 0.4),
+        ]
+    )
     df["structural_share"] = [0.0, 0.5, 0.25, None]
     sweep = retrieval.share_sweep_table(df).set_index("structural_share")
     assert list(sweep.index) == [0.0, 0.25, 0.5]
@@ -173,8 +211,11 @@ def test_share_sweep_and_per_dataset_deltas():
 
 
 def test_table1_holds_only_zero_shot_sets():
-    rows = [("minilm-l6", v, 42, ds, "ndcg@10", val) for ds, (a, b) in {"zs": (0.6, 0.5), "in": (0.9, 0.9)}.items()
-            for v, val in (("A", a), ("B", b), ("base", 0.4))]
+    rows = [
+        ("minilm-l6", v, 42, ds, "ndcg@10", val)
+        for ds, (a, b) in {"zs": (0.6, 0.5), "in": (0.9, 0.9)}.items()
+        for v, val in (("A", a), ("B", b), ("base", 0.4))
+    ]
     df = _results(rows)
     df.loc[(df.dataset == "in") & (df.variant != "base"), "regime"] = "in-domain"  # base is zero-shot there
     t = table1(df).set_index(["backbone", "metric"]).loc[("minilm-l6", "ndcg@10")]
@@ -198,9 +239,12 @@ def _per_query(deltas: dict, seeds=(42, 43, 44), n_queries=40, seed=0):
 
 def test_variant_table_tests_each_variant_against_a_with_holm():
     pq = _per_query({"A": 0.0, "B": -0.1, "C-identity": -0.02, "B-all": -0.1})
-    results = (pq.groupby(["backbone", "variant", "seed", "dataset", "regime"], as_index=False)["ndcg@10"].mean()
-               .rename(columns={"ndcg@10": "value"}).assign(metric="ndcg@10", families="", retrieval_rows=100,
-                                                             structural_rows=0, structural_share=0.19))
+    results = (
+        pq.groupby(["backbone", "variant", "seed", "dataset", "regime"], as_index=False)["ndcg@10"]
+        .mean()
+        .rename(columns={"ndcg@10": "value"})
+        .assign(metric="ndcg@10", families="", retrieval_rows=100, structural_rows=0, structural_share=0.19)
+    )
     table = variant_table(results, pq, n=2000, seed=1).set_index("variant")
     assert table.loc["B", "mean_delta"] == pytest.approx(-0.1, abs=0.01) and table.loc["B", "ci_high"] < 0
     assert table.loc["B", "n_seeds"] == 3 and pd.isna(table.loc["A", "mean_delta"])
@@ -210,13 +254,18 @@ def test_variant_table_tests_each_variant_against_a_with_holm():
 
 
 def test_dose_response_pairs_each_variant_with_a_of_its_seed():
-    results = pd.DataFrame([("m", v, s, "zs", "ndcg@10", val, sh, "zero-shot")
-                            for s, off in ((42, 0.0), (43, 0.1))
-                            for v, val, sh in (("A", 0.6 + off, 0.0), ("B", 0.5 + off, 0.19))],
-                           columns=["backbone", "variant", "seed", "dataset", "metric", "value", "structural_share",
-                                    "regime"])
-    nearmiss = pd.DataFrame([("m", v, s, "all", auc) for s in (42, 43) for v, auc in (("A", 0.3), ("B", 0.7))],
-                            columns=["backbone", "variant", "seed", "family", "value"])
+    results = pd.DataFrame(
+        [
+            ("m", v, s, "zs", "ndcg@10", val, sh, "zero-shot")
+            for s, off in ((42, 0.0), (43, 0.1))
+            for v, val, sh in (("A", 0.6 + off, 0.0), ("B", 0.5 + off, 0.19))
+        ],
+        columns=["backbone", "variant", "seed", "dataset", "metric", "value", "structural_share", "regime"],
+    )
+    nearmiss = pd.DataFrame(
+        [("m", v, s, "all", auc) for s in (42, 43) for v, auc in (("A", 0.3), ("B", 0.7))],
+        columns=["backbone", "variant", "seed", "family", "value"],
+    )
     dose = dose_response(results, nearmiss).set_index(["variant", "seed"])
     assert dose.loc[("B", 43), "drop"] == pytest.approx(-0.1) and dose.loc[("B", 42), "auc_gain"] == pytest.approx(0.4)
     assert dose.loc[("A", 42), "drop"] == 0
@@ -225,15 +274,23 @@ def test_dose_response_pairs_each_variant_with_a_of_its_seed():
 def test_evaluate_refuses_qrels_naming_absent_documents():
     vectors = {"q": [1.0, 0.0], "doc one": [1.0, 0.0]}
     with pytest.raises(ValueError, match="not in the corpus"):
-        evaluate(FakeEncoder(vectors), {"d1": {"title": "", "text": "doc one"}}, {"q1": "q"},
-                 {"q1": {"d1": 1, "d404": 1}}, show_progress=False)
+        evaluate(
+            FakeEncoder(vectors),
+            {"d1": {"title": "", "text": "doc one"}},
+            {"q1": "q"},
+            {"q1": {"d1": 1, "d404": 1}},
+            show_progress=False,
+        )
 
 
 def test_describe_result_states_the_interval_and_the_control():
     pq = _per_query({"A": 0.0, "B": -0.1, "C-identity": -0.02})
-    results = (pq.groupby(["backbone", "variant", "seed", "dataset", "regime"], as_index=False)["ndcg@10"].mean()
-               .rename(columns={"ndcg@10": "value"}).assign(metric="ndcg@10", families="", retrieval_rows=100,
-                                                             structural_rows=0, structural_share=0.19))
+    results = (
+        pq.groupby(["backbone", "variant", "seed", "dataset", "regime"], as_index=False)["ndcg@10"]
+        .mean()
+        .rename(columns={"ndcg@10": "value"})
+        .assign(metric="ndcg@10", families="", retrieval_rows=100, structural_rows=0, structural_share=0.19)
+    )
     t1 = table1(results, metrics=("ndcg@10",), per_query=pq, n=2000, seed=1)
     text = retrieval.describe_result(t1, variant_table(results, pq, n=2000, seed=1))
     assert "B − A = -0.10" in text and "a cost" in text and "3 seed(s)" in text

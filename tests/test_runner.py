@@ -1,4 +1,5 @@
 """The runner on a miniature project: two stages, skip when unchanged, stop dependents on failure."""
+
 import json
 
 import pytest
@@ -26,8 +27,10 @@ def test_runs_skips_and_reruns_on_change(project, capsys):
     assert (project / "runs/smoke/first/report.html").exists()
 
     assert runner.reproduce("smoke", out="runs/smoke/second") == 0
-    assert {k: v["status"] for k, v in _summary(project, "second")["stages"].items()} == {"01": "skipped",
-                                                                                           "02": "skipped"}
+    assert {k: v["status"] for k, v in _summary(project, "second")["stages"].items()} == {
+        "01": "skipped",
+        "02": "skipped",
+    }
     assert "skipped" in capsys.readouterr().out
 
     (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": 3, "work_dir": "runs/smoke"}}))
@@ -66,6 +69,7 @@ for step in range(6):
     tmp.write_text('ok')
     os.replace(tmp, done / f'{step}.done')  # atomic: a kill never leaves a half-finished step
 """
+
 
 def test_killed_mid_stage_then_rerun_resumes(project):
     """SIGKILL the whole run (runner and kernel) in the middle of stage 02; the re-run skips 01, re-runs
@@ -132,11 +136,13 @@ def test_fingerprint_follows_the_code_a_notebook_imports(project):
     assert runner.fingerprint(nb, {"value": 1}, ["upstream-changed"]) != changed
 
 
-WRITES_OUTPUT = ("from pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
-                 "out.mkdir(parents=True, exist_ok=True)\n"
-                 "(out / 'pairs.txt').write_text('p' * value)\n"
-                 "(Path('..') / work_dir / 'cache').mkdir(exist_ok=True)\n"
-                 "(Path('..') / work_dir / 'cache' / 'c.bin').write_text('c')")
+WRITES_OUTPUT = (
+    "from pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
+    "out.mkdir(parents=True, exist_ok=True)\n"
+    "(out / 'pairs.txt').write_text('p' * value)\n"
+    "(Path('..') / work_dir / 'cache').mkdir(exist_ok=True)\n"
+    "(Path('..') / work_dir / 'cache' / 'c.bin').write_text('c')"
+)
 
 
 def _reasons(project, name):
@@ -188,8 +194,9 @@ def test_changed_data_dir_or_libraries_rerun_and_say_why(project, monkeypatch):
 def test_a_parameter_naming_a_file_or_dataset_is_an_input(project):
     nq = project / "nq.jsonl"
     nq.write_text('{"query": "q", "answer": "a"}\n')
-    inputs = runner.stage_inputs("02", {"nq_path": "nq.jsonl", "eval_datasets": ["mrpc", "nanoscifact"],
-                                        "work_dir": "runs/smoke"}, {})
+    inputs = runner.stage_inputs(
+        "02", {"nq_path": "nq.jsonl", "eval_datasets": ["mrpc", "nanoscifact"], "work_dir": "runs/smoke"}, {}
+    )
     assert set(inputs["files"]) == {str(nq), str(project / "data/mrpc/msr_paraphrase_train.txt")}
     assert inputs["data_dir"] == str((project / "data").resolve())
 
@@ -249,14 +256,20 @@ def _figure_notebook(project, figures_dir):
 
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
-    nb.cells = [nbformat.v4.new_code_cell("value = 1\nwork_dir = 'runs/smoke'\nfigures_dir = 'runs/smoke/figures'",
-                                          metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("from pathlib import Path\nout = Path('..') / figures_dir\n"
-                                          "out.mkdir(parents=True, exist_ok=True)\n"
-                                          "(out / '01_drawn.html').write_text('x')")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "value = 1\nwork_dir = 'runs/smoke'\nfigures_dir = 'runs/smoke/figures'", metadata={"tags": ["parameters"]}
+        ),
+        nbformat.v4.new_code_cell(
+            "from pathlib import Path\nout = Path('..') / figures_dir\n"
+            "out.mkdir(parents=True, exist_ok=True)\n"
+            "(out / '01_drawn.html').write_text('x')"
+        ),
+    ]
     nbformat.write(nb, project / "notebooks" / "01_first.ipynb")
-    (project / "params" / "smoke.yaml").write_text(yaml.safe_dump(
-        {"common": {"value": 2, "work_dir": "runs/smoke", "figures_dir": figures_dir}}))
+    (project / "params" / "smoke.yaml").write_text(
+        yaml.safe_dump({"common": {"value": 2, "work_dir": "runs/smoke", "figures_dir": figures_dir}})
+    )
 
 
 def test_figures_go_to_the_run_folder_and_the_report_shows_them(project):
@@ -271,8 +284,11 @@ def test_figures_go_to_the_run_folder_and_the_report_shows_them(project):
 
 def test_a_profile_writing_into_the_committed_figures_is_refused_before_running(project):
     _figure_notebook(project, "./figures")
-    with pytest.raises(runner.Refused, match=r"params/smoke.yaml: `figures_dir: ./figures` is the committed .*"
-                                             r"Fix: set `figures_dir: runs/smoke/figures`.*make figures"):
+    with pytest.raises(
+        runner.Refused,
+        match=r"params/smoke.yaml: `figures_dir: ./figures` is the committed .*"
+        r"Fix: set `figures_dir: runs/smoke/figures`.*make figures",
+    ):
         runner.reproduce("smoke", out="runs/smoke/first")
     assert not (project / "figures").exists() and not (project / "runs").exists()
 

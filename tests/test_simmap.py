@@ -37,8 +37,9 @@ def test_special_tokens_are_a_parameter(tiny_encoder):
     assert (with_special.lengths - without.lengths).tolist() == [2] * len(TEXTS)
     assert with_special.tokens[2][0] == "[CLS]" and with_special.tokens[2][-1] == "[SEP]"
     # The content tokens are the same vectors either way.
-    torch.testing.assert_close(with_special.embeddings[0, 1:-1][: without.lengths[0]],
-                               without.embeddings[0, : without.lengths[0]])
+    torch.testing.assert_close(
+        with_special.embeddings[0, 1:-1][: without.lengths[0]], without.embeddings[0, : without.lengths[0]]
+    )
 
 
 def test_token_embeddings_match_sentence_transformers_encode(tiny_encoder):
@@ -133,7 +134,7 @@ def _row_by_row(cache, rows):
     emb = torch.zeros(len(rows), max(int(lengths.max()), 1), cache.values.shape[1])
     for k, r in enumerate(rows):
         start, n = int(cache.offsets[r]), int(cache.lengths[r])
-        emb[k, :n] = cache.values[start:start + n].float()
+        emb[k, :n] = cache.values[start : start + n].float()
     return emb, (torch.arange(emb.shape[1])[None, :] < lengths[:, None])
 
 

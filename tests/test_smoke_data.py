@@ -2,6 +2,7 @@
 reads it, the smoke profile finds it from any cwd, and it gives each smoke stage what it needs
 (structural near-misses of the paper's three families, retrieval triplets, near-miss test sets).
 None of these tests needs ../shared/data."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -9,8 +10,8 @@ import logging
 
 import pytest
 
-from compsense.data import datasets as data
 from compsense.core.paths import local_data_dir, repo_root, smoke_data_dir
+from compsense.data import datasets as data
 from compsense.pipeline.profiles import load_profile
 
 SMOKE = smoke_data_dir()
@@ -61,8 +62,14 @@ def test_every_loader_reads_the_smoke_data(caplog):
     assert all(len(pairs) >= 40 for pairs in stsb.values())
     assert min(p.label for p in stsb["train"]) < 1.5 and max(p.label for p in stsb["train"]) > 4.5
     assert {ex.subset for ex in sugarcrepe} == set(data.SUGARCREPE_SUBSETS)
-    assert data.available_datasets(SMOKE) == {"scifact": True, "mrpc": True, "stsb": True, "sugarcrepe": True,
-                                              "nq_open": False, "nanobeir": False}
+    assert data.available_datasets(SMOKE) == {
+        "scifact": True,
+        "mrpc": True,
+        "stsb": True,
+        "sugarcrepe": True,
+        "nq_open": False,
+        "nanobeir": False,
+    }
     params = {**load_profile("smoke")["02_training_ab"], **load_profile("smoke")["05_reranking"]}
     for name in ("nfcorpus", "scifact"):
         test = data.load_beir(name, "test", data_dir=SMOKE)
@@ -70,8 +77,10 @@ def test_every_loader_reads_the_smoke_data(caplog):
         assert len(test.qrels) >= params["eval_max_queries"] and len(train.qrels) >= 40
         assert not set(test.qrels) & set(train.qrels) and set(test.corpus) == set(train.corpus)
         assert set(test.skipped) == {"queries_not_in_split"}  # nothing malformed or unusable
-    assert {s for docs in data.load_beir("nfcorpus", "test", data_dir=SMOKE).qrels.values()
-            for s in docs.values()} == {1, 2}  # graded, as NFCorpus
+    assert {s for docs in data.load_beir("nfcorpus", "test", data_dir=SMOKE).qrels.values() for s in docs.values()} == {
+        1,
+        2,
+    }  # graded, as NFCorpus
     records = data.load_condaqa(SMOKE)
     assert {r["edit"] for r in records} == set(data.CONDAQA_EDITS.values())
 
@@ -102,8 +111,9 @@ def test_smoke_data_make_retrieval_triplets_and_keep_scifact_zero_shot():
     assert (df.negative != df.positive).all() and (df.negative != df.anchor).all()
     assert stats["mrpc"]["not_paraphrase"] > 0 and stats["stsb"]["score_below_4"] > 0
     scifact = data.load_beir("scifact", "test", data_dir=SMOKE)
-    nfcorpus, _ = build_retrieval_triplets(sources=("nfcorpus",), data_dir=SMOKE, max_rows=400, seed=42,
-                                           exclude_datasets=[scifact])
+    nfcorpus, _ = build_retrieval_triplets(
+        sources=("nfcorpus",), data_dir=SMOKE, max_rows=400, seed=42, exclude_datasets=[scifact]
+    )
     assert len(nfcorpus) >= 150
     assert overlap(training_keys(nfcorpus), scifact)["regime"] == "zero-shot"
     assert overlap(training_keys(nfcorpus), data.load_beir("nfcorpus", "test", data_dir=SMOKE))["regime"] == "in-domain"
@@ -128,9 +138,13 @@ def test_no_smoke_sentence_comes_from_the_external_datasets():
     ours = {p.sentence1 for p in data.load_mrpc("all_train", SMOKE) + data.load_mrpc("test", SMOKE)}
     ours |= {p.sentence2 for p in data.load_mrpc("all_train", SMOKE) + data.load_mrpc("test", SMOKE)}
     ours |= {ex.caption for ex in data.load_sugarcrepe(data_dir=SMOKE)}
-    theirs = {s for p in data.load_mrpc("all_train", root) + data.load_mrpc("test", root) for s in (p.sentence1, p.sentence2)}
+    theirs = {
+        s for p in data.load_mrpc("all_train", root) + data.load_mrpc("test", root) for s in (p.sentence1, p.sentence2)
+    }
     if data.available_datasets(root)["stsb"]:
-        theirs |= {s for split in data.STSB_SPLITS for p in data.load_stsb(split, root) for s in (p.sentence1, p.sentence2)}
+        theirs |= {
+            s for split in data.STSB_SPLITS for p in data.load_stsb(split, root) for s in (p.sentence1, p.sentence2)
+        }
     if data.available_datasets(root)["sugarcrepe"]:
         theirs |= {ex.caption for ex in data.load_sugarcrepe(data_dir=root)}
     assert not ours & theirs

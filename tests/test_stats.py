@@ -1,4 +1,5 @@
 """compsense.core.stats: the hierarchical bootstrap over seeds and queries, and Holm's correction."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,12 @@ def test_holm_against_hand_computed_values():
 
 
 def test_paired_deltas_pairs_on_seed_and_query():
-    rows = [(v, s, f"q{i}", val + (0.1 if v == "B" else 0) + s / 1000)
-            for v in ("A", "B") for s in (42, 43) for i, val in enumerate([0.2, 0.4, 0.6])]
+    rows = [
+        (v, s, f"q{i}", val + (0.1 if v == "B" else 0) + s / 1000)
+        for v in ("A", "B")
+        for s in (42, 43)
+        for i, val in enumerate([0.2, 0.4, 0.6])
+    ]
     pq = pd.DataFrame(rows, columns=["variant", "seed", "qid", "ndcg@10"]).assign(dataset="d")
     wide = paired_deltas(pq, "ndcg@10", "A", "B")
     assert wide.shape == (2, 3) and np.allclose(wide.to_numpy(), 0.1)

@@ -1,5 +1,6 @@
 """compsense.retrieval.training: training data, the A/B mix, the config, and train_model's skip / resume /
 data-parallel behaviour on tiny-bert (a few steps at batch 8)."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.retrieval.training import (TrainConfig, build_retrieval_triplets, load_structural_triplets, mix_structural,
-                             plan_runs, read_train_logs, run_dir, train_model)
+from compsense.retrieval.training import (
+    TrainConfig,
+    build_retrieval_triplets,
+    load_structural_triplets,
+    mix_structural,
+    plan_runs,
+    read_train_logs,
+    run_dir,
+    train_model,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 LINES = [ln.strip() for ln in (REPO / "compsense/resources/tiny_corpus.txt").read_text().splitlines() if ln.strip()]
@@ -23,14 +32,28 @@ LINES = [ln.strip() for ln in (REPO / "compsense/resources/tiny_corpus.txt").rea
 
 def retrieval_rows(n: int = 40) -> pd.DataFrame:
     lines = LINES[:n]
-    return pd.DataFrame({"anchor": lines, "positive": [ln.lower() + " indeed" for ln in lines],
-                         "negative": lines[1:] + lines[:1], "source": "toy"})
+    return pd.DataFrame(
+        {
+            "anchor": lines,
+            "positive": [ln.lower() + " indeed" for ln in lines],
+            "negative": lines[1:] + lines[:1],
+            "source": "toy",
+        }
+    )
 
 
 def structural_rows(n: int = 30, split: str = "train") -> pd.DataFrame:
     sents = [f"{LINES[i % len(LINES)]} ({i})" for i in range(n)]
-    return pd.DataFrame({"anchor": sents, "positive": sents, "negative": [s.replace("the", "no") for s in sents],
-                         "family": "negation", "source_id": [f"s{i}" for i in range(n)], "split": split})
+    return pd.DataFrame(
+        {
+            "anchor": sents,
+            "positive": sents,
+            "negative": [s.replace("the", "no") for s in sents],
+            "family": "negation",
+            "source_id": [f"s{i}" for i in range(n)],
+            "split": split,
+        }
+    )
 
 
 def _has_local_data() -> bool:
@@ -58,15 +81,19 @@ def write_beir(root: Path, name: str, n_queries: int = 6, docs_per_query: int = 
     is one more document whose text another fixture set also holds."""
     folder = root / name
     (folder / "qrels").mkdir(parents=True)
-    docs = {f"{name}-d{i}": {"_id": f"{name}-d{i}", "title": f"{name} title {i}", "text": f"{name} body text {i}"}
-            for i in range(n_queries * docs_per_query)}
+    docs = {
+        f"{name}-d{i}": {"_id": f"{name}-d{i}", "title": f"{name} title {i}", "text": f"{name} body text {i}"}
+        for i in range(n_queries * docs_per_query)
+    }
     if shared_doc:
         docs["shared"] = {"_id": "shared", "title": "", "text": shared_doc}
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs.values()))
     queries = [{"_id": f"{name}-q{i}", "text": f"{name} question number {i}"} for i in range(2 * n_queries)]
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     head = "query-id\tcorpus-id\tscore\n"
-    train = [f"{name}-q{i}\t{name}-d{i * docs_per_query + j}\t1" for i in range(n_queries) for j in range(docs_per_query)]
+    train = [
+        f"{name}-q{i}\t{name}-d{i * docs_per_query + j}\t1" for i in range(n_queries) for j in range(docs_per_query)
+    ]
     if shared_doc:
         train.append(f"{name}-q0\tshared\t1")
     test = [f"{name}-q{n_queries + i}\t{name}-d{i * docs_per_query}\t1" for i in range(n_queries)]
@@ -89,8 +116,9 @@ def test_beir_source_caps_pairs_per_query_and_keeps_eval_sets_zero_shot(tmp_path
     assert len(uncapped) == 25 and "an abstract both collections hold" in set(uncapped.positive)
     # The shared abstract is in SciFact's corpus: excluding SciFact drops that pair and never uses it as negative.
     scifact = data.load_beir("scifact", split="test", data_dir=tmp_path)
-    kept, st2 = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, max_pairs_per_query=None, seed=3,
-                                         exclude_datasets=[scifact])
+    kept, st2 = build_retrieval_triplets(
+        ["nfcorpus"], data_dir=tmp_path, max_pairs_per_query=None, seed=3, exclude_datasets=[scifact]
+    )
     assert st2["nfcorpus"]["in_eval_sets"] == 1 and len(kept) == 24 and st2["excluded_datasets"] == ["scifact"]
     assert "an abstract both collections hold" not in set(kept.positive) | set(kept.negative)
 
@@ -111,16 +139,22 @@ def test_training_on_a_sets_train_split_makes_its_rows_in_domain(tmp_path):
     nf_test = data.load_beir("nfcorpus", split="test", data_dir=tmp_path)
     sf_test = data.load_beir("scifact", split="test", data_dir=tmp_path)
     train, _ = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, seed=0, exclude_datasets=[sf_test])
-    keys = read_training_keys(write_training_keys(tmp_path / "keys.json", mix_structural(train, structural_rows(), 0.2)))
+    keys = read_training_keys(
+        write_training_keys(tmp_path / "keys.json", mix_structural(train, structural_rows(), 0.2))
+    )
     nf, sf = overlap(keys, nf_test), overlap(keys, sf_test)
     assert nf["regime"] == IN_DOMAIN and nf["overlap_docs"] > 0 and nf["overlap_queries"] == 0
     assert sf == {"regime": ZERO_SHOT, "overlap_queries": 0, "overlap_docs": 0}
     # Without the exclusion the shared abstract makes SciFact in-domain: computed, not declared.
     leaky, _ = build_retrieval_triplets(["nfcorpus"], data_dir=tmp_path, seed=0, max_pairs_per_query=None)
     from compsense.retrieval.regime import training_keys
+
     assert overlap(training_keys(leaky), sf_test) == {"regime": IN_DOMAIN, "overlap_queries": 0, "overlap_docs": 1}
     # Normalisation: case and spacing do not hide a copy.
-    assert overlap(training_keys(pd.DataFrame({"anchor": ["  SCIFACT question   number 6 "]})), sf_test)["overlap_queries"] == 1
+    assert (
+        overlap(training_keys(pd.DataFrame({"anchor": ["  SCIFACT question   number 6 "]})), sf_test)["overlap_queries"]
+        == 1
+    )
 
 
 def test_mix_structural_share_and_determinism():
@@ -160,8 +194,9 @@ def test_control_keeps_identity_rows_with_random_other_sentences():
     assert set(sc.negative) <= set(struct.anchor) and (sc.negative != sc.anchor).all()
     near_miss = dict(zip(struct.anchor, struct.negative))
     assert all(neg != near_miss[a] for a, neg in zip(sc.anchor, sc.negative))  # no row keeps its near-miss
-    assert c.attrs["mix"]["negatives"] == "random" and c.equals(mix_structural(ret, struct, 0.25, seed=2,
-                                                                                negatives="random"))
+    assert c.attrs["mix"]["negatives"] == "random" and c.equals(
+        mix_structural(ret, struct, 0.25, seed=2, negatives="random")
+    )
 
 
 def test_load_structural_triplets_errors_and_split(tmp_path):
@@ -183,27 +218,52 @@ def test_paper_config_and_plan():
     with pytest.raises(TypeError, match="no field"):
         TrainConfig.paper("minilm-l6", bogus=1)
     runs = plan_runs(["m"], [42, 43], structural_share=0.5, share_sweep=[0.0, 0.25, 0.5])
-    assert [(r.variant, r.seed) for r in runs] == [("base", 42), ("A", 42), ("B", 42), ("B-share0.25", 42),
-                                                   ("A", 43), ("B", 43)]
+    assert [(r.variant, r.seed) for r in runs] == [
+        ("base", 42),
+        ("A", 42),
+        ("B", 42),
+        ("B-share0.25", 42),
+        ("A", 43),
+        ("B", 43),
+    ]
     runs = plan_runs(["m"], [42, 43], ["A", "B", "B-all", "C-identity"], share_sweep=[0.05, 0.5], sweep_all_seeds=[0.5])
     by = {(r.variant, r.seed): r for r in runs}
     assert set(by) == {(v, s) for v in ("A", "B", "B-all", "C-identity") for s in (42, 43)} | {
-        ("B-share0.05", 42), ("B-share0.5", 42), ("B-share0.5", 43)}
+        ("B-share0.05", 42),
+        ("B-share0.5", 42),
+        ("B-share0.5", 43),
+    }
     assert by["B", 42].families == ("negation", "binding", "spatial") and by["B", 42].structural_share == 0.19
     assert by["B-all", 42].families is None and by["C-identity", 43].structural_negatives == "random"
     with pytest.raises(ValueError, match="unknown variant"):
         plan_runs(["m"], [42], ["A", "D"])
     runs = plan_runs(["m"], [42, 43], ["A", "B", "B-all"], first_seed_only=["B-all"], share_sweep=[0.5])
-    assert [(r.variant, r.seed) for r in runs] == [("A", 42), ("B", 42), ("B-all", 42), ("B-share0.5", 42),
-                                                   ("A", 43), ("B", 43)]
+    assert [(r.variant, r.seed) for r in runs] == [
+        ("A", 42),
+        ("B", 42),
+        ("B-all", 42),
+        ("B-share0.5", 42),
+        ("A", 43),
+        ("B", 43),
+    ]
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """One tiny-bert run of 6 steps at batch 8, checkpoints at 3 and 6 (kept for the resume test)."""
     work = tmp_path_factory.mktemp("train")
-    config = TrainConfig(backbone="tiny-bert", variant="A", seed=0, max_steps=6, batch_size=8, save_steps=3,
-                         logging_steps=1, keep_checkpoints=True, work_dir=str(work), device="cpu")
+    config = TrainConfig(
+        backbone="tiny-bert",
+        variant="A",
+        seed=0,
+        max_steps=6,
+        batch_size=8,
+        save_steps=3,
+        logging_steps=1,
+        keep_checkpoints=True,
+        work_dir=str(work),
+        device="cpu",
+    )
     final = train_model(config, retrieval_rows())
     return config, final
 
@@ -212,6 +272,7 @@ def _log(config) -> list[dict]:
     return [json.loads(x) for x in (config.run_dir / "train_log.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_train_writes_final_log_and_done(trained):
     config, final = trained
     assert final == run_dir(config.work_dir, "tiny-bert", "A", 0) / "final"
@@ -222,6 +283,7 @@ def test_train_writes_final_log_and_done(trained):
     assert steps == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.slow
 def test_finished_run_is_skipped(trained):
     config, final = trained
     before = (config.run_dir / "DONE.json").read_text(), len(_log(config))
@@ -235,6 +297,7 @@ def test_finished_run_is_skipped(trained):
     assert train_model(replace(config, logging_steps=5), retrieval_rows()) == final  # not part of the recipe
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_from_last_checkpoint(trained):
     config, final = trained
     # Simulate a crash after step 3: the last checkpoint is checkpoint-3, nothing was finished.
@@ -248,16 +311,26 @@ def test_interrupted_run_resumes_from_last_checkpoint(trained):
     assert [r["step"] for r in new if "loss" in r] == [4, 5, 6]  # steps 1-3 were not redone
     done = json.loads((config.run_dir / "DONE.json").read_text())
     assert done["resumed_from"].endswith("checkpoint-3") and done["global_step"] == 6
-    curves = read_train_logs(pd.DataFrame([{"backbone": "tiny-bert", "variant": "A", "seed": 0,
-                                            "structural_share": 0.0}]), config.work_dir)
+    curves = read_train_logs(
+        pd.DataFrame([{"backbone": "tiny-bert", "variant": "A", "seed": 0, "structural_share": 0.0}]), config.work_dir
+    )
     assert curves.step.tolist() == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.slow
 def test_data_parallel_two_cpu_processes(tmp_path):
     """torchrun with 2 processes (gloo): one saved model, DONE.json says world_size 2 (~30 s)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(REPO / "tests" / "ddp_train_script.py"), str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(REPO / "tests" / "ddp_train_script.py"),
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = run_dir(tmp_path, "tiny-bert", "A", 42)
@@ -273,6 +346,7 @@ def _copy_run(config, tmp_path):
     return copy
 
 
+@pytest.mark.slow
 def test_failed_forced_retrain_keeps_the_previous_model(trained, tmp_path):
     from transformers import TrainerCallback
 
@@ -293,6 +367,7 @@ def test_failed_forced_retrain_keeps_the_previous_model(trained, tmp_path):
     assert done["final_files"] and done["resumed_from"] is None
 
 
+@pytest.mark.slow
 def test_truncated_marker_or_model_is_not_trusted(trained, tmp_path):
     config = _copy_run(trained[0], tmp_path)
     (config.run_dir / "DONE.json").write_text('{"config": {')  # cut mid-write
@@ -309,6 +384,7 @@ def test_truncated_marker_or_model_is_not_trusted(trained, tmp_path):
     assert len(_log(config)) > n_before and weights.stat().st_size == done["final_files"][weights.name]
 
 
+@pytest.mark.slow
 def test_model_card_names_base_sources_and_variant(trained):
     config, final = trained
     card = (final / "README.md").read_text()
@@ -317,6 +393,7 @@ def test_model_card_names_base_sources_and_variant(trained):
     assert "Samples" not in card and not any(line in card for line in retrieval_rows().positive)
 
 
+@pytest.mark.slow
 def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp_path):
     from huggingface_hub import ModelCard
 
@@ -324,13 +401,37 @@ def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp
     from compsense.retrieval.training import _finished_problem
 
     config = _copy_run(trained[0], tmp_path)
-    rows = pd.DataFrame([
-        {"run": "tiny-bert/A-seed0", "dataset": "scifact", "metric": "ndcg@10", "value": 0.61234, "regime": "zero-shot",
-         "n_queries": 300, "n_docs": 5183},
-        {"run": "tiny-bert/A-seed0", "dataset": "nfcorpus", "metric": "ndcg@10", "value": 0.3, "regime": "in-domain",
-         "n_queries": 323, "n_docs": 3633},
-        {"run": "tiny-bert/A-seed0", "dataset": "scifact", "metric": "precision@3", "value": 0.2, "regime": "zero-shot",
-         "n_queries": 300, "n_docs": 5183}])
+    rows = pd.DataFrame(
+        [
+            {
+                "run": "tiny-bert/A-seed0",
+                "dataset": "scifact",
+                "metric": "ndcg@10",
+                "value": 0.61234,
+                "regime": "zero-shot",
+                "n_queries": 300,
+                "n_docs": 5183,
+            },
+            {
+                "run": "tiny-bert/A-seed0",
+                "dataset": "nfcorpus",
+                "metric": "ndcg@10",
+                "value": 0.3,
+                "regime": "in-domain",
+                "n_queries": 323,
+                "n_docs": 3633,
+            },
+            {
+                "run": "tiny-bert/A-seed0",
+                "dataset": "scifact",
+                "metric": "precision@3",
+                "value": 0.2,
+                "regime": "zero-shot",
+                "n_queries": 300,
+                "n_docs": 5183,
+            },
+        ]
+    )
     path = add_card_metrics(config.run_dir, rows)
     card = ModelCard.load(path)
     results = {(r.dataset_name, r.metric_type): r.metric_value for r in card.data.eval_results}
@@ -340,9 +441,12 @@ def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp
     assert "compsense-variant:A" in text  # what training wrote stays
     assert _finished_problem(config.run_dir / "DONE.json", config.run_dir / "final") is None
     # a second evaluation replaces the first: one section, the new value
-    models = pd.DataFrame([{"backbone": "tiny-bert", "variant": "base", "seed": 0, "model": "tiny-bert"},
-                           {"backbone": "tiny-bert", "variant": "A", "seed": 0,
-                            "model": str(config.run_dir / "final")}])
+    models = pd.DataFrame(
+        [
+            {"backbone": "tiny-bert", "variant": "base", "seed": 0, "model": "tiny-bert"},
+            {"backbone": "tiny-bert", "variant": "A", "seed": 0, "model": str(config.run_dir / "final")},
+        ]
+    )
     assert write_card_metrics(models, rows.assign(value=0.5)) == [path]
     text = path.read_text()
     assert text.count("## Evaluation (compsense)") == 1 and "0.6123" not in text and "| 0.5000 |" in text
@@ -364,10 +468,12 @@ def test_mnrl_by_hand_equals_the_library_loss():
     assert by_hand == pytest.approx(library, rel=1e-4)
     # the identity row: its anchor is its positive, so that logit is the scale itself
     assert scores.loc["anchor 3", "positive 3"] == pytest.approx(10.0, abs=1e-4)
-    assert by_hand == pytest.approx(float(-(scores.values.diagonal() - np.log(np.exp(scores.values).sum(1))).mean()),
-                                    rel=1e-4)
+    assert by_hand == pytest.approx(
+        float(-(scores.values.diagonal() - np.log(np.exp(scores.values).sum(1))).mean()), rel=1e-4
+    )
 
 
+@pytest.mark.slow
 def test_push_models_is_opt_in_and_uploads_each_trained_model(trained, monkeypatch):
     from compsense.retrieval.training import push_models
 
@@ -383,8 +489,12 @@ def test_push_models_is_opt_in_and_uploads_each_trained_model(trained, monkeypat
         def upload_folder(self, folder_path, repo_id, **kw):
             self.calls.append(("upload", repo_id, sorted(p.name for p in Path(folder_path).iterdir())))
 
-    runs = pd.DataFrame([{"backbone": "tiny-bert", "variant": "base", "seed": 0, "model": "tiny-bert"},
-                         {"backbone": "tiny-bert", "variant": "A", "seed": 0, "model": str(final)}])
+    runs = pd.DataFrame(
+        [
+            {"backbone": "tiny-bert", "variant": "base", "seed": 0, "model": "tiny-bert"},
+            {"backbone": "tiny-bert", "variant": "A", "seed": 0, "model": str(final)},
+        ]
+    )
     hub = FakeHub()
     assert push_models(runs, "someone/cs", api=hub) == ["someone/cs-tiny-bert-A-seed0"]
     assert hub.calls[0] == ("create", "someone/cs-tiny-bert-A-seed0", True)

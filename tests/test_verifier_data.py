@@ -3,18 +3,38 @@ import pytest
 
 from compsense.verifiers import data as D
 
-PARAPHRASES = pd.DataFrame({
-    "sentence1": ["The dog chased the cat in the park.", "The company hired the consultant last year.",
-                  "The box is on the table.", "She paid 40 dollars for the book.", "The man is not happy."],
-    "sentence2": ["In the park, the dog ran after the cat.", "Last year the firm hired the consultant.",
-                  "The box sits on the table.", "She spent 40 dollars on the book.", "The man is unhappy."],
-})
+PARAPHRASES = pd.DataFrame(
+    {
+        "sentence1": [
+            "The dog chased the cat in the park.",
+            "The company hired the consultant last year.",
+            "The box is on the table.",
+            "She paid 40 dollars for the book.",
+            "The man is not happy.",
+        ],
+        "sentence2": [
+            "In the park, the dog ran after the cat.",
+            "Last year the firm hired the consultant.",
+            "The box sits on the table.",
+            "She spent 40 dollars on the book.",
+            "The man is unhappy.",
+        ],
+    }
+)
 
 
 def _structural(n=8):
-    rows = [dict(anchor=f"The cat {i} is on the mat.", positive=f"The cat {i} is on the mat.",
-                 negative=f"The cat {i} is not on the mat.", family="negation" if i % 2 else "spatial",
-                 source_id=str(i), split="train") for i in range(n)]
+    rows = [
+        dict(
+            anchor=f"The cat {i} is on the mat.",
+            positive=f"The cat {i} is on the mat.",
+            negative=f"The cat {i} is not on the mat.",
+            family="negation" if i % 2 else "spatial",
+            source_id=str(i),
+            split="train",
+        )
+        for i in range(n)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -37,8 +57,9 @@ def test_balanced_rows_pair_each_copy_row_with_a_paraphrase_row_whose_negative_e
     from compsense.data.negatives import candidates
 
     for frame, source in ((para, "positive"), (identity, "anchor")):
-        assert all(n in {c.text for c in candidates(x, f)} for x, n, f in zip(frame[source], frame.negative,
-                                                                               frame.family))
+        assert all(
+            n in {c.text for c in candidates(x, f)} for x, n, f in zip(frame[source], frame.negative, frame.family)
+        )
     report = D.overlap_report(table).set_index("row_kind")
     assert report.loc["identity", "difference"] > 0.2  # a copy against a near-copy: overlap decides
     assert abs(report.loc["paraphrase", "difference"]) < 0.1  # s-p against s-nm(p): overlap cannot
@@ -54,9 +75,14 @@ def test_balanced_rows_say_when_nothing_can_be_edited():
 
 
 def test_model_b_rows_mix_retrieval_and_identity_triplets_at_the_share(monkeypatch):
-    retrieval = pd.DataFrame({"anchor": [f"query {i}" for i in range(24)],
-                              "positive": [f"passage {i}" for i in range(24)],
-                              "negative": [f"passage {(i + 1) % 24}" for i in range(24)], "source": "toy"})
+    retrieval = pd.DataFrame(
+        {
+            "anchor": [f"query {i}" for i in range(24)],
+            "positive": [f"passage {i}" for i in range(24)],
+            "negative": [f"passage {(i + 1) % 24}" for i in range(24)],
+            "source": "toy",
+        }
+    )
     monkeypatch.setattr(D, "build_retrieval_triplets", lambda *a, **k: (retrieval.copy(), {}))
     table, counts = D.training_rows("model_b", _structural(), structural_share=0.25, families=["negation"], seed=1)
     assert list(table.columns) == D.ROW_COLUMNS

@@ -1,17 +1,22 @@
 """compsense.verifiers.cross_encoder: a verifier with CrossEncoder's predict / rank / save / load, run by
 sentence-transformers' own CrossEncoderRerankingEvaluator."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compsense.verifiers import architectures as V
 from compsense.core.encoders import build_tiny_bert
+from compsense.verifiers import architectures as V
 from compsense.verifiers.cross_encoder import VerifierReranker
 
 QUERY = "the cat sat on the mat"
-DOCS = ["the cat sat on the mat", "a dog barked at the mailman", "the cat did not sit on the mat",
-        "stock prices fell sharply"]
+DOCS = [
+    "the cat sat on the mat",
+    "a dog barked at the mailman",
+    "the cat did not sit on the mat",
+    "stock prices fell sharply",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +40,9 @@ def test_predict_and_rank_agree_with_score_pairs(reranker):
 def test_save_and_load_round_trip(reranker, tmp_path):
     folder = reranker.save_pretrained(tmp_path / "rr")
     again = VerifierReranker.from_pretrained(folder)
-    np.testing.assert_allclose(again.predict([(QUERY, d) for d in DOCS]), reranker.predict([(QUERY, d) for d in DOCS]),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        again.predict([(QUERY, d) for d in DOCS]), reranker.predict([(QUERY, d) for d in DOCS]), rtol=1e-5
+    )
     with pytest.raises(FileNotFoundError, match="save_pretrained"):
         VerifierReranker.from_pretrained(tmp_path / "nothing")
 
@@ -44,15 +50,24 @@ def test_save_and_load_round_trip(reranker, tmp_path):
 def test_runs_under_sentence_transformers_reranking_evaluator(reranker):
     from sentence_transformers.cross_encoder.evaluation import CrossEncoderRerankingEvaluator
 
-    samples = [{"query": QUERY, "positive": [DOCS[0]], "negative": DOCS[1:]},
-               {"query": "dogs bark at mail carriers", "positive": [DOCS[1]], "negative": [DOCS[3], DOCS[2]]}]
+    samples = [
+        {"query": QUERY, "positive": [DOCS[0]], "negative": DOCS[1:]},
+        {"query": "dogs bark at mail carriers", "positive": [DOCS[1]], "negative": [DOCS[3], DOCS[2]]},
+    ]
     evaluator = CrossEncoderRerankingEvaluator(samples, at_k=3, name="toy", write_csv=False)
     metrics = evaluator(reranker)
     # Recompute NDCG@3 from the reranker's own scores: the evaluator ran our predict.
     from sklearn.metrics import ndcg_score
 
-    expected = np.mean([ndcg_score([[1] + [0] * len(s["negative"])],
-                                   [reranker.predict([(s["query"], d) for d in s["positive"] + s["negative"]])], k=3)
-                        for s in samples])
+    expected = np.mean(
+        [
+            ndcg_score(
+                [[1] + [0] * len(s["negative"])],
+                [reranker.predict([(s["query"], d) for d in s["positive"] + s["negative"]])],
+                k=3,
+            )
+            for s in samples
+        ]
+    )
     assert metrics["toy_ndcg@3"] == pytest.approx(expected)
     assert reranker.model_card_data.eval_results[-1]["evaluator"] == "CrossEncoderRerankingEvaluator"

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
-from compsense.verifiers import training as T
 from compsense.verifiers import architectures as V
+from compsense.verifiers import training as T
 
 
 def _triplets(n=24):
@@ -16,8 +16,16 @@ def _triplets(n=24):
     for i in range(n):
         s, o = subjects[i % len(subjects)], objects[i % len(objects)]
         anchor = f"The {s} is near the {o}."
-        rows.append(dict(anchor=anchor, positive=anchor if i % 2 else f"A {s} near a {o}.",
-                         negative=f"The {s} is not near the {o}.", family="negation", source_id=str(i), split="train"))
+        rows.append(
+            dict(
+                anchor=anchor,
+                positive=anchor if i % 2 else f"A {s} near a {o}.",
+                negative=f"The {s} is not near the {o}.",
+                family="negation",
+                source_id=str(i),
+                split="train",
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -37,15 +45,31 @@ def test_frozen_training_never_re_encodes(tiny_encoder, tmp_path, monkeypatch):
     triplets = _triplets()
     calls = _count_forward(monkeypatch, tiny_encoder)
     weights = copy.deepcopy(tiny_encoder.state_dict())
-    history = T.train_verifier(V.create("F3", seed=0), tiny_encoder, triplets, regime="frozen", budget_examples=64,
-                               batch_size=8, cache_dir=tmp_path, show_progress=False)
+    history = T.train_verifier(
+        V.create("F3", seed=0),
+        tiny_encoder,
+        triplets,
+        regime="frozen",
+        budget_examples=64,
+        batch_size=8,
+        cache_dir=tmp_path,
+        show_progress=False,
+    )
     n_texts = len(set(triplets.anchor) | set(triplets.positive) | set(triplets.negative))
     assert history["steps"] == 8 and history["examples_seen"] == 64 == history["budget_examples"]
     assert history["texts_encoded"] == n_texts
     assert calls["n"] == math.ceil(n_texts / 32)  # the one caching pass, whatever the budget
     calls["n"] = 0
-    again = T.train_verifier(V.create("F4", seed=0), tiny_encoder, triplets, regime="frozen", budget_examples=64,
-                             batch_size=8, cache_dir=tmp_path, show_progress=False)
+    again = T.train_verifier(
+        V.create("F4", seed=0),
+        tiny_encoder,
+        triplets,
+        regime="frozen",
+        budget_examples=64,
+        batch_size=8,
+        cache_dir=tmp_path,
+        show_progress=False,
+    )
     assert calls["n"] == 0 and again["texts_encoded"] == 0 and again["trained"]  # warm cache: no encoding at all
     assert all(torch.equal(v, tiny_encoder.state_dict()[k]) for k, v in weights.items())
 
@@ -53,13 +77,23 @@ def test_frozen_training_never_re_encodes(tiny_encoder, tmp_path, monkeypatch):
 def test_frozen_training_moves_verifier_weights_and_skips_parameter_free(tiny_encoder, tmp_path):
     verifier = V.create("F2", seed=0, learnable=True)
     before = verifier.raw.detach().clone()
-    history = T.train_verifier(verifier, tiny_encoder, _triplets(), regime="frozen", budget_examples=48,
-                               batch_size=16, lr=0.05, cache_dir=tmp_path, show_progress=False)
+    history = T.train_verifier(
+        verifier,
+        tiny_encoder,
+        _triplets(),
+        regime="frozen",
+        budget_examples=48,
+        batch_size=16,
+        lr=0.05,
+        cache_dir=tmp_path,
+        show_progress=False,
+    )
     assert history["trained"] and not torch.equal(before, verifier.raw.detach())
     assert len(history["loss"]) == 3 and all(math.isfinite(x) for x in history["loss"])
     for name in ("F1", "F2"):  # F2 with lam = tau = 0.1 fixed (the default) has nothing to learn either
-        skipped = T.train_verifier(V.create(name), tiny_encoder, _triplets(), regime="frozen", budget_examples=48,
-                                   show_progress=False)
+        skipped = T.train_verifier(
+            V.create(name), tiny_encoder, _triplets(), regime="frozen", budget_examples=48, show_progress=False
+        )
         assert not skipped["trained"] and skipped["steps"] == 0 and "nothing to train" in skipped["note"]
 
 
@@ -68,18 +102,38 @@ def test_end_to_end_training_changes_the_encoder():
 
     encoder = build_tiny_bert(seed=7)
     before = {k: v.clone() for k, v in encoder.state_dict().items()}
-    history = T.train_verifier(V.create("F1"), encoder, _triplets(), regime="end2end", budget_examples=20,
-                               batch_size=8, encoder_lr=1e-3, show_progress=False)
+    history = T.train_verifier(
+        V.create("F1"),
+        encoder,
+        _triplets(),
+        regime="end2end",
+        budget_examples=20,
+        batch_size=8,
+        encoder_lr=1e-3,
+        show_progress=False,
+    )
     assert history["trained"] and history["steps"] == 3 and history["examples_seen"] == 20
     assert history["texts_encoded"] == 60
-    changed = [k for k, v in encoder.state_dict().items()
-               if v.dtype.is_floating_point and not torch.equal(v, before[k])]
+    changed = [
+        k for k, v in encoder.state_dict().items() if v.dtype.is_floating_point and not torch.equal(v, before[k])
+    ]
     assert changed and not encoder.training
 
 
 def test_training_is_reproducible_by_seed(tiny_encoder, tmp_path):
-    runs = [T.train_verifier(V.create("F3", seed=1), tiny_encoder, _triplets(), budget_examples=32, batch_size=8,
-                             cache_dir=tmp_path, seed=3, show_progress=False)["loss"] for _ in range(2)]
+    runs = [
+        T.train_verifier(
+            V.create("F3", seed=1),
+            tiny_encoder,
+            _triplets(),
+            budget_examples=32,
+            batch_size=8,
+            cache_dir=tmp_path,
+            seed=3,
+            show_progress=False,
+        )["loss"]
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1]
 
 
@@ -131,12 +185,17 @@ def test_sampled_in_batch_negatives_are_seeded_and_never_the_positive_text(tiny_
     verifier = V.create("F4", seed=0).eval()
     # k = 6 > the 4 other hard negatives: the draw must take those and mask the rest, which is exactly
     # the all-pairs loss (where the duplicated positives are masked too).
-    drawn, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=6,
-                                  generator=torch.Generator().manual_seed(7))
+    drawn, _ = T.contrastive_loss(
+        verifier, q, cands, p, p + n, 0.1, in_batch_negatives=6, generator=torch.Generator().manual_seed(7)
+    )
     full, _ = T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=None)
     assert torch.allclose(drawn, full, atol=1e-6)
-    losses = [T.contrastive_loss(verifier, q, cands, p, p + n, 0.1, in_batch_negatives=2,
-                                 generator=torch.Generator().manual_seed(7))[0] for _ in range(2)]
+    losses = [
+        T.contrastive_loss(
+            verifier, q, cands, p, p + n, 0.1, in_batch_negatives=2, generator=torch.Generator().manual_seed(7)
+        )[0]
+        for _ in range(2)
+    ]
     assert torch.equal(losses[0], losses[1]) and torch.isfinite(losses[0])
     with pytest.raises(ValueError, match="2B candidates"):
         T.contrastive_loss(verifier, q, cands.select(range(7)), p, (p + n)[:7], 0.1)
@@ -147,9 +206,13 @@ def test_sampled_in_batch_negatives_are_seeded_and_never_the_positive_text(tiny_
 def test_paraphrase_positives_replace_identity_where_a_paraphrase_exists():
     t = _triplets(6)
     t["positive"] = t["anchor"]  # the paper's identity triplets
-    para = pd.DataFrame({"sentence1": ["A stray sentence.", t.anchor[0], "A bird flew."],
-                         "sentence2": [t.anchor[1], "The dog is close to the ball.", "A bird took off."],
-                         "label": [1, 1, 1]})
+    para = pd.DataFrame(
+        {
+            "sentence1": ["A stray sentence.", t.anchor[0], "A bird flew."],
+            "sentence2": [t.anchor[1], "The dog is close to the ball.", "A bird took off."],
+            "label": [1, 1, 1],
+        }
+    )
     para.loc[len(para)] = [t.anchor[2], "Not a paraphrase of it.", 0]  # label 0 never counts
     same, counts = T.with_paraphrase_positives(t, para, "identity")
     assert same.positive.tolist() == t.anchor.tolist() and counts["with_paraphrase"] == 0
@@ -172,9 +235,13 @@ def test_training_positives_reads_mrpc_train_paraphrases():
     from pathlib import Path
 
     fixtures = Path(__file__).parent / "fixtures" / "data"
-    t = pd.DataFrame({"anchor": ["Sales rose 5 % in May .", "The shop opens at nine ."],
-                      "positive": ["Sales rose 5 % in May .", "The shop opens at nine ."],
-                      "negative": ["Sales fell 5 % in May .", "The shop does not open at nine ."]})
+    t = pd.DataFrame(
+        {
+            "anchor": ["Sales rose 5 % in May .", "The shop opens at nine ."],
+            "positive": ["Sales rose 5 % in May .", "The shop opens at nine ."],
+            "negative": ["Sales fell 5 % in May .", "The shop does not open at nine ."],
+        }
+    )
     same, counts = T.training_positives(t, "identity")
     assert same.positive.tolist() == t.anchor.tolist() and counts["with_paraphrase"] == 0
     mixed, counts = T.training_positives(t, "mixed", data_dir=fixtures)
@@ -187,8 +254,10 @@ def test_paraphrase_positives_from_sentence_pairs():
     from compsense.data.datasets import SentencePair
 
     t = _triplets(2)
-    pairs = [SentencePair(t.anchor[0], "A dog close to a ball.", 1, id1="1", id2="2", source="mrpc"),
-             SentencePair(t.anchor[1], "Something else entirely.", 0, id1="3", id2="4", source="mrpc")]
+    pairs = [
+        SentencePair(t.anchor[0], "A dog close to a ball.", 1, id1="1", id2="2", source="mrpc"),
+        SentencePair(t.anchor[1], "Something else entirely.", 0, id1="3", id2="4", source="mrpc"),
+    ]
     mixed, counts = T.with_paraphrase_positives(t, pairs, "mixed")
     assert mixed.positive.tolist() == ["A dog close to a ball.", t.positive[1]] and counts["with_paraphrase"] == 1
 
@@ -222,10 +291,19 @@ def test_authors_recipe_follows_their_shell_script():
     assert (f3["batch_size"], f3["budget_examples"] // f3["batch_size"]) == (32, 375)
     assert (f3["weight_decay"], f3["encoder_lr"], f3["encoder_weight_decay"]) == (0.01, 1.5e-5, 0.005)
     assert (f3["temperature"], f3["in_batch_negatives"], f3["hard_negatives"]) == (0.1, None, "own")
-    steps = {(v, r): authors_budget(v, r, 22) // authors_recipe(v, r, 22)["batch_size"]
-             for v in ("F2", "F3", "F4") for r in ("frozen", "end2end")}
-    assert steps == {("F2", "frozen"): 1125, ("F2", "end2end"): 825, ("F3", "frozen"): 375,
-                     ("F3", "end2end"): 412, ("F4", "frozen"): 1500, ("F4", "end2end"): 1125}
+    steps = {
+        (v, r): authors_budget(v, r, 22) // authors_recipe(v, r, 22)["batch_size"]
+        for v in ("F2", "F3", "F4")
+        for r in ("frozen", "end2end")
+    }
+    assert steps == {
+        ("F2", "frozen"): 1125,
+        ("F2", "end2end"): 825,
+        ("F3", "frozen"): 375,
+        ("F3", "end2end"): 412,
+        ("F4", "frozen"): 1500,
+        ("F4", "end2end"): 1125,
+    }
     light = authors_recipe("maxsim", "end2end", 22)
     assert (light["batch_size"], light["weight_decay"], light["encoder_lr"]) == (128, 0.0, 2e-5)
     assert authors_recipe("F4", "frozen", 149)["budget_examples"] == 4 * 60 * 60 // 32 * 32
@@ -233,12 +311,30 @@ def test_authors_recipe_follows_their_shell_script():
         authors_recipe("F3", "both", 22)
 
 
+@pytest.mark.slow
 def test_fit_grid_keeps_variants_and_seeds_apart_and_reports_budgets(tiny_encoder, tmp_path):
     kwargs = dict(budget_examples=16, batch_size=8, show_progress=False)
-    _, small = T.fit_grid(["F1", "F3"], ["frozen"], tiny_encoder, _triplets(), tmp_path, seed=1,
-                          variant=T.variant_name("identity", "small"), **kwargs)
-    _, paper = T.fit_grid(["F3"], ["frozen"], tiny_encoder, _triplets(), tmp_path, seed=2, size="paper",
-                          variant=T.variant_name("identity", "paper"), **kwargs)
+    _, small = T.fit_grid(
+        ["F1", "F3"],
+        ["frozen"],
+        tiny_encoder,
+        _triplets(),
+        tmp_path,
+        seed=1,
+        variant=T.variant_name("identity", "small"),
+        **kwargs,
+    )
+    _, paper = T.fit_grid(
+        ["F3"],
+        ["frozen"],
+        tiny_encoder,
+        _triplets(),
+        tmp_path,
+        seed=2,
+        size="paper",
+        variant=T.variant_name("identity", "paper"),
+        **kwargs,
+    )
     assert (T.verifier_dir(tmp_path, "identity-small", 1, "F3-frozen") / V.CONFIG_FILE).exists()
     assert (T.verifier_dir(tmp_path, "identity-paper", 2, "F3-frozen") / V.CONFIG_FILE).exists()
     assert V.read_info(T.verifier_dir(tmp_path, "identity-paper", 2, "F3-frozen"))["size"] == "paper"
@@ -257,15 +353,33 @@ def test_run_study_trains_each_variant_and_seed_into_its_own_folder(tiny_encoder
     t = _triplets()
     rows = {"identity": t.assign(positive=t.anchor), "paraphrase": t}
     positives = pd.DataFrame({"sentence1": t.anchor[:4], "sentence2": ["A dog near a ball."] * 4})
-    sets = {"toy": (positives, t[["anchor", "negative", "family"]].rename(
-        columns={"anchor": "sentence1", "negative": "sentence2"})[:4], "sentence1")}
+    sets = {
+        "toy": (
+            positives,
+            t[["anchor", "negative", "family"]].rename(columns={"anchor": "sentence1", "negative": "sentence2"})[:4],
+            "sentence1",
+        )
+    }
     kwargs = dict(budget_examples=8, batch_size=4, show_progress=False)
-    training, results = run_study(rows, ["small"], [1, 2], ["F1", "F2"], ["frozen"], tiny_encoder, tmp_path, sets,
-                                  "tiny", results_path=tmp_path / "results.parquet", f2_learnable=True, **kwargs)
+    training, results = run_study(
+        rows,
+        ["small"],
+        [1, 2],
+        ["F1", "F2"],
+        ["frozen"],
+        tiny_encoder,
+        tmp_path,
+        sets,
+        "tiny",
+        results_path=tmp_path / "results.parquet",
+        f2_learnable=True,
+        **kwargs,
+    )
     assert len(training) == 2 * 2 * 2 and set(training.train_data) == {"identity", "paraphrase"}
     # seed by seed: both variants of the first seed come before any of the second
-    assert list(training.drop_duplicates(["seed", "train_data"])[["seed", "train_data"]].itertuples(
-        index=False, name=None)) == [(1, "identity"), (1, "paraphrase"), (2, "identity"), (2, "paraphrase")]
+    assert list(
+        training.drop_duplicates(["seed", "train_data"])[["seed", "train_data"]].itertuples(index=False, name=None)
+    ) == [(1, "identity"), (1, "paraphrase"), (2, "identity"), (2, "paraphrase")]
     for variant in ("identity-small", "paraphrase-small"):
         for seed in (1, 2):
             assert (T.verifier_dir(tmp_path, variant, seed, "F2-frozen") / V.CONFIG_FILE).exists()

@@ -69,9 +69,9 @@ def test_padding_never_contributes(name, size, trained, pair_batches):
 
 
 def test_maxsim_and_mean_on_a_hand_computed_map():
-    M = torch.tensor([[[0.9, 0.1, 5.0],
-                       [0.2, 0.5, 5.0],
-                       [7.0, 7.0, 7.0]]])  # the 5s and 7s sit in padding and must never win a max
+    M = torch.tensor(
+        [[[0.9, 0.1, 5.0], [0.2, 0.5, 5.0], [7.0, 7.0, 7.0]]]
+    )  # the 5s and 7s sit in padding and must never win a max
     q_mask = torch.tensor([[True, True, False]])
     d_mask = torch.tensor([[True, True, False]])
     assert V.score_maps(V.create("maxsim"), M, q_mask, d_mask).item() == pytest.approx((0.9 + 0.5) / 2)
@@ -93,15 +93,23 @@ def test_alignment_prefers_the_same_word_order():
     # With no distance penalty and a tiny temperature, F2 is MaxSim.
     sharp = V.create("F2", lam=1e-6, tau=1e-3, learnable=False)
     M = torch.rand(3, 4, 6) * 2 - 1
-    torch.testing.assert_close(V.score_maps(sharp, M, torch.ones(3, 4, dtype=torch.bool),
-                                            torch.ones(3, 6, dtype=torch.bool)),
-                               V.score_maps(f1, M, torch.ones(3, 4, dtype=torch.bool),
-                                            torch.ones(3, 6, dtype=torch.bool)), atol=1e-3, rtol=0)
+    torch.testing.assert_close(
+        V.score_maps(sharp, M, torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 6, dtype=torch.bool)),
+        V.score_maps(f1, M, torch.ones(3, 4, dtype=torch.bool), torch.ones(3, 6, dtype=torch.bool)),
+        atol=1e-3,
+        rtol=0,
+    )
 
 
 def test_names_aliases_and_parameter_counts():
-    assert [V.canonical_name(n) for n in ["mean", "maxsim", "align", "cnn", "transformer", "f3"]] == \
-        ["F0", "F1", "F2", "F3", "F4", "F3"]
+    assert [V.canonical_name(n) for n in ["mean", "maxsim", "align", "cnn", "transformer", "f3"]] == [
+        "F0",
+        "F1",
+        "F2",
+        "F3",
+        "F4",
+        "F3",
+    ]
     with pytest.raises(ValueError, match="unknown verifier"):
         V.create("F9")
     counts = {n: V.n_parameters(V.create(n)) for n in V.NAMES}
@@ -117,7 +125,8 @@ def test_paper_sizes_have_the_authors_parameter_counts():
     f4 = V.create("F4", size="paper", **V.sized_kwargs("F4", "paper", 384, 128))
     assert V.n_parameters(f3) == 3 * 128 * 9 + 128 + 2 * 128 + 128 * 256 * 9 + 256 + 2 * 256 + 256 * 128 + 128 + 129
     assert V.n_parameters(f4) == (3 * 64 * 384 + 384) + 384 + 257 * 384 + 2 * 384 + (
-        384 * 3 * 384 + 3 * 384 + 384 * 384 + 384 + 384 * 32 + 32 + 32 * 384 + 384 + 4 * 384) + (384 * 384 + 384 + 385)
+        384 * 3 * 384 + 3 * 384 + 384 * 384 + 384 + 384 * 32 + 32 + 32 * 384 + 384 + 4 * 384
+    ) + (384 * 384 + 384 + 385)
     assert (V.n_parameters(f3), V.n_parameters(f4)) == (332_545, 940_065)
     assert V.sized_kwargs("F2", "paper", 384, 128) == {} and V.sized_kwargs("F4", "small", 384, 128) == {}
     with pytest.raises(ValueError, match="dimension"):

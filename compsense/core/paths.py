@@ -1,4 +1,5 @@
-"""Where things live: the repo, local (non-redistributable) datasets, generated data, runs, figures.
+"""Where things live: the repo, local (non-redistributable) datasets, the project's own data, and the
+folders under a profile's work_dir (runs/<profile>) through which stages pass files.
 
 One setting says where local datasets live: the `data_dir` argument of any loader (a profile's
 `data_dir`; relative paths are taken from the repo root), else the environment variable
@@ -6,6 +7,7 @@ COMPSENSE_DATA_DIR. By default the first `shared/data` found beside or above the
 layout of this project's machines). Datasets are read in place, never copied. The smoke profile
 reads the project's own data/smoke; data/MANIFEST.json lists the external datasets of the others.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,20 +73,6 @@ def manifest_path() -> Path:
     """data/MANIFEST.json: every external dataset the local and paper profiles read, with its files,
     counts, sha256, licence and where to get it (checked by `python -m compsense doctor`)."""
     return repo_root() / MANIFEST
-
-
-def generated_dir() -> Path:
-    """Bulk files the notebooks generate (git-ignored): pairs, triplets, caches."""
-    return _ensure(repo_root() / "data" / "generated")
-
-
-def runs_dir() -> Path:
-    """Checkpoints, tidy result tables and executed notebooks (git-ignored)."""
-    return _ensure(Path(os.environ.get("COMPSENSE_RUNS_DIR", repo_root() / "runs")))
-
-
-def figures_dir() -> Path:
-    return _ensure(Path(os.environ.get("COMPSENSE_FIGURES_DIR", repo_root() / "figures")))
 
 
 def _ensure(path: Path) -> Path:

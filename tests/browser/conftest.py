@@ -1,5 +1,6 @@
 """Headless Chromium for the browser tests: Playwright driving Debian's /usr/bin/chromium (no browser
 download). Skipped when either is missing, unless COMPSENSE_REQUIRE_BROWSER=1 (CI), where that fails."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,16 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("COMPSENSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ run, a new sentence typed, and the heatmap's tick labels and the score tables ch
 Skipped when Chromium or Playwright is missing, unless COMPSENSE_REQUIRE_BROWSER=1 (CI), where
 that is a failure (conftest.py). Screenshots go to test-output/explorer-*.png.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow  # JupyterLab, a kernel and headless Chromium (not measured here: no Chromium)
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "06_explorer.ipynb"
@@ -46,23 +49,46 @@ def lab(tmp_path_factory, require_browser):
     config = root / "config"
     (config / "labconfig").mkdir(parents=True)
     # No news toast, no update check: nothing asks for the network or covers the notebook.
-    (config / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
     port, token = _free_port(), os.urandom(16).hex()
     # Temp config, data and runtime dirs: a user's own Jupyter settings or kernelspecs (a "python3"
     # pointing at another Python) must not leak in; the environment's extensions and kernel still do.
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_DATA_DIR": str(root / "data"),
-           "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "JUPYTER_PREFER_ENV_PATH": "1",
-           "IPYTHONDIR": str(root / "ipython"), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DATA_DIR": str(root / "data"),
+        "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        "JUPYTER_PREFER_ENV_PATH": "1",
+        "IPYTHONDIR": str(root / "ipython"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     log_path = root / "lab.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={serve}",
-         f"--LabApp.user_settings_dir={root / 'settings'}", f"--LabApp.workspaces_dir={root / 'workspaces'}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])],  # CI runs as root
-        cwd=serve, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={serve}",
+            f"--LabApp.user_settings_dir={root / 'settings'}",
+            f"--LabApp.workspaces_dir={root / 'workspaces'}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
+        ],  # CI runs as root
+        cwd=serve,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -143,7 +169,8 @@ def _explore(page, lab):
         " const name = p && p.querySelector('.jp-Toolbar-kernelName');"
         " const state = p && p.querySelector('.jp-Notebook-ExecutionIndicator');"
         " return name && state && name.textContent.includes('Python')"
-        " && state.getAttribute('data-status') === 'idle'; }")
+        " && state.getAttribute('data-status') === 'idle'; }"
+    )
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
 
@@ -172,16 +199,20 @@ def _explore(page, lab):
     page.wait_for_function(
         "(before) => { const t = [...document.querySelectorAll('.compsense-map .ytick text')]"
         ".map(e => e.textContent); return t.length > 0 && JSON.stringify(t) !== JSON.stringify(before); }",
-        arg=y_before)
+        arg=y_before,
+    )
     y_after = _ticks(page, "y")
     assert y_after[:2] == ["a", "man"], y_after
     assert _ticks(page, "x") == x_before  # B did not change
     page.wait_for_function(
         "(before) => JSON.stringify([...document.querySelectorAll('.compsense-scores td.score')]"
-        ".map(e => e.textContent)) !== JSON.stringify(before)", arg=scores_before)
+        ".map(e => e.textContent)) !== JSON.stringify(before)",
+        arg=scores_before,
+    )
     page.wait_for_function(
         "() => [...document.querySelectorAll('.compsense-near-misses tbody td')]"
-        f".some(e => e.textContent === {json.dumps(NEW_SENTENCE)})")
+        f".some(e => e.textContent === {json.dumps(NEW_SENTENCE)})"
+    )
     assert _table_texts(page) != table_before
     assert page.locator(".compsense-status").inner_text().strip() == ""
     _shot(page, "edited")

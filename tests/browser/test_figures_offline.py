@@ -2,6 +2,7 @@
 every committed figure under figures/, and finds plotly's drawn <svg class="main-svg">. A control
 figure that loads plotly.js from the CDN must stay blank, so the test sees the network really off.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
