@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from compsense.core.layout import NOT_OUTPUTS
 from compsense.core.paths import local_data_dir, repo_root, resolve
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters
@@ -297,8 +298,6 @@ LIBRARIES = (
     "tokenizers",
     "safetensors",
 )
-# Folders under work_dir that hold no stage result: deleting them never re-runs a stage.
-NOT_OUTPUTS = ("cache",)
 
 
 def library_versions() -> dict[str, str]:
