@@ -139,7 +139,7 @@ def run(tmp_path):
         [("models = run_grid(runs, retrieval_df)", 400.0), ("results = evaluate_runs(models)", 100.0)],
     )
     _notebook(stamp / "03_pooled_geometry.ipynb", local["03"], [("scores = score_pairs()", 30.0)])
-    _notebook(stamp / "05_reranking.ipynb", local["05"], [("grid = R.run_grid(datasets)", 300.0)])
+    _notebook(stamp / "05_reranking.ipynb", local["05"], [("grid = R.rerank_grid(datasets)", 300.0)])
     stages = {
         "02": {"status": "ok", "seconds": 500.0, "output": str(stamp / "02_training_ab.ipynb")},
         "03": {"status": "ok", "seconds": 30.0, "output": str(stamp / "03_pooled_geometry.ipynb")},

@@ -231,6 +231,7 @@ def test_figure_puts_tokens_on_the_axes_and_marks_maxsim(session):
     assert list(fig.layout.yaxis.ticktext) == view.query_tokens  # "the" twice: two rows
     assert list(fig.layout.xaxis.ticktext) == view.document_tokens
     assert list(fig.data[1].x) == view.maxsim.tolist()
+    assert np.allclose(fig.data[1].customdata, view.M.max(axis=1))  # each row's best cosine, on hover
     assert fig.data[2].visible and list(fig.data[2].x) == view.alignment.tolist()
     assert fig.data[2].name == "F2 alignment"
     assert not explore.figure_similarity_map(session.view(A, B, explain="F0 mean")).data[2].visible

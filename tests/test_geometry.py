@@ -1,13 +1,10 @@
 """compsense.nearmiss.geometry: histograms over [-1, 1], hand-computed family numbers, pairing, tidy tables.
 The metrics themselves are tested in test_nearmiss_metrics.py."""
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.core.layout import final_model_dir, parse_model_key
 from compsense.core.storage import TIDY_COLUMNS, read_table
 from compsense.data.datasets import CaptionNearMiss, SentencePair
 from compsense.nearmiss import geometry as g
@@ -325,16 +322,6 @@ def test_reference_summary_orders_variants(scored):
     wide = g.reference_summary(g.separation_metrics(scored))
     assert list(wide.columns) == ["base", "A"]
     assert ("tiny-bert", "reference", "reference_random_cos_mean") in wide.index
-
-
-def test_find_models_lists_missing_checkpoints(tmp_path):
-    final = final_model_dir(tmp_path, "tiny-bert", "A", 42)
-    final.mkdir(parents=True)
-    (final / "modules.json").write_text(json.dumps([]))
-    models, missing = g.find_models(tmp_path, "tiny-bert", [42, 43])
-    assert models == {"base-seed42": "tiny-bert", "A-seed42": str(final)}
-    assert [p.parent.name for p in missing] == ["B-seed42", "A-seed43", "B-seed43"]
-    assert parse_model_key("B-seed43") == ("B", 43) and parse_model_key("custom") == ("custom", None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """The run-folder layout (compsense.core.layout): where each stage writes, and loading a backbone's models."""
 
+import json
+
 import pytest
 
 from compsense.core import layout
@@ -16,7 +18,9 @@ def test_paths_follow_the_documented_layout(tmp_path):
     assert layout.results_file(tmp_path, "rerank") == tmp_path / "results" / "rerank.parquet"
     assert (tmp_path / "results").is_dir()
     assert layout.cache_dir(tmp_path, "rerank").is_dir()
-    assert layout.negatives_file(tmp_path, "pairs.parquet").parent.name == "negatives"
+    assert layout.pairs_file(tmp_path) == tmp_path / "negatives" / "pairs.parquet"
+    assert not (tmp_path / "negatives").exists()  # readers never create it
+    assert layout.triplets_file(tmp_path, create=True).parent.is_dir()
     assert layout.trained_model_dirs(tmp_path) == [tmp_path / "models" / "minilm-l6" / "B-seed43"]
 
 
@@ -38,3 +42,13 @@ def test_load_model_reads_a_saved_checkpoint(tmp_path):
     base.save(str(layout.final_model_dir(tmp_path, "tiny-bert", "A", 42)))
     models, notes = layout.load_models(tmp_path, "tiny-bert", 42, ("A",))
     assert list(models) == ["A"] and notes == []
+
+
+def test_model_sources_lists_missing_checkpoints_without_loading(tmp_path):
+    final = layout.final_model_dir(tmp_path, "tiny-bert", "A", 42)
+    final.mkdir(parents=True)
+    (final / "modules.json").write_text(json.dumps([]))
+    models, missing = layout.model_sources(tmp_path, "tiny-bert", [42, 43])
+    assert models == {"base-seed42": "tiny-bert", "A-seed42": str(final)}
+    assert [p.parent.name for p in missing] == ["B-seed42", "A-seed43", "B-seed43"]
+    assert layout.parse_model_key("B-seed43") == ("B", 43) and layout.parse_model_key("custom") == ("custom", None)

@@ -49,7 +49,7 @@ def test_broken_png_engine_keeps_the_html_and_warns(tmp_path, monkeypatch, caplo
 def test_dose_response_figure_sweep_line_controls_and_seed_bars():
     import pandas as pd
 
-    from compsense.figures.ab import dose_response
+    from compsense.figures.ab import dose_response_figure
 
     points = pd.DataFrame(
         [
@@ -63,7 +63,7 @@ def test_dose_response_figure_sweep_line_controls_and_seed_bars():
         ],
         columns=["backbone", "variant", "seed", "structural_share", "drop", "auc_gain"],
     )
-    fig = dose_response(points)
+    fig = dose_response_figure(points)
     sweep, controls = fig.data
     assert list(sweep.text) == ["A (0)", "B (0.19)", "B-share0.5"]
     assert list(sweep.y) == pytest.approx([0.0, -0.03, -0.05])
@@ -83,3 +83,20 @@ def test_the_same_figure_gives_the_same_bytes(tmp_path, monkeypatch):
     assert 'id="fig-02_bars"' in first.read_text()
     other = plots.save_figure(_fig(), "03 cosines/minilm", tmp_path / "one")["html"]
     assert 'id="fig-03-cosines-minilm"' in other.read_text()  # a valid HTML id whatever the name holds
+
+
+def test_learning_curves_draw_one_line_per_run_coloured_by_variant():
+    import pandas as pd
+
+    from compsense.figures.ab import learning_curves
+
+    rows = [
+        ("m", variant, seed, step, loss, 1e-4)
+        for variant, seed in (("A", 42), ("A", 43), ("B", 42))
+        for step, loss in ((1, 2.0), (2, 1.5), (3, 1.2))
+    ]
+    curves = pd.DataFrame(rows, columns=["backbone", "variant", "seed", "step", "loss", "learning_rate"])
+    fig = learning_curves(curves)
+    assert len(fig.data) == 3  # A seed 42, A seed 43, B seed 42: seeds are separate lines
+    assert sorted({trace.legendgroup for trace in fig.data}) == ["A", "B"]
+    assert all(list(trace.x) == [1, 2, 3] and list(trace.y) == [2.0, 1.5, 1.2] for trace in fig.data)

@@ -241,7 +241,7 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
 
     ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
     methods, _ = R.find_methods(tmp_path, ["F0", "F1"], ["frozen"], encoder)
-    grid = R.run_grid(
+    grid = R.rerank_grid(
         [ds],
         {"base": encoder},
         methods,
@@ -254,7 +254,7 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
         show_progress=False,
     )
     res = grid.results
-    assert set(R.TIDY_KEY) <= set(res.columns) and (tmp_path / "results" / "rerank.parquet").exists()
+    assert set(R.RERANK_KEY) <= set(res.columns) and (tmp_path / "results" / "rerank.parquet").exists()
     ndcg = res[res.metric == "ndcg@10"].set_index(["variant", "k", "weight"]).value
     assert ndcg[("F1-frozen", 4, 0.0)] > ndcg[("base", 100, 1.0)]
     assert ndcg[("F1-frozen", 4, 1.0)] == pytest.approx(ndcg[("base", 100, 1.0)])  # w = 1: the pooled ranking

@@ -193,23 +193,6 @@ def test_table1_means_drops_and_paper_columns():
     assert set(PAPER_TABLE1.backbone) == {"minilm-l6", "minilm-l12", "gte-small", "gte-modernbert-base"}
 
 
-def test_share_sweep_and_per_dataset_deltas():
-    df = _results(
-        [
-            ("m", "A", 1, "d", "ndcg@10", 0.6),
-            ("m", "B", 1, "d", "ndcg@10", 0.5),
-            ("m", "B-share0.25", 1, "d", "ndcg@10", 0.55),
-            ("m", "base", 1, "d", "ndcg@10", 0.4),
-        ]
-    )
-    df["structural_share"] = [0.0, 0.5, 0.25, None]
-    sweep = retrieval.share_sweep_table(df).set_index("structural_share")
-    assert list(sweep.index) == [0.0, 0.25, 0.5]
-    assert sweep["drop"].tolist() == pytest.approx([0.0, -0.05, -0.1])
-    deltas = retrieval.per_dataset_deltas(df)
-    assert deltas.delta.tolist() == pytest.approx([-0.1])
-
-
 def test_table1_holds_only_zero_shot_sets():
     rows = [
         ("minilm-l6", v, 42, ds, "ndcg@10", val)

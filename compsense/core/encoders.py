@@ -10,6 +10,7 @@ seconds with a message naming the offline alternatives instead of hanging ~70 s.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 from dataclasses import dataclass, field
@@ -67,7 +68,6 @@ BACKBONES: dict[str, Backbone] = {
         Backbone("tiny-bert", None, {"max_steps": 20, "learning_rate": 1e-3, "weight_decay": 0.0}),
     ]
 }
-PAPER_BACKBONES = ["minilm-l6", "minilm-l12", "gte-small", "gte-modernbert-base"]
 _BY_HUB_ID = {b.hub_id.lower(): b for b in BACKBONES.values() if b.hub_id}
 
 
@@ -364,8 +364,6 @@ def load_bundled_weights(bundle_dir: str | os.PathLike, out_dir: str | os.PathLi
     folder under the temp dir keyed by the weights' size and mtime) and is reused when present.
     Use: `load_encoder(load_bundled_weights(".bundle/minilm-l6"))`.
     """
-    import shutil
-
     from safetensors.torch import load_file, save_file
 
     src = Path(bundle_dir).expanduser().resolve()

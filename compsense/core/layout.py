@@ -26,6 +26,7 @@ from compsense.core.paths import resolve, workspace
 NEGATIVES, MODELS, VERIFIERS, RESULTS, CACHE = "negatives", "models", "verifiers", "results", "cache"
 # Folders that hold no stage result: deleting them never re-runs a stage (the runner's skip check).
 NOT_OUTPUTS = (CACHE,)
+PAIRS, TRIPLETS = "pairs.parquet", "triplets.parquet"  # notebook 01's two files
 FINAL = "final"  # the trained model inside a model folder
 _MODEL_KEY = re.compile(r"^(?P<variant>.+)-seed(?P<seed>\d+)$")
 
@@ -41,9 +42,18 @@ def parse_model_key(key: str) -> tuple[str, int | None]:
     return (match["variant"], int(match["seed"])) if match else (key, None)
 
 
-def negatives_file(work_dir: str | os.PathLike, name: str) -> Path:
-    """negatives/<name> (notebook 01's pairs.parquet, triplets.parquet, ...); the folder is created."""
-    return workspace(work_dir, NEGATIVES) / name
+def pairs_file(work_dir: str | os.PathLike, create: bool = False) -> Path:
+    """negatives/pairs.parquet: notebook 01's near-miss pairs (`create` makes the folder, for writers)."""
+    return _negatives(work_dir, create) / PAIRS
+
+
+def triplets_file(work_dir: str | os.PathLike, create: bool = False) -> Path:
+    """negatives/triplets.parquet: notebook 01's structural identity triplets (anchor, copy, near-miss)."""
+    return _negatives(work_dir, create) / TRIPLETS
+
+
+def _negatives(work_dir: str | os.PathLike, create: bool) -> Path:
+    return workspace(work_dir, NEGATIVES) if create else resolve(work_dir) / NEGATIVES
 
 
 def model_dir(work_dir: str | os.PathLike, backbone: str, variant: str, seed: int, create: bool = False) -> Path:
@@ -55,6 +65,28 @@ def model_dir(work_dir: str | os.PathLike, backbone: str, variant: str, seed: in
 def final_model_dir(work_dir: str | os.PathLike, backbone: str, variant: str, seed: int) -> Path:
     """The trained model of one run (a sentence-transformers folder), present once the run finished."""
     return model_dir(work_dir, backbone, variant, seed) / FINAL
+
+
+def model_sources(
+    work_dir: str | os.PathLike, backbone: str, seeds: Sequence[int], variants: Sequence[str] = ("A", "B")
+) -> tuple[dict[str, str], list[Path]]:
+    """What to compare for one backbone, without loading anything: ({model key: name or checkpoint
+    path}, [missing checkpoint folders]). Base comes first, keyed with the first seed (training starts
+    from it), then every trained variant checkpoint that exists. Notebook 03 loads them one at a time
+    from this (`nearmiss.geometry.cosine_scores`), so a grid of large models never sits in memory at
+    once; `load_models` loads a seed's models together."""
+    if not seeds:
+        raise ValueError("seeds is empty")
+    sources = {model_key("base", seeds[0]): backbone}
+    missing = []
+    for seed in seeds:
+        for variant in variants:
+            path = final_model_dir(work_dir, backbone, variant, seed)
+            if (path / "modules.json").exists():
+                sources[model_key(variant, seed)] = str(path)
+            else:
+                missing.append(path)
+    return sources, missing
 
 
 def trained_model_dirs(work_dir: str | os.PathLike) -> list[Path]:

@@ -6,6 +6,7 @@ Every result file is written to a temporary name in the same folder and renamed 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -99,8 +100,6 @@ _SHA256: dict[tuple, str] = {}  # (path, size, mtime) -> hex digest: a file is h
 
 def sha256_file(path: str | os.PathLike) -> str:
     """Hex SHA-256 of a file, read in 1 MiB blocks; memoised per (path, size, mtime)."""
-    import hashlib
-
     path = Path(path)
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from compsense.core.layout import NEGATIVES
-from compsense.core.paths import workspace
+from compsense.core.layout import pairs_file, triplets_file
 from compsense.data.datasets import load_mrpc, load_sentences
 from compsense.data.negatives import make_pairs, make_triplets, read_pairs, write_pairs
 from compsense.data.negatives.pairs import source_id_of
@@ -94,56 +93,11 @@ def counts_table(pairs: pd.DataFrame) -> pd.DataFrame:
 
 def write_outputs(pairs: pd.DataFrame, work_dir) -> dict[str, Path]:
     """Write pairs.parquet and triplets.parquet under {work_dir}/negatives/ (atomically)."""
-    out = workspace(work_dir, NEGATIVES)
     return {
-        "pairs": write_pairs(pairs, out / "pairs.parquet"),
-        "triplets": write_pairs(make_triplets(pairs), out / "triplets.parquet"),
+        "pairs": write_pairs(pairs, pairs_file(work_dir, create=True)),
+        "triplets": write_pairs(make_triplets(pairs), triplets_file(work_dir, create=True)),
     }
 
 
 def read_outputs(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
-    out = workspace(work_dir, NEGATIVES)
-    return read_pairs(out / "pairs.parquet"), read_pairs(out / "triplets.parquet")
-
-
-def yield_figure(yields: pd.DataFrame, title: str = "Near-miss yield per family"):
-    import plotly.express as px
-
-    fig = px.bar(
-        yields,
-        x="family",
-        y="yield",
-        text=yields["yield"].map("{:.0%}".format),
-        hover_data=["n_with_near_miss", "n_sentences"],
-        title=title,
-    )
-    return fig.update_layout(yaxis_tickformat=".0%", yaxis_range=[0, 1])
-
-
-def artefact_figure(aucs: pd.DataFrame, target: float = 0.65):
-    """Blind bag-of-words AUC per family, with the 0.65 target and chance marked."""
-    import plotly.express as px
-
-    fig = px.bar(
-        aucs,
-        x="family",
-        y="auc",
-        color="source",
-        barmode="group",
-        range_y=[0, 1],
-        title="Artefact check: can a blind bag-of-words spot the near-miss? (0.5 = no)",
-    )
-    fig.add_hline(y=target, line_dash="dash", annotation_text=f"target ≤ {target}")
-    return fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
-
-
-def edit_distance_figure(distances: pd.DataFrame):
-    import plotly.express as px
-
-    return px.histogram(
-        distances,
-        x="edit_distance",
-        color="family",
-        barmode="group",
-        title="Edit size: token edit distance between a sentence and its near-miss",
-    )
+    return read_pairs(pairs_file(work_dir)), read_pairs(triplets_file(work_dir))

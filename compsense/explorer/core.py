@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 import torch
 
 from compsense.core.encoders import embedding_dim, encode_pooled, load_encoder, offline_status, quiet_transformers
@@ -349,8 +351,6 @@ class Session:
         """Near-misses of `sentence` (up to `max_per_family` per family), one row each: family, text, edit,
         pooled cosine and each verifier's score against `sentence`, sorted by pooled cosine
         (highest first). A first row scores the sentence against itself, for scale."""
-        import pandas as pd
-
         encoder = encoder or self.default_encoder
         near = perturb(sentence, families=families, seed=seed, max_per_family=max_per_family)
         texts = [sentence] + [n.text for n in near]
@@ -393,8 +393,6 @@ def figure_similarity_map(view: PairView, max_cell_text: int = 400):
     Always three traces (map, MaxSim, alignment) so a FigureWidget can be updated in place.
     Numeric axes with token tick labels: repeated tokens ("the" twice) stay separate rows.
     """
-    import plotly.graph_objects as go
-
     lq, ld = view.M.shape
     rows, cols = np.arange(lq), np.arange(ld)
     show_values = 0 < lq * ld <= max_cell_text
@@ -423,7 +421,8 @@ def figure_similarity_map(view: PairView, max_cell_text: int = 400):
                 mode="markers",
                 name="MaxSim match (F1)",
                 marker=dict(symbol="square-open", size=20, color="black", line=dict(width=2)),
-                hovertemplate="MaxSim: %{y} -> %{x}<extra></extra>",
+                customdata=view.maxsim_values[has_match],
+                hovertemplate="MaxSim: %{y} -> %{x}, cos %{customdata:.3f}<extra></extra>",
             ),
             go.Scatter(
                 x=align,

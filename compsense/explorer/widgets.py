@@ -18,6 +18,11 @@ from __future__ import annotations
 import html
 import logging
 
+import IPython  # ipywidgets requires it; looked up at call time (tests stand in a kernel)
+import ipywidgets as w
+import plotly.graph_objects as go
+from IPython.display import HTML, display
+
 from compsense.explorer.core import POOLED, PairView, Session, figure_similarity_map, scores_html, table_html
 
 log = logging.getLogger(__name__)
@@ -54,11 +59,7 @@ def explorer(
 
 def live_frontend() -> bool:
     """True inside a kernel whose current request comes from a front-end that answers input()."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    kernel = getattr(get_ipython(), "kernel", None)
+    kernel = getattr(IPython.get_ipython(), "kernel", None)
     if kernel is None:
         return False
     try:
@@ -97,8 +98,6 @@ class StaticExplorer:
         return "".join(parts)
 
     def _ipython_display_(self):
-        from IPython.display import HTML, display
-
         display(self.figure)
         display(HTML(self.html()))
 
@@ -109,9 +108,6 @@ class ExplorerApp:
     box (continuous_update=False), so typing does not recompute per keystroke."""
 
     def __init__(self, session: Session, sentence_a: str, sentence_b: str, explain: str = DEFAULT_EXPLAIN):
-        import ipywidgets as w
-        import plotly.graph_objects as go
-
         self.session = session
         wide = w.Layout(width="95%")
         self.text_a = w.Text(value=sentence_a, description="A", continuous_update=False, layout=wide)
@@ -211,8 +207,6 @@ class ExplorerApp:
             self.status.value = _error_html(err)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
         display(self.widget)
 
 

@@ -18,6 +18,8 @@ import os
 import re
 from pathlib import Path
 
+from plotly.offline import get_plotlyjs
+
 from compsense.core.paths import resolve
 from compsense.core.storage import atomic_path
 
@@ -58,8 +60,6 @@ def div_id(name: str) -> str:
 
 def write_plotly_js(out_dir: str | os.PathLike) -> Path:
     """figures_dir/plotly.min.js: plotly.py's bundled plotly.js, rewritten only when it differs."""
-    from plotly.offline import get_plotlyjs
-
     target = Path(out_dir) / PLOTLY_JS
     bundled = get_plotlyjs()
     if not target.exists() or target.read_text(encoding="utf-8") != bundled:
@@ -70,7 +70,7 @@ def write_plotly_js(out_dir: str | os.PathLike) -> Path:
 
 def _png_engine_available() -> bool:
     try:
-        import kaleido  # noqa: F401
+        import kaleido  # noqa: F401, PLC0415 - an optional PNG engine: probing it is the point
     except ImportError:
         return False
     return True

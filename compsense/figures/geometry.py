@@ -12,6 +12,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from compsense.nearmiss.geometry import NEAR_MISS_DATASETS, PAPER_FAMILIES, SUGARCREPE_FAMILY, histogram, variant_order
 from compsense.nearmiss.metrics import AUC
@@ -65,8 +67,6 @@ def near_miss_figure(
     References move with the model, so a menu picks whose references are shaded (default: Base).
     Facets wrap after `max_cols` families.
     """
-    from plotly.subplots import make_subplots
-
     scores = _one_backbone(scores, backbone)
     near = scores[(scores.kind == "near_miss") & (scores.dataset == dataset)]
     if near.empty:
@@ -168,8 +168,6 @@ def _reference_values(scores: pd.DataFrame, variant: str) -> dict[str, pd.Series
 
 
 def _step_trace(values, bins: int, **kwargs):
-    import plotly.graph_objects as go
-
     density, edges = histogram(values, bins=bins, density=True)
     centers = (edges[:-1] + edges[1:]) / 2
     return go.Scatter(x=centers, y=density, mode="lines", line_shape="hvh", **kwargs)
@@ -203,9 +201,6 @@ def separation_auc_figure(
 ):
     """Grouped bars: `metric` per family for Base, A and B (mean over seeds, error bars the seed
     std), the repo's near-miss families and SugarCrepe subsets side by side; 0.5 = chance."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     rows = _one_backbone(table, backbone)
     rows = rows[(rows.metric == metric) & rows.dataset.isin(NEAR_MISS_DATASETS)]
     if rows.empty:

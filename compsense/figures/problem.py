@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from compsense.nearmiss.geometry import cosine_matrix, pair_cosines
 
@@ -32,8 +33,6 @@ def cosine_table(encoder, items: list[dict] | None = None) -> pd.DataFrame:
 
 def heatmap(encoder, items: list[dict] | None = None):
     """A plotly heatmap of pooled cosines between every anchor, paraphrase and near-miss."""
-    import plotly.graph_objects as go
-
     texts = []
     for ex in items or examples():
         texts += [ex["anchor"], ex["paraphrase"], *ex["near_misses"].values()]

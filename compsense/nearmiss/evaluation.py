@@ -27,6 +27,7 @@ from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
+import plotly.express as px
 
 from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
@@ -338,8 +339,6 @@ def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=No
 
 def figure_near_miss_scores(table, title: str = "Mean score on paraphrases and near-misses"):
     """Figure 3's view: mean score per family (and on paraphrases), one group of bars per scorer."""
-    import plotly.express as px
-
     data = table[table.metric == MEAN_SCORE]
     fig = px.bar(
         data,
@@ -511,4 +510,4 @@ def separation_table(results, datasets=None, decimals: int = 3):
     return wide
 
 
-TIDY_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "family", "verifier_variant"]
+NEARMISS_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "family", "verifier_variant"]

@@ -33,8 +33,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
-from compsense.core.layout import final_model_dir, model_key, parse_model_key
-from compsense.core.paths import resolve, workspace
+from compsense.core.layout import model_key, pairs_file, parse_model_key
+from compsense.core.paths import workspace
 from compsense.core.storage import append_results, read_table, tidy, write_table
 from compsense.nearmiss.metrics import (
     ALL_FAMILIES,
@@ -141,7 +141,7 @@ def load_near_misses(
     none, all rows are kept with a warning (the numbers then include training near-misses).
     `max_pairs_per_family` samples each family separately (seeded) so that no family vanishes.
     """
-    path = resolve(work_dir) / "negatives" / "pairs.parquet"
+    path = pairs_file(work_dir)
     if not path.exists():
         raise FileNotFoundError(
             f"{path} does not exist: the near-miss pairs come from notebook 01 (01_data_and_negatives). "
@@ -314,28 +314,6 @@ def attach_paraphrases(near_misses: pd.DataFrame, positives: pd.DataFrame) -> pd
 
 # ---------------------------------------------------------------------------------------------
 # Scoring: one encoding pass per model
-
-
-def find_models(
-    work_dir, backbone: str, seeds: Sequence[int], variants: Sequence[str] = ("A", "B")
-) -> tuple[dict[str, str], list[Path]]:
-    """The models to compare for one backbone: the pretrained base (with the first seed, as
-    training starts from it) and every trained variant checkpoint that exists.
-
-    Returns ({model key: name or checkpoint path}, [missing checkpoint folders]).
-    """
-    if not seeds:
-        raise ValueError("seeds is empty")
-    models = {model_key("base", seeds[0]): backbone}
-    missing = []
-    for seed in seeds:
-        for variant in variants:
-            path = final_model_dir(work_dir, backbone, variant, seed)
-            if (path / "modules.json").exists():
-                models[model_key(variant, seed)] = str(path)
-            else:
-                missing.append(path)
-    return models, missing
 
 
 def cosine_scores(

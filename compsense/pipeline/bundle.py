@@ -27,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -130,8 +131,6 @@ def read_constraints(path: str | os.PathLike | None = None) -> dict[str, str]:
 
 def installed_requires(name: str) -> list[str]:
     """Requires-Dist of the installed distribution (the .venv holds the pinned versions)."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
     try:
         return list(distribution(name).requires or [])
     except PackageNotFoundError:

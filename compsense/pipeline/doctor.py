@@ -17,6 +17,8 @@ import platform
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 PACKAGES = [
     "torch",
@@ -36,8 +38,6 @@ PACKAGES = [
 
 
 def report() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
     from compsense.core.encoders import offline_status
     from compsense.core.paths import local_data_dir
 
@@ -254,8 +254,6 @@ def load_manifest(path=None) -> dict:
 def manifest_check(name: str, root, entry: dict, used: str = "", checksums: bool = True) -> Check:
     """One dataset folder against its manifest entry: the folder, each file, and (with `checksums`)
     each file's size and sha256. A failed check names the files and says where to get them."""
-    from pathlib import Path
-
     from compsense.core.paths import MANIFEST
     from compsense.core.storage import sha256_file
 

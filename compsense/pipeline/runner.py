@@ -18,11 +18,13 @@ import ast
 import hashlib
 import json
 import os
+import platform
 import socket
 import time
 import traceback
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from compsense.core.layout import NOT_OUTPUTS
@@ -301,9 +303,6 @@ LIBRARIES = (
 
 
 def library_versions() -> dict[str, str]:
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
     found = {"python": platform.python_version()}
     for name in LIBRARIES:
         try:

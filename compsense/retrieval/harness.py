@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import torch
+from scipy import stats
+from tqdm.auto import tqdm
 
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import RESULTS
@@ -92,8 +95,6 @@ def top_k(query_emb, doc_emb, k: int = MAX_K, query_chunk: int = 256, doc_chunk:
     document index: a stable descending sort over [best so far, next chunk] keeps earlier indices
     first, the order sentence-transformers' evaluator uses when documents are sorted by id.
     """
-    import torch
-
     k = min(k, doc_emb.shape[0])
     all_scores, all_idx = [], []
     for qs in range(0, query_emb.shape[0], query_chunk):
@@ -282,8 +283,6 @@ def evaluate_runs(
     zero-shot), the overlap counts, and the training rows the run saw (retrieval_rows, structural_rows).
     Returns the tidy and per-query rows of these runs and datasets.
     """
-    from tqdm.auto import tqdm
-
     results_dir = workspace(work_dir, RESULTS)
     tidy_path, pq_path = results_dir / "retrieval.parquet", results_dir / "retrieval_per_query.parquet"
     done = read_table(tidy_path) if tidy_path.exists() and not force else None
@@ -358,8 +357,6 @@ def paired_bootstrap(
     Queries are paired on (dataset, qid) when both tables have a dataset column, else on qid.
     One seed's models; `ab_tests` (hierarchical over seeds and queries) is the test of a recipe.
     """
-    from scipy import stats
-
     keys = ["dataset", "qid"] if {"dataset"} <= set(per_query_a) & set(per_query_b) else ["qid"]
     a = per_query_a.groupby(keys, as_index=False)[metric].mean()
     b = per_query_b.groupby(keys, as_index=False)[metric].mean()
@@ -407,15 +404,6 @@ def zero_shot(results: pd.DataFrame) -> pd.DataFrame:
         )
     in_domain = set(results.dataset[results.regime != "zero-shot"])
     return results[~results.dataset.isin(in_domain)]
-
-
-def bootstrap_ab(
-    per_query: pd.DataFrame, metric: str = "ndcg@10", a: str = "A", b: str = "B", n: int = 10000, seed: int = 0
-) -> pd.DataFrame:
-    """B - A per backbone on the zero-shot sets, with a hierarchical bootstrap over seeds and
-    queries together (`compsense.core.stats.hierarchical_bootstrap`): the interval covers training noise
-    (which seed) as well as query noise."""
-    return ab_tests(per_query, [(a, b)], metric=metric, n=n, seed=seed, correct=False)
 
 
 def ab_tests(
@@ -620,28 +608,6 @@ def _drop_colour(value) -> str:
     alpha = min(abs(float(value)) / 0.25, 1.0) * 0.6
     rgb = "214, 39, 40" if value < 0 else "31, 119, 180"
     return f"background-color: rgba({rgb}, {alpha:.2f})"
-
-
-def per_dataset_deltas(results: pd.DataFrame, metric: str = "ndcg@10", a: str = "A", b: str = "B") -> pd.DataFrame:
-    """Per backbone x dataset: A and B (mean over seeds) and B - A."""
-    df = results[(results.metric == metric) & results.variant.isin([a, b])]
-    wide = df.groupby(["backbone", "dataset", "variant"]).value.mean().unstack("variant")
-    if not {a, b} <= set(wide.columns):
-        return pd.DataFrame(columns=["backbone", "dataset", a, b, "delta"])
-    wide["delta"] = wide[b] - wide[a]
-    return wide.reset_index()[["backbone", "dataset", a, b, "delta"]]
-
-
-def share_sweep_table(results: pd.DataFrame, metric: str = "ndcg@10") -> pd.DataFrame:
-    """Per backbone x structural share: the metric (mean over datasets, then seeds) and the drop
-    relative to share 0 (Model A). Rows without a structural_share (base) are left out."""
-    df = results[(results.metric == metric) & results.structural_share.notna() & (results.variant != "base")]
-    per_seed = df.groupby(["backbone", "structural_share", "seed"]).value.mean()
-    out = per_seed.groupby(["backbone", "structural_share"]).agg(["mean", "std", "count"]).reset_index()
-    out = out.rename(columns={"mean": metric, "std": f"{metric}_std", "count": "n_seeds"})
-    base = out[out.structural_share == 0].set_index("backbone")[metric]
-    out["drop"] = out[metric] - out.backbone.map(base)
-    return out
 
 
 def describe_result(t1: pd.DataFrame, variants: pd.DataFrame | None = None, metric: str = "ndcg@10") -> str:

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+from huggingface_hub import EvalResult, ModelCard
 
 from compsense.core.storage import read_json, write_json, write_text
 from compsense.retrieval.evaluate import MTEB_SCORE_KEYS, mteb_task_name
@@ -28,8 +29,6 @@ def add_card_metrics(run_dir: str | os.PathLike, rows: pd.DataFrame) -> Path:
     """Write `rows` (tidy retrieval rows of this run: dataset, metric, value, regime, n_queries,
     n_docs) into `run_dir`/final/README.md; a second call replaces the first's metrics. Returns
     the card's path."""
-    from huggingface_hub import EvalResult, ModelCard
-
     run_dir = Path(run_dir)
     card_path, done_path = run_dir / "final" / "README.md", run_dir / "DONE.json"
     for path, what in ((card_path, "model card"), (done_path, "DONE.json")):

@@ -31,8 +31,7 @@ import numpy as np
 import pandas as pd
 
 from compsense.core.encoders import BACKBONES, hub_offline, load_encoder, quiet_transformers
-from compsense.core.layout import NEGATIVES, model_dir
-from compsense.core.paths import resolve
+from compsense.core.layout import model_dir, triplets_file
 from compsense.core.seed import seed_everything
 from compsense.core.storage import read_json, read_table, write_json
 from compsense.data import datasets as data
@@ -269,7 +268,7 @@ def _random_negatives(df: pd.DataFrame, rng: np.random.Generator, tries: int = 2
 
 def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFrame:
     """Notebook 01's structural identity triplets ({work_dir}/negatives/triplets.parquet), one split."""
-    path = resolve(work_dir) / NEGATIVES / "triplets.parquet"
+    path = triplets_file(work_dir)
     if not path.exists():
         raise FileNotFoundError(
             f"{path} does not exist: the structural triplets come from notebook 01. Run it first, e.g.\n"

@@ -37,6 +37,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
 
 from compsense.core.storage import atomic_path, write_json
 from compsense.verifiers.simmap import TokenCache, similarity_map
@@ -480,8 +482,6 @@ def n_parameters(verifier: nn.Module, trainable_only: bool = True) -> int:
 
 def save(verifier: Verifier, directory: str | os.PathLike, extra: dict | None = None) -> Path:
     """Write `verifier.json` (name, config, parameter count, `extra`) and `verifier.safetensors`."""
-    from safetensors.torch import save_file
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in verifier.state_dict().items()}
@@ -502,8 +502,6 @@ def save(verifier: Verifier, directory: str | os.PathLike, extra: dict | None = 
 
 def load(directory: str | os.PathLike, device=None) -> Verifier:
     """The verifier saved in `directory` by `save`, in eval mode."""
-    from safetensors.torch import load_file
-
     directory = Path(directory)
     config_path = directory / CONFIG_FILE
     if not config_path.exists():
@@ -559,8 +557,6 @@ def score_pairs(
     `pairs` is a list of (query, document) tuples, of records with sentence1/sentence2, or a
     DataFrame with those columns. `cache_dir` keeps the token embeddings on disk for next time.
     """
-    from tqdm.auto import tqdm
-
     pairs = as_pairs(pairs)
     if not pairs:
         return np.zeros(0, dtype=np.float32)

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from compsense.core.encoders import load_encoder
 from compsense.core.storage import write_json
@@ -79,8 +80,6 @@ class VerifierReranker:
             show_progress=show_progress_bar,
         )
         if convert_to_tensor:
-            import torch
-
             return torch.as_tensor(scores)
         return scores[0] if single else scores
 

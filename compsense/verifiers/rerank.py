@@ -33,11 +33,14 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import plotly.express as px
 import torch
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
 
 from compsense.core import layout
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
-from compsense.core.layout import load_models, results_file, verifier_dir
+from compsense.core.layout import results_file, verifier_dir
 from compsense.core.stats import holm
 from compsense.core.storage import append_results, atomic_path, tidy
 from compsense.retrieval.harness import (
@@ -68,8 +71,8 @@ log = logging.getLogger(__name__)
 RERANK_HARNESS = f"{HARNESS} + rerank v1"
 KS = (10, 20, 50, 100)
 # One tidy row per run x dataset x metric x reranking setting.
-TIDY_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "verifier", "regime", "k", "weight"]
-PER_QUERY_KEY = [k for k in TIDY_KEY if k != "metric"] + ["qid"]
+RERANK_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "verifier", "regime", "k", "weight"]
+PER_QUERY_KEY = [k for k in RERANK_KEY if k != "metric"] + ["qid"]
 ENCODER_ONLY = "encoder-only"
 TRAINING_FREE = ("F0", "F1", "F2")
 
@@ -84,8 +87,6 @@ def pooled_embeddings(
     """L2-normalised pooled document embeddings [N, D] (float32, CPU), as `retrieval.evaluate`
     computes them, read from `cache_dir/pooled-<key>.safetensors` when there. Returns (embeddings,
     number of texts encoded: 0 when read from disk)."""
-    from safetensors.torch import load_file, save_file
-
     path = None
     if cache_dir is not None:
         path = Path(cache_dir) / f"pooled-{cache_key(encoder, texts, include_special=False)}.safetensors"
@@ -351,19 +352,6 @@ class Method:
     source: str  # "notebook 04" or "training-free (untrained)"
 
 
-def baseline_encoders(
-    backbone: str,
-    work_dir,
-    seed: int,
-    device=None,
-    max_seq_length: int | None = 128,
-    variants: Sequence[str] = ("A", "B"),
-) -> tuple[dict, list[str]]:
-    """{"base": encoder, "A": ..., "B": ...} for the checkpoints notebook 02 left, and notes on the missing
-    (`layout.load_models` with Base first)."""
-    return load_models(work_dir, backbone, seed, ("base", *variants), device=device, max_seq_length=max_seq_length)
-
-
 def find_methods(
     work_dir,
     names: Sequence[str],
@@ -445,12 +433,12 @@ def _encoder_mismatch(label: str, folder, encoder) -> list[str]:
 
 @dataclass
 class GridResult:
-    results: pd.DataFrame  # tidy: TIDY_KEY + value, harness, n_queries, n_docs, first_stage, ...
+    results: pd.DataFrame  # tidy: RERANK_KEY + value, harness, n_queries, n_docs, first_stage, ...
     per_query: pd.DataFrame  # PER_QUERY_KEY + METRICS
     cost: pd.DataFrame  # one row per method (or baseline) x dataset x K
 
 
-def run_grid(
+def rerank_grid(
     datasets: Sequence,
     baselines: dict,
     methods: Sequence[Method],
@@ -483,8 +471,6 @@ def run_grid(
     Re-running after an interruption re-encodes nothing (the caches are on disk): only the
     verifier scoring is repeated.
     """
-    from tqdm.auto import tqdm
-
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise ValueError(f"ks must be positive integers, got {ks}")
@@ -621,7 +607,7 @@ def run_grid(
     cost_df = pd.DataFrame(cost)
     if write and rows:
         out = results_file(work_dir, "rerank").parent
-        append_results(results, out / "rerank.parquet", key=TIDY_KEY)
+        append_results(results, out / "rerank.parquet", key=RERANK_KEY)
         append_results(per_query_df, out / "rerank_per_query.parquet", key=PER_QUERY_KEY)
         append_results(cost_df, out / "rerank_cost.parquet", key=["dataset", "variant", "k"])
     return GridResult(results, per_query_df, cost_df)
@@ -703,7 +689,7 @@ def bootstrap_vs_baseline(
     return out[columns]
 
 
-def summary_table(results: pd.DataFrame, metric: str = "ndcg@10", weight: float = 0.0) -> pd.DataFrame:
+def rerank_summary(results: pd.DataFrame, metric: str = "ndcg@10", weight: float = 0.0) -> pd.DataFrame:
     """Methods x K (mean over datasets) at one weight, encoder-only rows in the K = 100 column's place."""
     df = results[results.metric == metric]
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
@@ -777,8 +763,6 @@ def figure_rerank(
 ):
     """Figure 2: reranked `metric` per verifier, frozen vs end-to-end bars (mean over datasets),
     with the encoder-only Base / Model A / Model B as horizontal lines."""
-    import plotly.express as px
-
     df = results[results.metric == metric]
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
     k = int(k if k is not None else reranked.k.max())
@@ -817,8 +801,6 @@ def figure_rerank(
 
 def figure_k_sweep(results: pd.DataFrame, weight: float = 0.0, metric: str = "ndcg@10"):
     """`metric` against K per method (mean over datasets): how deep reranking pays."""
-    import plotly.express as px
-
     df = results[
         (results.metric == metric) & (results.verifier != "none") & np.isclose(results.weight.astype(float), weight)
     ]
@@ -849,8 +831,6 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     """Beyond the paper: one point per method, x = near-miss separation AUC (± its std over
     notebook 04's seeds when there are several), y = retrieval `metric`. Up and to the right is
     sensitivity without the retrieval cost."""
-    import plotly.express as px
-
     error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
     fig = px.scatter(
         table,

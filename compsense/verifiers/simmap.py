@@ -30,6 +30,9 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+from safetensors import safe_open
+from safetensors.torch import save_file
+from tqdm.auto import tqdm
 
 from compsense.core.storage import atomic_path
 
@@ -114,7 +117,7 @@ def encode_tokens(encoder, texts: Sequence[str], include_special: bool = False, 
     features = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in features.items()}
     out = encoder(features)
     if "cu_seq_lens_q" in out:  # flash-attention unpadding flattened the batch: restore [B, L, D]
-        from sentence_transformers.util.tensor import repad_flattened_features
+        from sentence_transformers.util.tensor import repad_flattened_features  # noqa: PLC0415 - newer ST only
 
         out = repad_flattened_features(out)
     if "token_embeddings" not in out:
@@ -286,8 +289,6 @@ class TokenCache:
         self.values = torch.cat(chunks).to(self.dtype).contiguous()
 
     def _save(self, path: Path) -> None:
-        from safetensors.torch import save_file
-
         meta = {
             "key": self.key,
             "include_special": json.dumps(self.include_special),
@@ -299,8 +300,6 @@ class TokenCache:
             save_file({"values": self.values, "lengths": self.lengths}, str(tmp), metadata=meta)
 
     def _load(self, path: Path) -> None:
-        from safetensors import safe_open
-
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
             if meta.get("key") != self.key or int(meta.get("n_texts", -1)) != len(self.texts):
@@ -383,8 +382,6 @@ def _iter_batches(
     desc: str = "token embeddings",
 ) -> Iterator[tuple[list[int], TokenBatch]]:
     """(row numbers, TokenBatch) per batch, longest texts first so each batch pads little."""
-    from tqdm.auto import tqdm
-
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))

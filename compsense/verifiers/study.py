@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import pandas as pd
+
 from compsense.core import layout
 from compsense.core.storage import append_results
 from compsense.nearmiss import evaluation as N
@@ -40,10 +42,8 @@ def run_study(
 
     rows_by_data: {train_data: training rows} (`verifier_data.training_rows`); sets: `nearmiss_eval.eval_sets`.
     Results carry train_data, size, recipe and verifier_variant columns; with `results_path` they
-    are appended there after each variant (`nearmiss_eval.TIDY_KEY`).
+    are appended there after each variant (`nearmiss.evaluation.NEARMISS_KEY`).
     """
-    import pandas as pd
-
     summaries, results = [], []
     cache_dir = layout.cache_dir(work_dir)
     # Seed by seed, as notebook 02's runs: a run cut short has every variant at the first seeds,
@@ -86,7 +86,7 @@ def run_study(
                     how="left",
                 )
                 if results_path is not None:
-                    append_results(tidy, results_path, key=N.TIDY_KEY)
+                    append_results(tidy, results_path, key=N.NEARMISS_KEY)
                 results.append(tidy)
                 del fitted, scorers  # end-to-end encoders are large; one variant at a time
     return pd.concat(summaries, ignore_index=True), pd.concat(results, ignore_index=True)

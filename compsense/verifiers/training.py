@@ -15,21 +15,26 @@ in every regime; `stage_inputs` reads notebook 01's triplets and held-out near-m
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import math
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
+from tqdm.auto import tqdm
 
 from compsense.core import layout
 from compsense.core.encoders import embedding_dim, load_encoder
-from compsense.core.layout import NEGATIVES, verifier_dir
-from compsense.core.paths import resolve
+from compsense.core.layout import verifier_dir
 from compsense.core.seed import seed_everything
 from compsense.core.storage import read_table
 from compsense.data.datasets import load_mrpc
@@ -107,8 +112,6 @@ def train_verifier(
     with gradients at every step. Both regimes see exactly `budget_examples` triplets (sampled
     without replacement, epoch after epoch, by `seed`), so verifiers are compared at equal budgets.
     """
-    from tqdm.auto import tqdm
-
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
     if budget_examples < 1 or batch_size < 1:
@@ -313,8 +316,6 @@ def fit_verifier(
     is loaded instead of retrained (`force` retrains). End-to-end runs train a copy of `encoder`
     and save it to `out_dir/encoder/`. Returns (verifier, encoder it scores with, history).
     """
-    import copy
-
     out_dir = Path(out_dir)
     # What the result depends on; the starting encoder's weights too, so a new backbone retrains.
     settings = {
@@ -363,9 +364,6 @@ def fit_verifier(
 
 
 def _save_encoder(encoder, target: Path) -> None:
-    import shutil
-    import tempfile
-
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".encoder-", dir=target.parent))
     try:
@@ -381,8 +379,6 @@ def _save_encoder(encoder, target: Path) -> None:
 def triplets_digest(triplets) -> str:
     """A short hash of the (anchor, positive, negative) texts: a finished verifier is reused only for
     the same training rows, not merely as many."""
-    import hashlib
-
     h = hashlib.sha256()
     for column in _triplet_texts(triplets):
         h.update("\x1f".join(column).encode("utf-8"))
@@ -409,8 +405,6 @@ def with_paraphrase_positives(triplets, paraphrases, mode: str = "identity"):
     several paraphrases the first in sorted order is taken (deterministic). A `positive_kind` column
     says which rows changed.
     """
-    import pandas as pd
-
     if mode not in POSITIVES:
         raise ValueError(f"positives mode must be one of {POSITIVES}, got {mode!r}")
     anchors, positives, negatives = _triplet_texts(triplets)
@@ -500,8 +494,7 @@ def stage_inputs(
 
     At most `max_pairs` held-out pairs are kept (a seeded sample, every family kept in proportion).
     """
-    folder = resolve(work_dir) / NEGATIVES
-    pairs_path, triplets_path = folder / "pairs.parquet", folder / "triplets.parquet"
+    pairs_path, triplets_path = layout.pairs_file(work_dir), layout.triplets_file(work_dir)
     for path in (pairs_path, triplets_path):
         if not path.exists():
             raise FileNotFoundError(
@@ -509,10 +502,10 @@ def stage_inputs(
                 f"profile first (it writes negatives/pairs.parquet and triplets.parquet)"
             )
     pairs, triplets = read_table(pairs_path), read_table(triplets_path)
-    for name, table, split in (("pairs", pairs, heldout_split), ("triplets", triplets, train_split)):
+    for path, table, split in ((pairs_path, pairs, heldout_split), (triplets_path, triplets, train_split)):
         if "split" not in table.columns or split not in set(table["split"]):
             found = sorted(set(table["split"])) if "split" in table.columns else "no split column"
-            raise ValueError(f"{folder / name}.parquet has no rows with split={split!r} (found: {found})")
+            raise ValueError(f"{path} has no rows with split={split!r} (found: {found})")
     train = triplets[triplets["split"] == train_split].reset_index(drop=True)
     heldout = pairs[pairs["split"] == heldout_split].reset_index(drop=True)
     if max_pairs is not None and len(heldout) > max_pairs:
@@ -564,8 +557,6 @@ def fit_grid(
     Returns ({"F3-frozen": (verifier, encoder, history), ...}, a summary table with parameter
     counts and the examples each verifier saw beside the authors' budget for it).
     """
-    import pandas as pd
-
     if recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
     variant = variant or variant_name("custom", size, recipe)

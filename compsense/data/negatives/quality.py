@@ -17,6 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GroupKFold
+from sklearn.pipeline import make_pipeline
 
 from compsense.data.negatives.core import family_names, perturb
 from compsense.data.negatives.pairs import with_ids
@@ -111,11 +116,6 @@ def audit_precision(audit_records: list[dict], seed: int = 0) -> pd.DataFrame:
 
 def _blind_scores(texts: list[str], labels: np.ndarray, groups: list[str], seed: int) -> np.ndarray:
     """Out-of-fold P(near-miss) for each text, from a bag of unigrams and bigrams, grouped folds."""
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import GroupKFold
-    from sklearn.pipeline import make_pipeline
-
     n_groups = len(set(groups))
     folds = GroupKFold(n_splits=min(5, n_groups), shuffle=True, random_state=seed)
     scores = np.zeros(len(texts))
@@ -135,8 +135,6 @@ def artefact_auc(pairs_df: pd.DataFrame, seed: int = 0, min_sources: int = 10) -
     0.5 means a near-miss cannot be told from an original without its partner; families with
     fewer than `min_sources` source sentences get NaN.
     """
-    from sklearn.metrics import roc_auc_score
-
     out = []
     for family, group in [*pairs_df.groupby("family"), ("all", pairs_df)]:
         originals = group.drop_duplicates("source_id")
