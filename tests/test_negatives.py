@@ -156,6 +156,29 @@ def test_negation_removes_too(sentence, expected):
     assert expected in texts(sentence, "negation")
 
 
+def test_negation_of_perfect_with_an_adverb_keeps_the_auxiliary():
+    # "has" before an adverb and a participle is the perfect auxiliary, not possession
+    produced = texts("The nurse has always trusted the new surgeon.", "negation")
+    assert "The nurse has not always trusted the new surgeon." in produced
+    assert "The nurse hasn't always trusted the new surgeon." in produced
+    assert "The nurse has never trusted the new surgeon." in produced
+    assert not any("have always" in t for t in produced), produced
+    assert "The pumps had not fully drained the tank." in texts("The pumps had fully drained the tank.", "negation")
+    for sentence in ("The nurse has sometimes visited the ward.", "Our team has always been small."):
+        assert not any(" have " in t for t in texts(sentence, "negation")), sentence
+    assert "Our team has not always been small." in texts("Our team has always been small.", "negation")
+    # after a modal the modal takes the negation: no "would haven't" or "would have not"
+    assert texts("The bill would have fully legalized the drug.", "negation") == {
+        "The bill would not have fully legalized the drug.",
+        "The bill wouldn't have fully legalized the drug.",
+    }
+    assert "The house would have not been sold." not in texts("The house would have been sold.", "negation")
+    # "has never" still flips to "has always", without a second negation
+    assert texts("The nurse has never trusted the new surgeon.", "negation") == {
+        "The nurse has always trusted the new surgeon."
+    }
+
+
 def test_negation_keeps_the_texts_contraction_style():
     assert "He didn't run." in texts("He ran.", "negation")
     assert "He didn 't run ." in texts("He ran .", "negation")  # MRPC's tokenisation
@@ -200,6 +223,38 @@ def test_negation_leaves_misleading_constructions_alone(sentence):
 )
 def test_binding_swaps_roles_and_attributes(sentence, expected):
     assert expected in texts(sentence, "binding")
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("The pilot never thanked the mechanic.", "The mechanic never thanked the pilot."),
+        ("The mayor always blamed the council.", "The council always blamed the mayor."),
+        ("Our cat often chases the neighbour's dog.", None),  # possessive object: no clean swap
+        ("The landlord will never sue the tenant.", "The tenant will never sue the landlord."),
+        ("The editor has always criticised the author.", "The author has always criticised the editor."),
+        ("The banks have often funded the startups.", "The startups have often funded the banks."),
+        ("The striker would probably have beaten the goalie.", "The goalie would probably have beaten the striker."),
+        ("The agency usually hires the consultant.", "The consultant usually hires the agency."),
+    ],
+)
+def test_binding_leaves_adverbs_and_auxiliaries_before_the_verb(sentence, expected):
+    produced = texts(sentence, "binding")
+    if expected:
+        assert expected in produced
+    adverbs = ("never", "always", "often", "usually", "probably", "will", "has", "have", "would")
+    assert not any(t.rstrip(".").endswith(adverbs) for t in produced), produced
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The editor has always criticised the interns.",  # "The interns has always criticised"
+        "The banks have often funded the startup.",  # "The startup have often funded"
+    ],
+)
+def test_binding_keeps_agreement_with_a_perfect_auxiliary(sentence):
+    assert texts(sentence, "binding") == set()
 
 
 @pytest.mark.parametrize(

@@ -26,14 +26,15 @@ from compsense.data.negatives.lexicons import (
     CONJUNCTIONS,
     DETERMINERS,
     ENGLISH_FUNCTION_WORDS,
+    HAVE_FORMS,
     MODALS,
     NOT_NAMES,
     NOUN_LIKE_VERBS,
     PARTICIPLE_TO_BASE,
     PAST_TO_BASE,
+    PRE_VERB_ADVERBS,
     PREPOSITIONS,
     REPORTING_FORMS,
-    SUBJECT_ADVERBS,
     THIRD_TO_BASE,
     VERBS,
 )
@@ -244,26 +245,49 @@ def _swap(sent: Sentence, a: Phrase, b: Phrase, what: str) -> Edit | None:
     return Edit(((sa, ea, _moved(sent, b)), (sb, eb, _moved(sent, a))), f"swapped {what} '{old_a}' and '{old_b}'")
 
 
+def _verb_group(sent: Sentence, i: int) -> tuple[int, str | None] | None:
+    """Where the verb group of an asymmetric transitive verb at i starts, and the number its
+    subject must have ("sg", "pl" or None for any); None if i holds no such finite verb.
+
+    The group is the verb plus up to three modals, forms of "have" and adverbs before it
+    ("watched", "never watched", "will never watch", "has always watched", "would have beaten"),
+    so a swap trades the two noun phrases around it and leaves those words in place.
+    """
+    start = i
+    while i - start < 3 and (
+        sent.low(start - 1) in MODALS or sent.low(start - 1) in HAVE_FORMS or sent.low(start - 1) in PRE_VERB_ADVERBS
+    ):
+        start -= 1
+    auxes = [sent.low(k) for k in range(start, i) if sent.low(k) in MODALS or sent.low(k) in HAVE_FORMS]
+    low = sent.low(i)
+    if not auxes:
+        if low in PAST_TO_BASE and PAST_TO_BASE[low] in ASYMMETRIC_VERBS:
+            return start, None
+        if low in THIRD_TO_BASE and THIRD_TO_BASE[low] in ASYMMETRIC_VERBS - NOUN_LIKE_VERBS:
+            return start, "sg"
+        return None
+    if auxes[-1] in MODALS:
+        return (start, None) if len(auxes) == 1 and low in ASYMMETRIC_VERBS else None
+    if len(auxes) > 2 or (len(auxes) == 2 and (auxes[0] not in MODALS or auxes[1] != "have")):
+        return None
+    if PARTICIPLE_TO_BASE.get(low) not in ASYMMETRIC_VERBS:
+        return None
+    return start, {"has": "sg", "have": "pl"}.get(auxes[0])  # "had" and "will have" agree with both
+
+
 def _active_swaps(sent: Sentence) -> list[Edit]:
     """SUBJECT VERB OBJECT -> OBJECT VERB SUBJECT for asymmetric transitive verbs."""
     edits = []
-    for i, low in enumerate(sent.lows):
-        if not sent.is_word(i):
+    for i in range(len(sent)):
+        group = _verb_group(sent, i) if sent.is_word(i) else None
+        if group is None:
             continue
-        if low in PAST_TO_BASE and PAST_TO_BASE[low] in ASYMMETRIC_VERBS:
-            agreement = False
-        elif low in THIRD_TO_BASE and THIRD_TO_BASE[low] in ASYMMETRIC_VERBS - NOUN_LIKE_VERBS:
-            agreement = True
-        elif low in ASYMMETRIC_VERBS and sent.low(i - 1) in MODALS:
-            agreement = False
-        else:
-            continue
+        subject_end, number = group
         obj = object_phrase(sent, i + 1)
         if obj is None or _clause_has_another_verb(sent, obj.end):
             continue
-        subject_end = i - 1 if sent.low(i - 1) in MODALS or sent.low(i - 1) in SUBJECT_ADVERBS else i
         subj = subject_phrase(sent, subject_end, obj.kind)
-        if subj is None or (agreement and not (subj.number == obj.number == "sg")):
+        if subj is None or (number is not None and not (subj.number == obj.number == number)):
             continue
         edit = _swap(sent, subj, obj, "the roles of")
         if edit:

@@ -60,6 +60,14 @@ POST_NOT_ADVERBS = frozenset(
 # Adverbs that may sit between a subject and its verb without blocking do-support
 # ("he also said" -> "he also did not say").
 SUBJECT_ADVERBS = frozenset("also still recently actually finally then later subsequently".split())
+# Adverbs that sit between a subject (or an auxiliary) and its verb: "never watched", "will
+# always", "has often". Kept apart from SUBJECT_ADVERBS, which licenses do-support after them:
+# "he always did not say" or "she rarely did not go" would be wrong.
+PRE_VERB_ADVERBS = SUBJECT_ADVERBS | frozenset(
+    """never always often usually sometimes rarely seldom ever just already once even only
+    frequently occasionally generally typically normally repeatedly regularly probably perhaps
+    certainly clearly reportedly allegedly""".split()
+)
 # Verbs after which 'left'/'right' name a direction ("turn left").
 STEER_VERBS = frozenset(
     """turn turns turned turning go goes went veer veered swerve swerved swipe swiped scroll

@@ -28,6 +28,7 @@ from compsense.data.negatives.lexicons import (
     PAST_TO_BASE,
     POST_NOT_ADVERBS,
     PRE_NOT_ADVERBS,
+    PRE_VERB_ADVERBS,
     QUANTIFIER_DETERMINERS,
     REPORTING_FORMS,
     STEER_VERBS,
@@ -338,12 +339,15 @@ def _have(sent: Sentence, i: int) -> list[Edit]:
     if low not in HAVE_FORMS or not sent.is_word(i) or _inverted(sent, i) or _awkward_to_negate(sent, i):
         return []
     nxt = sent.low(i + 1)
-    if nxt in NO_NOT_BEFORE:
+    if nxt in NO_NOT_BEFORE or sent.low(i - 1) in MODALS:  # "would have": the modal takes the "not"
         return []
-    k = i + 2 if nxt in PRE_NOT_ADVERBS else i + 1
+    # "has also been" -> "has also not been"; "has always been" -> "has not always been"
+    k = i + 2 if nxt in PRE_NOT_ADVERBS or nxt in POST_NOT_ADVERBS else i + 1
     if sent.is_word(k) and (sent.low(k) in PARTICIPLES or looks_participle(sent.low(k))):
         return _insert_not(sent, i, sent.word(i))
-    if sent.low(i - 1) in MODALS or sent.low(i - 1) == "to" or not _has_subject(sent, i):
+    if sent.low(i - 1) == "to" or not _has_subject(sent, i):
+        return []
+    if nxt in PRE_VERB_ADVERBS or nxt in PLAIN_ADVERBS:  # "has sometimes visited" is no possession
         return []
     owns = nxt in DETERMINERS or nxt == "to" or is_quantity(sent, i + 1) or looks_plural(sent, i + 1)
     if not owns or nxt == "better":
