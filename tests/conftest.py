@@ -36,6 +36,10 @@ SLOW_TESTS = {
     "tests/test_runner.py::test_a_damaged_stages_json_is_refused_naming_it",
     "tests/test_runner.py::test_figures_go_to_the_run_folder_and_the_report_shows_them",
     "tests/test_runner.py::test_without_figures_dir_figures_default_to_the_work_dir",
+    # Chromium draws each committed figure (13 s for the first, ~1 s each after)
+    "tests/browser/test_figures_offline.py",
+    "tests/test_verifier_training.py::test_frozen_training_never_re_encodes",
+    "tests/test_explore.py::test_text_cache_encodes_each_text_once_and_drops_the_least_recent",  # loads MiniLM
 }
 
 
