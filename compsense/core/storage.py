@@ -17,6 +17,8 @@ from typing import Iterator
 import pandas as pd
 
 TIDY_COLUMNS = ["run", "backbone", "variant", "seed", "dataset", "metric", "value"]
+# What names one tidy result; tables with more dimensions extend it (nearmiss NEARMISS_KEY, rerank RERANK_KEY).
+TIDY_KEY = [c for c in TIDY_COLUMNS if c != "value"]
 RERUN = "delete it (or restore a copy) and re-run the notebook that writes it"
 
 
@@ -141,7 +143,7 @@ def tidy(rows: list[dict], **constants) -> pd.DataFrame:
 def append_results(df: pd.DataFrame, path: str | os.PathLike, key: list[str] | None = None) -> pd.DataFrame:
     """Merge new tidy rows into the table at `path` (replacing rows with the same key), atomically."""
     path = Path(path)
-    key = key or [c for c in TIDY_COLUMNS if c != "value"]
+    key = key or TIDY_KEY
     if path.exists():
         old = read_table(path)
         merged = pd.concat([old, df], ignore_index=True)

@@ -31,7 +31,7 @@ import plotly.express as px
 
 from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
-from compsense.core.storage import tidy
+from compsense.core.storage import TIDY_KEY, tidy
 from compsense.data.datasets import load_condaqa, load_mrpc, load_sugarcrepe
 from compsense.nearmiss.geometry import pair_cosines, positive_pairs
 from compsense.nearmiss.metrics import (
@@ -510,4 +510,4 @@ def separation_table(results, datasets=None, decimals: int = 3):
     return wide
 
 
-NEARMISS_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "family", "verifier_variant"]
+NEARMISS_KEY = [*TIDY_KEY, "family", "verifier_variant"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compsense.core.encoders import find_backbone, load_encoder, quiet_transformers
 from compsense.core.paths import local_data_dir, resolve
-from compsense.core.storage import TIDY_COLUMNS, append_results, file_digest, write_json
+from compsense.core.storage import TIDY_KEY, append_results, file_digest, write_json
 from compsense.retrieval.harness import METRICS, evaluate_dataset, is_nanobeir, load_eval_datasets
 
 # MTEB's task names for the BEIR folders (the names mteb.get_task knows); others keep the folder name.
@@ -47,7 +47,6 @@ MTEB_SCORE_KEYS = {
 # mteb 1.11.0; mteb reads files of an older version through a converter for the previous shape.
 MTEB_FORMAT_VERSION = "1.11.0"
 NO_REVISION = "no_revision_available"  # mteb's own placeholder for a model without a hub revision
-TIDY_KEY = [c for c in TIDY_COLUMNS if c != "value"]
 
 
 def evaluate_models(

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 import torch
-from scipy import stats
 from tqdm.auto import tqdm
 
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
@@ -370,11 +370,11 @@ def paired_bootstrap(
     if np.ptp(delta) <= 1e-12 or len(delta) < 3:  # BCa is undefined without spread: the interval is the point
         low = high = mean
     else:
-        ci = stats.bootstrap(
+        ci = scipy.stats.bootstrap(
             (delta,), np.mean, n_resamples=n, method="BCa", vectorized=True, random_state=np.random.default_rng(seed)
         ).confidence_interval
         low, high = float(ci.low), float(ci.high)
-    perm = stats.permutation_test(
+    perm = scipy.stats.permutation_test(
         (delta,),
         np.mean,
         permutation_type="samples",

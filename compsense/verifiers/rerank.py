@@ -42,7 +42,7 @@ from compsense.core import layout
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import results_file, verifier_dir
 from compsense.core.stats import holm
-from compsense.core.storage import append_results, atomic_path, tidy
+from compsense.core.storage import TIDY_KEY, append_results, atomic_path, tidy
 from compsense.retrieval.harness import (
     HARNESS,
     MAX_K,
@@ -71,7 +71,7 @@ log = logging.getLogger(__name__)
 RERANK_HARNESS = f"{HARNESS} + rerank v1"
 KS = (10, 20, 50, 100)
 # One tidy row per run x dataset x metric x reranking setting.
-RERANK_KEY = ["run", "backbone", "variant", "seed", "dataset", "metric", "verifier", "regime", "k", "weight"]
+RERANK_KEY = [*TIDY_KEY, "verifier", "regime", "k", "weight"]
 PER_QUERY_KEY = [k for k in RERANK_KEY if k != "metric"] + ["qid"]
 ENCODER_ONLY = "encoder-only"
 TRAINING_FREE = ("F0", "F1", "F2")
