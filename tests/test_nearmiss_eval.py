@@ -195,3 +195,32 @@ def test_separation_table_groups_columns_by_dataset():
     ]
     sep = N.separation_table(pd.DataFrame(rows))
     assert list(sep.columns) == [("seeds", "")] + [(d, c) for d in ("held", "ext") for c in CHECKS]
+
+
+def test_separation_table_says_how_large_each_verifier_is_and_what_it_saw():
+    rows = [
+        dict(
+            variant=v,
+            dataset="held",
+            family=f,
+            metric=m,
+            value=0.5,
+            seed=s,
+            train_data=td,
+            size=size,
+            parameters=p,
+            examples_seen=e,
+        )
+        for v, td, size, p, e in [
+            ("F4-frozen", "model_b", "small", 58_433, 2048),
+            ("F4-frozen", "model_b", "paper", 940_065, 2048),
+            ("cosine Base", None, None, None, None),
+        ]
+        for s in (42, 43)
+        for f, m in CHECKS.values()
+    ]
+    sep = N.separation_table(pd.DataFrame(rows))
+    assert list(sep.columns[:3]) == [("seeds", ""), ("parameters", ""), ("examples_seen", "")]
+    assert sep.loc[("F4", "frozen", "model_b", "paper"), ("parameters", "")] == 940_065
+    assert sep.loc[("F4", "frozen", "model_b", "small"), ("examples_seen", "")] == 2048
+    assert sep.loc[("cosine Base", "", "", ""), ("parameters", "")] == ""

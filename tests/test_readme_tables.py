@@ -101,3 +101,21 @@ def test_a_missing_table_or_an_open_marker_names_the_file_and_the_fix(tmp_path):
         T.update("# r\n\n<!-- table:table1 from x -->\n| stale |\n", tmp_path)
     text = "prose that mentions `<!-- table:... -->` markers is left alone\n"
     assert T.update(text, tmp_path) == text
+
+
+def test_separation_with_two_sizes_names_each_size_and_its_parameter_count():
+    df = pd.DataFrame(
+        {
+            "scorer": ["F4", "F4", "F4"],
+            "regime": ["frozen", "end2end", "frozen"],
+            "train_data": ["model_b"] * 3,
+            "size": ["small", "small", "paper"],
+            "parameters": [58433, 58433, 940065],
+            "seeds": [3, 3, 3],
+            "negatives-heldout auc": ["0.158 ± 0.027", "0.221 ± 0.042", "0.300 ± 0.010"],
+        }
+    )
+    lines = T.separation(df).splitlines()
+    small = "| F4 Transformer frozen / end2end (model_b, small: 58,433 parameters; 3 seeds) |"
+    assert lines[2].startswith(small + " 0.16 ± 0.03 / 0.22 ± 0.04 |")
+    assert lines[3].startswith("| F4 Transformer frozen (model_b, paper: 940,065 parameters; 3 seeds) | 0.30 ± 0.01 |")

@@ -49,6 +49,8 @@ def work(tmp_path, monkeypatch):
                     "value": value + shift,
                     "train_data": "balanced",
                     "size": "small",
+                    "parameters": 58_433,
+                    "examples_seen": 2048,
                 }
             )
     pd.DataFrame(rows).to_parquet(results / "verifiers.parquet")
@@ -154,10 +156,11 @@ def test_report_shows_the_separation_table_with_seeds_and_families(work, tmp_pat
     header, _, row = section.strip().splitlines()[:3]
     assert "negatives-heldout auc" in header and "negatives-heldout self_match" in header
     assert "negatives-heldout:negation auc" in header  # each family's AUC beside the checks
-    assert row.startswith("| F4 | end2end | balanced | small | 2 |")
+    assert row.startswith("| F4 | end2end | balanced | small | 2 | 58433 | 2048 |")  # seeds, size, examples
     assert "0.650 ± 0.071" in row and "0.250 ± 0.071" in row and "0.950 ± 0.071" in row  # mean ± std over seeds
     csv = pd.read_csv(tmp_path / "run" / "tables" / "separation.csv")
     assert csv.loc[0, "negatives-heldout:negation auc"] == "0.950 ± 0.071"
+    assert csv.loc[0, "parameters"] == 58_433 and "negatives-heldout:negation parameters" not in csv
 
 
 def test_the_answer_comes_first_and_the_run_metadata_after_it(work, tmp_path, monkeypatch):

@@ -51,6 +51,9 @@ from compsense.nearmiss.metrics import (
 from compsense.verifiers.architectures import Verifier, as_pairs, score_pairs
 
 TABLE_COLUMNS = ["scorer", "family", "metric", "value", "n"]
+# Columns of notebook 04's tidy rows (`verifiers.study.run_study`) the separation table carries beside
+# the seeds: how large each verifier is and how many training examples it saw.
+SIZE_COLUMNS = ("parameters", "examples_seen")
 
 
 def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sentence1") -> pd.DataFrame:
@@ -474,10 +477,12 @@ def evaluate_sets(scorers: dict, sets: dict):
 
 def separation_table(results, datasets=None, decimals: int = 3):
     """The result table of notebook 04: one row per scorer x training data x size (verifiers split
-    into name and regime), one column per dataset x check, each "mean ± std" over seeds (the
-    value alone with one seed). Checks (`metrics.CHECKS`, the column names): near-miss AUC over all
-    families ("auc"), self-match AUC ("self_match": score(s, s) against score(s, paraphrase)) and
-    copy > near-miss ("copy_vs_near_miss": pairwise accuracy of score(s, s) against score(s, near-miss))."""
+    into name and regime), one column per dataset x check, each "mean ± std" over seeds (the value
+    alone with one seed). "seeds" counts them; where the results carry them, "parameters" and
+    "examples_seen" say how large each verifier is and how much it trained on. Checks
+    (`metrics.CHECKS`, the column names): near-miss AUC over all families ("auc"), self-match AUC
+    ("self_match": score(s, s) against score(s, paraphrase)) and copy > near-miss
+    ("copy_vs_near_miss": pairwise accuracy of score(s, s) against score(s, near-miss))."""
     parts = []
     for check, (family, metric) in CHECKS.items():
         sel = results[(results.family == family) & (results.metric == metric)]
@@ -499,6 +504,11 @@ def separation_table(results, datasets=None, decimals: int = 3):
     datasets_seen = list(dict.fromkeys(stats["dataset"]))
     wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(CHECKS).index(c[1])))]
     wide.insert(0, "seeds", stats.groupby(keys, sort=False)["count"].max())
+    # What each verifier was (trainable parameters) and what it saw (training examples), where notebook
+    # 04's tidy results carry them; blank for the pooled cosines.
+    for position, col in enumerate(c for c in SIZE_COLUMNS if c in data.columns):
+        largest = data.groupby(keys, sort=False)[col].max().reindex(wide.index)
+        wide.insert(1 + position, col, ["" if pd.isna(v) else int(v) for v in largest])
     name_regime = [
         v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "")
         for v in wide.index.get_level_values("variant")

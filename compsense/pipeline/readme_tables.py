@@ -226,6 +226,15 @@ def _mean_std_cell(value) -> str:
     return num(mean, 2) if spread in ("0.00", DASH) else f"{num(mean, 2)} ± {spread}"
 
 
+def _parameter_count(rows: pd.DataFrame) -> str:
+    """ ": 940,065 parameters" when the rows (one verifier at one size) agree on a count, else "": with
+    two sizes in the table, the label says what each size is."""
+    counts = {str(v) for v in rows.get("parameters", pd.Series(dtype=object)) if str(v).strip()}
+    if len(counts) != 1:
+        return ""
+    return f": {int(float(counts.pop())):,} parameters"
+
+
 def separation(df: pd.DataFrame) -> str:
     """Pooled cosine (Base / A / B) and each verifier frozen / end2end, per training set. F0-F2 have no
     trained parameters of their own (F2's λ and τ are fixed), so they are shown for the first training
@@ -252,7 +261,7 @@ def separation(df: pd.DataFrame) -> str:
                 if rows.empty:
                     continue
                 rows = rows.sort_values("regime", key=lambda s: s.map({"frozen": 0, "end2end": 1}).fillna(2))
-                what = train_data + (f", {size}" if len(sizes) > 1 else "")
+                what = train_data + (f", {size}{_parameter_count(rows)}" if len(sizes) > 1 else "")
                 groups.append((f"{VERIFIER_LABELS.get(scorer, scorer)} {' / '.join(rows.regime)} ({what})", rows))
     out = []
     for label, rows in groups:

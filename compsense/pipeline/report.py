@@ -24,7 +24,7 @@ import pandas as pd
 
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import atomic_path, write_text
-from compsense.nearmiss.evaluation import separation_table
+from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
 from compsense.nearmiss.geometry import NEARMISS_TABLE
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import display_frame, estimate, headline
@@ -260,7 +260,8 @@ def separation_frame(results: pd.DataFrame) -> pd.DataFrame:
     if not held.empty:
         # Each family as a dataset of its own whose "all" is that family: the same cells, the same code.
         per_family = separation_table(held.assign(dataset="negatives-heldout:" + held.family, family="all"))
-        wide = wide.join(per_family.drop(columns="seeds", level=0), how="left")
+        counts = [c for c in ("seeds", *SIZE_COLUMNS) if c in per_family.columns.get_level_values(0)]
+        wide = wide.join(per_family.drop(columns=counts, level=0), how="left")
     flat = wide.reset_index()
     flat.columns = [" ".join(str(p) for p in c if p).strip() if isinstance(c, tuple) else c for c in flat.columns]
     return flat.fillna("")
