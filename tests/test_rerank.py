@@ -299,3 +299,62 @@ def test_find_methods_notes_a_frozen_verifier_trained_on_another_encoder(encoder
     methods, notes = R.find_methods(tmp_path, ["F3"], ["frozen"], tiny_encoder)
     assert methods[0].label == "F3-frozen"  # still offered, with a note that names the fix
     assert any("another encoder" in n and "04_verifiers" in n for n in notes)
+
+
+def test_grid_reranks_with_each_verifier_seed_and_the_bootstrap_covers_seeds(encoder, tmp_path):
+    from compsense.data.datasets import BeirDataset
+
+    ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
+    for s in (42, 43):  # an F3 per seed, different weights: the seeds must rank differently somewhere
+        V.save(V.create("F3", seed=s), verifier_dir(tmp_path, "model_b-small", s, "F3-frozen"))
+    methods, notes = R.find_methods(tmp_path, ["F1", "F3"], ["frozen"], encoder, variant="model_b-small", seed=[42, 43])
+    assert [(m.label, m.seed) for m in methods] == [
+        ("F1-frozen", 42),
+        ("F3-frozen", 42),
+        ("F1-frozen", 43),
+        ("F3-frozen", 43),
+    ]
+    grid = R.rerank_grid(
+        [ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[4], cost_queries=2, show_progress=False
+    )
+    res = grid.results
+    seeds = res[res.metric == "ndcg@10"].groupby("variant").seed.unique().map(sorted).to_dict()
+    assert seeds == {"base": [42], "F1-frozen": [42, 43], "F3-frozen": [42, 43]}  # Base once, at the grid's seed
+    assert len(grid.cost[grid.cost.variant == "F3-frozen"]) == 1  # cost is the method's: timed once, not per seed
+    boot = R.bootstrap_vs_baseline(grid.per_query, n=200).set_index("variant")
+    assert boot.n_seeds.to_dict() == {"F1-frozen": 2, "F3-frozen": 2}
+    per_seed = grid.per_query[grid.per_query.variant == "F3-frozen"].groupby("seed")["ndcg@10"].mean()
+    base = grid.per_query[grid.per_query.variant == "base"]["ndcg@10"].mean()
+    assert boot.loc["F3-frozen", "mean_delta"] == pytest.approx(per_seed.mean() - base)
+    answer = R.rerank_summary(res).set_index("variant")
+    assert answer.loc["F3-frozen", "K=4"] == pytest.approx(
+        res[(res.variant == "F3-frozen") & (res.metric == "ndcg@10")].value.mean()
+    )
+
+
+def test_seed_bootstrap_is_hierarchical_and_refuses_a_seed_missing_queries():
+    qids = [f"q{i}" for i in range(30)]
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({"dataset": "d", "qid": qids, "ndcg@10": rng.uniform(0, 1, 30)})
+
+    def method(seed, shift):
+        rows = base.assign(**{"ndcg@10": base["ndcg@10"] + shift + rng.normal(0, 0.01, 30)})
+        return rows.assign(seed=seed)
+
+    deltas = R._seed_deltas(base, pd.concat([method(1, 0.1), method(2, 0.3)]), "ndcg@10")
+    assert deltas.shape == (2, 30) and deltas[0].mean() == pytest.approx(0.1, abs=0.01)
+    per_query = pd.concat(
+        [
+            base.assign(variant="base", verifier="none", regime=R.ENCODER_ONLY, k=100, weight=1.0, seed=42),
+            *(
+                m.assign(variant="F4-frozen", verifier="F4", regime="frozen", k=10, weight=0.0)
+                for m in (method(1, 0.1), method(2, 0.3))
+            ),
+        ]
+    )
+    row = R.bootstrap_vs_baseline(per_query, n=2000).iloc[0]
+    assert row.n_seeds == 2 and row.mean_delta == pytest.approx(0.2, abs=0.01)
+    # two seeds 0.2 apart: the interval spans the seeds' spread, far wider than the queries' noise alone
+    assert row.ci_low < 0.12 and row.ci_high > 0.28
+    with pytest.raises(ValueError, match="same queries"):
+        R._seed_deltas(base, pd.concat([method(1, 0.1), method(2, 0.3).iloc[:-1]]), "ndcg@10")

@@ -282,8 +282,9 @@ def rerank_answer(
 ) -> pd.DataFrame:
     """Notebook 05's answer: each encoder alone and each verifier reranking at the largest K (pure
     rerank, weight 0, when it ran), `metric` as the mean over datasets, and each reranker against
-    Base (`compsense.verifiers.rerank.bootstrap_vs_baseline`: paired bootstrap over queries, Holm over
-    every K and weight the notebook ran, as the notebook computes it)."""
+    Base (`compsense.verifiers.rerank.bootstrap_vs_baseline`: paired over queries, and over verifier
+    seeds too where there are several; Holm over every K and weight the notebook ran, as the notebook
+    computes it)."""
     missing = sorted({"variant", "verifier", "regime", "k", "weight", "metric", "value"} - set(results.columns))
     if missing:
         raise KeyError(f"rerank results lack columns {missing}; notebook 05 writes them (re-run it)")
@@ -314,13 +315,13 @@ def rerank_answer(
         boot = bootstrap_vs_baseline(per_query, baseline="base", metric=metric, n=n, seed=seed)
         boot = boot[(boot.k == k) & np.isclose(boot.weight.astype(float), weight)]
         out = out.merge(
-            boot[["variant", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
+            boot[["variant", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries", "n_seeds"]],
             on="variant",
             how="left",
         )
     return out[
         ["variant", "verifier", "regime", "k", "weight", metric]
-        + [c for c in ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries") if c in out]
+        + [c for c in ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries", "n_seeds") if c in out]
     ]
 
 
@@ -336,8 +337,9 @@ def _rerank_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block
             )
         ]
     note = (
-        f"mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same queries, 95% BCa interval "
-        f"({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm over every K and weight of the run."
+        f"mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same queries, 95% interval "
+        f"({boot['n']:,} samples, seed {boot['seed']}): BCa over queries for one verifier seed, hierarchical "
+        "over verifier seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run."
     )
     return [Block(RERANK_TITLE, text=note, table=answer, name="rerank", source=_where(results / "rerank.parquet"))]
 

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from compsense.core import layout
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import results_file, verifier_dir
-from compsense.core.stats import holm
+from compsense.core.stats import hierarchical_bootstrap, holm
 from compsense.core.storage import TIDY_KEY, append_results, atomic_path, tidy
 from compsense.retrieval.harness import (
     HARNESS,
@@ -350,6 +350,7 @@ class Method:
     verifier: object
     encoder: object
     source: str  # "notebook 04" or "training-free (untrained)"
+    seed: int | None = None  # notebook 04's verifier seed; None: the grid's seed
 
 
 def find_methods(
@@ -362,23 +363,26 @@ def find_methods(
     fallback: bool = True,
     include_special: bool = False,
     variant: str = "identity-small",
-    seed: int = 42,
+    seed: int | Sequence[int] = 42,
 ) -> tuple[list[Method], list[str]]:
-    """The verifiers of one notebook-04 variant and seed (`layout.verifier_dir`:
+    """The verifiers of one notebook-04 variant at one verifier seed or several (`layout.verifier_dir`:
     {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/), each with its encoder (the
-    backbone when frozen, its own fine-tuned copy when end-to-end), and notes.
+    backbone when frozen, its own fine-tuned copy when end-to-end) and its seed, and notes.
 
     A missing frozen F0, F1 or F2 is replaced, with `fallback`, by an untrained one: F0 and F1 have
     no parameters (notebook 04 does not train them frozen either), F2 keeps lam = tau = 0.1.
     Raises when nothing at all can rerank.
     """
+    seeds = [int(seed)] if isinstance(seed, (int, np.integer)) else [int(s) for s in seed]
+    if not seeds:
+        raise ValueError("find_methods needs at least one verifier seed")
     methods, notes = [], []
-    for regime in regimes:
+    for verifier_seed, regime in ((s, r) for s in seeds for r in regimes):
         if regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
         for name in V.verifier_names(names):
             label = f"{name}-{regime}"
-            folder = verifier_dir(work_dir, variant, seed, label)
+            folder = verifier_dir(work_dir, variant, verifier_seed, label)
             complete = (folder / V.CONFIG_FILE).exists() and (folder / V.WEIGHTS_FILE).exists()
             if regime == "end2end":
                 complete = complete and (folder / "encoder" / "modules.json").exists()
@@ -390,12 +394,14 @@ def find_methods(
                 if regime == "end2end":
                     with quiet_transformers():
                         encoder = load_encoder(folder / "encoder", device=device, max_seq_length=max_seq_length)
-                methods.append(Method(label, name, regime, verifier, encoder, "notebook 04"))
+                methods.append(Method(label, name, regime, verifier, encoder, "notebook 04", verifier_seed))
             elif fallback and regime == "frozen" and name in TRAINING_FREE:
                 verifier = V.create(name, include_special=include_special).eval()
                 if device is not None:
                     verifier.to(device)
-                methods.append(Method(label, name, regime, verifier, base_encoder, "training-free (untrained)"))
+                methods.append(
+                    Method(label, name, regime, verifier, base_encoder, "training-free (untrained)", verifier_seed)
+                )
                 notes.append(
                     f"{label}: no saved verifier at {folder}; using an untrained {name} "
                     f"({'parameter-free, identical to notebook 04' if name != 'F2' else 'lam = tau = 0.1'})"
@@ -407,7 +413,7 @@ def find_methods(
                 )
     if not methods:
         raise FileNotFoundError(
-            f"no verifier to rerank with under {verifier_dir(work_dir, variant, seed, '')}: run "
+            f"no verifier to rerank with under {verifier_dir(work_dir, variant, seeds[0], '')} (seeds {seeds}): run "
             "notebooks/04_verifiers.ipynb for this profile first, or include 'frozen' in "
             "regimes for the training-free F0-F2"
         )
@@ -470,6 +476,8 @@ def rerank_grid(
     best of `cost_repeats` after a warm-up, for the first stage and for reranking at each K.
     Re-running after an interruption re-encodes nothing (the caches are on disk): only the
     verifier scoring is repeated.
+    Verifier seeds: a method's rows carry its `Method.seed` (notebook 04's seed), the encoder-only
+    baselines `seed`; methods of several seeds are reranked one by one and timed once per label.
     """
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
@@ -482,12 +490,13 @@ def rerank_grid(
         raise ValueError("baselines needs the 'base' encoder: the first stage of every frozen verifier")
     cache_dir = layout.cache_dir(work_dir, "rerank")
     depth = max(MAX_K, ks[-1])
-    common = dict(backbone=backbone, seed=seed, **labels)
+    common = dict(backbone=backbone, **labels)
     rows, per_query, cost = [], [], []
 
-    def record(result: RetrievalResult, variant, verifier, regime, k, weight, first):
+    def record(result: RetrievalResult, variant, verifier, regime, k, weight, first, row_seed=seed):
         ident = dict(
-            run=f"{backbone}/{variant}-seed{seed}",
+            seed=row_seed,
+            run=f"{backbone}/{variant}-seed{row_seed}",
             variant=variant,
             verifier=verifier,
             regime=regime,
@@ -502,6 +511,7 @@ def rerank_grid(
         queries = {q: ds.queries[q] for q in ds.qrels if q in ds.queries}
         timed = dict(list(queries.items())[:cost_queries]) if cost_queries else queries
         first_stages: dict[int, tuple[Reranker, Candidates]] = {}
+        timed_methods: set[tuple[str, str]] = set()
 
         def stage(encoder, label, token_encoder=None):
             key = (id(encoder), id(token_encoder))
@@ -521,7 +531,7 @@ def rerank_grid(
                 first_stages[key] = (reranker, candidates)
             return first_stages[key]
 
-        def encoder_only(encoder, variant, regime):
+        def encoder_only(encoder, variant, regime, row_seed=seed):
             reranker, cands = stage(encoder, variant)
             rankings = {
                 q: [reranker.doc_ids[i] for i in row[:MAX_K]] for q, row in zip(cands.qids, cands.indices.tolist())
@@ -534,7 +544,11 @@ def rerank_grid(
                 MAX_K,
                 1.0,
                 variant,
+                row_seed,
             )
+            if (variant, regime) in timed_methods:
+                return
+            timed_methods.add((variant, regime))
             cost.append(
                 dict(
                     dataset=ds.name,
@@ -555,11 +569,12 @@ def rerank_grid(
             encoder_only(encoder, variant, ENCODER_ONLY)
         for method in tqdm(methods, desc=f"rerank {ds.name}", unit="verifier", disable=not show_progress):
             base = baselines["base"]
+            method_seed = seed if method.seed is None else method.seed
             if method.encoder is base:
                 reranker, cands = stage(base, "base")
                 first = "base"
             elif first_stage == "own":
-                encoder_only(method.encoder, f"{method.label}/encoder", method.regime)
+                encoder_only(method.encoder, f"{method.label}/encoder", method.regime, method_seed)
                 reranker, cands = stage(method.encoder, method.label)
                 first = f"{method.label}/encoder"
             else:
@@ -579,7 +594,14 @@ def rerank_grid(
                         k,
                         w,
                         first,
+                        method_seed,
                     )
+            # Cost is a property of the method, not of its seed: timed once per label and dataset.
+            if (method.label, method.regime) in timed_methods:
+                if method.encoder is not base:
+                    reranker.release()
+                continue
+            timed_methods.add((method.label, method.regime))
             first_ms = time_first_stage(reranker, timed, depth, cost_repeats)
             tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
             for k in ks:
@@ -645,9 +667,13 @@ def bootstrap_vs_baseline(
     per_query: pd.DataFrame, baseline: str = "base", metric: str = "ndcg@10", n: int = 1000, seed: int = 0
 ) -> pd.DataFrame:
     """Paired bootstrap (reranked - encoder-only `baseline`) per method, K and weight, queries paired
-    on (dataset, qid): mean delta, 95% BCa CI, permutation p-value, and `p_holm`, Holm-adjusted over
-    every row of the table (it makes many comparisons: ~80 in the paper profile). Empty when the
-    baseline has no rows."""
+    on (dataset, qid): mean delta, 95% CI, p-value, and `p_holm`, Holm-adjusted over every row of the
+    table (it makes many comparisons: ~80 in the paper profile). Empty when the baseline has no rows.
+
+    A method reranked with one verifier seed gets the BCa interval over queries and a permutation
+    p-value (`harness.paired_bootstrap`); with several (notebook 05's `verifier_seeds`), the
+    hierarchical bootstrap over seeds and queries (`core.stats.hierarchical_bootstrap`), so the
+    interval covers the verifier's training noise too. `n_seeds` says which."""
     base = per_query[(per_query.variant == baseline) & (per_query.verifier == "none")]
     reranked = per_query[per_query.verifier != "none"]
     columns = [
@@ -664,6 +690,7 @@ def bootstrap_vs_baseline(
         "p_value",
         "p_holm",
         "n_queries",
+        "n_seeds",
     ]
     if base.empty or reranked.empty:
         return pd.DataFrame(columns=columns)
@@ -671,7 +698,10 @@ def bootstrap_vs_baseline(
     for (variant, verifier, regime, k, weight), grp in reranked.groupby(
         ["variant", "verifier", "regime", "k", "weight"], sort=False
     ):
-        stats = paired_bootstrap(base, grp, metric=metric, n=n, seed=seed)
+        if "seed" in grp.columns and grp.seed.nunique() > 1:
+            stats = hierarchical_bootstrap(_seed_deltas(base, grp, metric), n=n, seed=seed)
+        else:
+            stats = {**paired_bootstrap(base, grp, metric=metric, n=n, seed=seed), "n_seeds": 1}
         rows.append(
             dict(
                 variant=variant,
@@ -687,6 +717,22 @@ def bootstrap_vs_baseline(
     out = pd.DataFrame(rows)
     out["p_holm"] = holm(out.p_value)
     return out[columns]
+
+
+def _seed_deltas(base: pd.DataFrame, reranked: pd.DataFrame, metric: str) -> np.ndarray:
+    """Verifier seeds x queries matrix of reranked - baseline `metric`, paired on (dataset, qid); the
+    baseline (an encoder alone) is the same at every verifier seed. A seed that lacks a query the
+    others have is an error, not a smaller design."""
+    keys = ["dataset", "qid"]
+    baseline = base.groupby(keys)[metric].mean()
+    wide = reranked.pivot_table(index="seed", columns=keys, values=metric, aggfunc="mean")
+    missing = [q for q in wide.columns if q not in baseline.index]
+    if wide.isna().any().any() or missing:
+        raise ValueError(
+            f"rerank seeds {sorted(wide.index)}: not every verifier seed (and the baseline) was reranked on "
+            "the same queries; re-run notebook 05 so each seed covers every query"
+        )
+    return (wide - baseline.reindex(wide.columns).to_numpy()).to_numpy(dtype=float)
 
 
 def rerank_summary(results: pd.DataFrame, metric: str = "ndcg@10", weight: float = 0.0) -> pd.DataFrame:
