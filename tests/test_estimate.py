@@ -171,6 +171,9 @@ def test_units_smoke_local_paper_from_the_yaml():
     assert _row(local, "03", "score", "minilm-l6").units == 1 + 1 * 2  # base + 1 seed x (A, B)
     # 04: each verifier once per training data (model_b, balanced) and seed (3)
     assert _row(local, "04", "train F3-frozen", "minilm-l6").units == 2 * 3 * 2048
+    # the authors' size: only their F4, frozen (size_scope); F0-F2 have one size, their F3 is a GPU job
+    assert _row(local, "04", "train F4-frozen (paper size)", "minilm-l6").units == 2 * 3 * 2048
+    assert not any(c.endswith("(paper size)") for c in local.component if "F4-frozen" not in c)
     # paper: per backbone A, B, B-all, C-identity x 3 seeds + B-share0.05/0.1/0.35 for the first seed and
     # B-share0.5 for all three = 18 runs, batch 128, steps from the registry's recipe
     expected = {

@@ -388,3 +388,50 @@ def test_run_study_trains_each_variant_and_seed_into_its_own_folder(tiny_encoder
     saved = pd.read_parquet(tmp_path / "results.parquet")
     assert len(saved) == len(results)  # no variant or seed overwrote another
     assert set(results[results.variant == "F2-frozen"].parameters) == {2}  # learnable lam and tau
+
+
+def test_size_plan_trains_one_size_verifiers_once_and_follows_the_scope():
+    from compsense.verifiers.study import size_plan
+
+    names, regimes = ["F0", "F1", "F2", "F3", "F4"], ["frozen", "end2end"]
+    assert size_plan(["paper"], names, regimes) == {"paper": (names, regimes)}  # the only size trains all
+    # a second size trains only the verifiers whose size it changes
+    assert size_plan(["small", "paper"], names, regimes)["paper"] == (["F3", "F4"], regimes)
+    scoped = size_plan(
+        ["small", "paper"], names, regimes, {"paper": {"verifiers": ["transformer"], "regimes": ["frozen"]}}
+    )
+    assert scoped == {"small": (names, regimes), "paper": (["F4"], ["frozen"])}
+    assert size_plan(["small", "paper"], ["F1"], regimes) == {"small": (["F1"], regimes)}  # nothing left at paper
+    with pytest.raises(ValueError, match="does not hold"):
+        size_plan(["small"], names, regimes, {"paper": {"verifiers": ["F4"]}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        size_plan(["paper"], names, regimes, {"paper": {"verifier": ["F4"]}})
+
+
+def test_run_study_trains_a_scoped_second_size_into_its_own_folder(tiny_encoder, tmp_path):
+    from compsense.verifiers.study import run_study
+
+    t = _triplets()
+    positives = pd.DataFrame({"sentence1": t.anchor[:4], "sentence2": ["A dog near a ball."] * 4})
+    near = t[["anchor", "negative", "family"]].rename(columns={"anchor": "sentence1", "negative": "sentence2"})[:4]
+    training, results = run_study(
+        {"model_b": t},
+        ["small", "paper"],
+        [1],
+        ["F1", "F4"],
+        ["frozen"],
+        tiny_encoder,
+        tmp_path,
+        {"toy": (positives, near, "sentence1")},
+        "tiny",
+        size_scope={"paper": {"verifiers": ["F4"]}},
+        budget_examples=8,
+        batch_size=4,
+        show_progress=False,
+    )
+    trained = set(zip(training.verifier, training["size"]))
+    assert trained == {("F1-frozen", "small"), ("F4-frozen", "small"), ("F4-frozen", "paper")}
+    assert (T.verifier_dir(tmp_path, "model_b-paper", 1, "F4-frozen") / V.CONFIG_FILE).exists()
+    assert not T.verifier_dir(tmp_path, "model_b-paper", 1, "F1-frozen").exists()
+    scored = set(zip(results.verifier_variant, results.variant))
+    assert scored == {("model_b-small", "F1-frozen"), ("model_b-small", "F4-frozen"), ("model_b-paper", "F4-frozen")}

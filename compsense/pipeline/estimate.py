@@ -29,6 +29,7 @@ from compsense.core.paths import repo_root, resolve
 from compsense.pipeline.profiles import notebook_parameters
 from compsense.pipeline.stages import notebooks, stage_key
 from compsense.retrieval.training import TrainConfig, plan_runs
+from compsense.verifiers.study import size_plan
 
 UNITS = {
     ("00", "notebook"): "notebook runs at the same settings",
@@ -142,17 +143,18 @@ def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
     if stage == "04":
         # every (training data, seed) trains each verifier once per size; sizes train at their own rates
         repeats = len(p.get("train_data") or [None]) * len(p.get("verifier_seeds") or [None])
+        plan = size_plan(p.get("sizes") or ["small"], p["verifiers"], p["regimes"], p.get("size_scope"))
         trains = [
             row(
                 _verifier_component(v, r, size),
                 p["backbone"],
                 0 if (v, r) in UNTRAINED else repeats * p["budget_examples"],
             )
-            for size in p.get("sizes") or ["small"]
-            for v in p["verifiers"]
-            for r in p["regimes"]
+            for size, (names, regimes) in plan.items()
+            for v in names
+            for r in regimes
         ]
-        scorers = len(p["verifiers"]) * len(p["regimes"]) * repeats * len(p.get("sizes") or ["small"])
+        scorers = repeats * sum(len(names) * len(regimes) for names, regimes in plan.values())
         return trains + [row("score", p["backbone"], 3 + scorers)]
     if stage == "05":
         queries, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "queries")

@@ -16,7 +16,41 @@ import pandas as pd
 from compsense.core import layout
 from compsense.core.storage import append_results
 from compsense.nearmiss import evaluation as N
+from compsense.verifiers.architectures import PAPER_SIZE, verifier_names
 from compsense.verifiers.training import fit_grid, variant_name
+
+SCOPE_KEYS = ("verifiers", "regimes")
+
+
+def size_plan(
+    sizes: Sequence[str], names: Sequence[str], regimes: Sequence[str], size_scope: dict | None = None
+) -> dict[str, tuple[list[str], list[str]]]:
+    """What each size trains: {size: (verifiers, regimes)}, sizes with nothing to train left out.
+
+    F0-F2 are one function at every size, so when `sizes` holds several they train under the first
+    only (a second folder of the same F0-F2 would cost an end-to-end training each and add nothing).
+    `size_scope` narrows a size further: {"paper": {"verifiers": ["F4"], "regimes": ["frozen"]}}
+    trains only the frozen F4 at the authors' size (their F3 costs ~280x ours a map on a CPU:
+    benchmarks/bench_verifier_sizes.py); a size it does not name trains everything.
+    """
+    scope = dict(size_scope or {})
+    stray = sorted(set(scope) - set(sizes))
+    if stray:
+        raise ValueError(f"size_scope names sizes {stray} that `sizes` {list(sizes)} does not hold; fix one of them")
+    plan = {}
+    for i, size in enumerate(sizes):
+        limits = scope.get(size) or {}
+        unknown = sorted(set(limits) - set(SCOPE_KEYS))
+        if unknown:
+            raise ValueError(f"size_scope[{size!r}]: unknown keys {unknown}; use {list(SCOPE_KEYS)}")
+        allowed = set(verifier_names(limits["verifiers"])) if "verifiers" in limits else None
+        these = [n for n in verifier_names(names) if allowed is None or n in allowed]
+        if i > 0:
+            these = [n for n in these if n in PAPER_SIZE]
+        regs = [r for r in regimes if "regimes" not in limits or r in limits["regimes"]]
+        if these and regs:
+            plan[size] = (these, regs)
+    return plan
 
 
 def run_study(
@@ -35,10 +69,11 @@ def run_study(
     include_special: bool = False,
     scorer_batch_size: int = 64,
     constants: dict | None = None,
+    size_scope: dict | None = None,
     **train_kwargs,
 ):
     """Train and evaluate every (training data, size, seed), seed by seed. Returns (training summary,
-    tidy results).
+    tidy results). Which verifiers and regimes each size trains: `size_plan`.
 
     rows_by_data: {train_data: training rows} (`verifier_data.training_rows`); sets: `nearmiss_eval.eval_sets`.
     Results carry train_data, size, recipe and verifier_variant columns; with `results_path` they
@@ -46,15 +81,16 @@ def run_study(
     """
     summaries, results = [], []
     cache_dir = layout.cache_dir(work_dir)
+    plan = size_plan(sizes, names, regimes, size_scope)
     # Seed by seed, as notebook 02's runs: a run cut short has every variant at the first seeds,
     # side by side, rather than all seeds of the first variant and nothing of the others.
     for seed in seeds:
         for train_data, rows in rows_by_data.items():
-            for size in sizes:
+            for size, (size_names, size_regimes) in plan.items():
                 variant = variant_name(train_data, size, recipe)
                 fitted, summary = fit_grid(
-                    names,
-                    regimes,
+                    size_names,
+                    size_regimes,
                     encoder,
                     rows,
                     work_dir,
