@@ -106,16 +106,18 @@ def test_a_missing_table_or_an_open_marker_names_the_file_and_the_fix(tmp_path):
 def test_separation_with_two_sizes_names_each_size_and_its_parameter_count():
     df = pd.DataFrame(
         {
-            "scorer": ["F4", "F4", "F4"],
-            "regime": ["frozen", "end2end", "frozen"],
-            "train_data": ["model_b"] * 3,
-            "size": ["small", "small", "paper"],
-            "parameters": [58433, 58433, 940065],
-            "seeds": [3, 3, 3],
-            "negatives-heldout auc": ["0.158 ± 0.027", "0.221 ± 0.042", "0.300 ± 0.010"],
+            "scorer": ["F4", "F4", "F4", "F1"],
+            "regime": ["frozen", "end2end", "frozen", "frozen"],
+            "train_data": ["model_b"] * 4,
+            "size": ["small", "small", "paper", "small"],
+            "parameters": [58433, 58433, 940065, 0],
+            "seeds": [3, 3, 3, 3],
+            "negatives-heldout auc": ["0.158 ± 0.027", "0.221 ± 0.042", "0.300 ± 0.010", "0.021 ± 0.000"],
         }
     )
     lines = T.separation(df).splitlines()
+    assert lines[2].startswith("| F1 MaxSim frozen (model_b; 3 seeds) | 0.02 |")  # one size: none named
+    lines = [lines[0], lines[1], *lines[3:]]
     small = "| F4 Transformer frozen / end2end (model_b, small: 58,433 parameters; 3 seeds) |"
     assert lines[2].startswith(small + " 0.16 ± 0.03 / 0.22 ± 0.04 |")
     assert lines[3].startswith("| F4 Transformer frozen (model_b, paper: 940,065 parameters; 3 seeds) | 0.30 ± 0.01 |")

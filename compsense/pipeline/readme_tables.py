@@ -261,7 +261,9 @@ def separation(df: pd.DataFrame) -> str:
                 if rows.empty:
                     continue
                 rows = rows.sort_values("regime", key=lambda s: s.map({"frozen": 0, "end2end": 1}).fillna(2))
-                what = train_data + (f", {size}{_parameter_count(rows)}" if len(sizes) > 1 else "")
+                # F0-F2 have one size: their label names none
+                sized = len(sizes) > 1 and scorer not in TRAINING_FREE
+                what = train_data + (f", {size}{_parameter_count(rows)}" if sized else "")
                 groups.append((f"{VERIFIER_LABELS.get(scorer, scorer)} {' / '.join(rows.regime)} ({what})", rows))
     out = []
     for label, rows in groups:
