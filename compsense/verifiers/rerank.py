@@ -597,29 +597,26 @@ def rerank_grid(
                         method_seed,
                     )
             # Cost is a property of the method, not of its seed: timed once per label and dataset.
-            if (method.label, method.regime) in timed_methods:
-                if method.encoder is not base:
-                    reranker.release()
-                continue
-            timed_methods.add((method.label, method.regime))
-            first_ms = time_first_stage(reranker, timed, depth, cost_repeats)
-            tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
-            for k in ks:
-                cost.append(
-                    dict(
-                        dataset=ds.name,
-                        variant=method.label,
-                        verifier=method.name,
-                        regime=method.regime,
-                        k=int(k),
-                        first_stage_ms=first_ms,
-                        rerank_ms=time_rerank(reranker, method.verifier, timed, k, cost_repeats),
-                        n_timed=len(timed),
-                        index_mb=reranker.index_megabytes,
-                        token_cache_mb=tokens_mb,
-                        device=str(reranker.device),
+            if (method.label, method.regime) not in timed_methods:
+                timed_methods.add((method.label, method.regime))
+                first_ms = time_first_stage(reranker, timed, depth, cost_repeats)
+                tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
+                for k in ks:
+                    cost.append(
+                        dict(
+                            dataset=ds.name,
+                            variant=method.label,
+                            verifier=method.name,
+                            regime=method.regime,
+                            k=int(k),
+                            first_stage_ms=first_ms,
+                            rerank_ms=time_rerank(reranker, method.verifier, timed, k, cost_repeats),
+                            n_timed=len(timed),
+                            index_mb=reranker.index_megabytes,
+                            token_cache_mb=tokens_mb,
+                            device=str(reranker.device),
+                        )
                     )
-                )
             if method.encoder is not base:
                 reranker.release()  # an end-to-end encoder serves this one method: free its token cache
         log.info("%s: reranked with %d methods at K=%s", ds.name, len(methods), ks)
