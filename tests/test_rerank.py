@@ -358,3 +358,6 @@ def test_seed_bootstrap_is_hierarchical_and_refuses_a_seed_missing_queries():
     assert row.ci_low < 0.12 and row.ci_high > 0.28
     with pytest.raises(ValueError, match="same queries"):
         R._seed_deltas(base, pd.concat([method(1, 0.1), method(2, 0.3).iloc[:-1]]), "ndcg@10")
+    # a query no seed reranked, which the baseline has: an error, not a design one query smaller
+    with pytest.raises(ValueError, match="same queries.*'q29'"):
+        R._seed_deltas(base, pd.concat([method(1, 0.1).iloc[:-1], method(2, 0.3).iloc[:-1]]), "ndcg@10")

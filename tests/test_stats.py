@@ -61,3 +61,20 @@ def test_paired_deltas_pairs_on_seed_and_query():
         paired_deltas(pq[~((pq.variant == "B") & (pq.seed == 43) & (pq.qid == "q0"))], "ndcg@10", "A", "B")
     with pytest.raises(ValueError, match="no per-query rows"):
         paired_deltas(pq, "ndcg@10", "A", "C")
+
+
+def test_paired_deltas_refuses_a_query_one_variant_never_had():
+    rows = [(v, s, f"q{i}", 0.5 + (0.2 if v == "B" else 0.0)) for v in ("A", "B") for s in (42, 43) for i in range(4)]
+    pq = pd.DataFrame(rows, columns=["variant", "seed", "qid", "ndcg@10"]).assign(dataset="d")
+    # B lacks q3 at every seed: dropping q3 would give a clean 2 x 3 matrix and a smaller design
+    with pytest.raises(ValueError, match=r"'B' was not evaluated on the same queries as 'A'.*'q3'"):
+        paired_deltas(pq[~((pq.variant == "B") & (pq.qid == "q3"))], "ndcg@10", "A", "B")
+    with pytest.raises(ValueError, match=r"'A' was not evaluated on the same queries as 'B'"):
+        paired_deltas(pq[~((pq.variant == "A") & (pq.qid == "q0"))], "ndcg@10", "A", "B")
+    # both variants lack q1 at seed 43 only: the seeds disagree, which the matrix cannot hold
+    with pytest.raises(ValueError, match=r"seed 43 lacks \('d', 'q1'\)"):
+        paired_deltas(pq[~((pq.seed == 43) & (pq.qid == "q1"))], "ndcg@10", "A", "B")
+    # a seed only A has is left out; the shared seeds are compared in full
+    extra = pq[(pq.variant == "A") & (pq.seed == 42)].assign(seed=44)
+    wide = paired_deltas(pd.concat([pq, extra]), "ndcg@10", "A", "B")
+    assert list(wide.index) == [42, 43] and wide.shape == (2, 4) and np.allclose(wide.to_numpy(), 0.2)

@@ -20,8 +20,9 @@ import pandas as pd
 def paired_deltas(per_query: pd.DataFrame, metric: str, a: str, b: str) -> pd.DataFrame:
     """Seeds x queries matrix of B - A (paired on seed, dataset and query id) for one backbone.
 
-    Only seeds where both variants exist and queries both have are kept; a missing pair is an
-    error rather than a silent shrink of the design."""
+    Only seeds where both variants exist are kept (a variant trained at fewer seeds is compared at
+    those it has). Within them, a query one variant has and the other lacks, or a query a seed lacks
+    that another seed has, is an error rather than a silent shrink of the design."""
     keys = ["seed", "dataset", "qid"]
     va = per_query[per_query.variant == a].groupby(keys)[metric].mean()
     vb = per_query[per_query.variant == b].groupby(keys)[metric].mean()
@@ -30,13 +31,22 @@ def paired_deltas(per_query: pd.DataFrame, metric: str, a: str, b: str) -> pd.Da
     seeds = sorted(set(va.index.get_level_values("seed")) & set(vb.index.get_level_values("seed")))
     if not seeds:
         raise ValueError(f"paired_deltas: variants {a!r} and {b!r} share no seed")
-    delta = (vb - va).dropna().reset_index()
-    delta = delta[delta.seed.isin(seeds)]
-    wide = delta.pivot_table(index="seed", columns=["dataset", "qid"], values=metric)
+    va = va[va.index.get_level_values("seed").isin(seeds)]
+    vb = vb[vb.index.get_level_values("seed").isin(seeds)]
+    fix = "re-run the evaluation so each seed of both variants has every query"
+    for this, other, name, other_name in ((va, vb, a, b), (vb, va, b, a)):
+        lacking = other.index.difference(this.index)
+        if len(lacking):
+            raise ValueError(
+                f"paired_deltas: {name!r} was not evaluated on the same queries as {other_name!r}: it lacks "
+                f"{len(lacking)} (seed, dataset, qid), e.g. {tuple(lacking[0])}; {fix}"
+            )
+    wide = (vb - va).unstack(["dataset", "qid"])
     if wide.isna().any().any():
+        seed, (dataset, qid) = next((s, q) for s, row in wide.iterrows() for q, v in row.items() if pd.isna(v))
         raise ValueError(
-            f"paired_deltas: {a!r} and {b!r} were not evaluated on the same queries for every "
-            "seed; re-run the evaluation so each seed has every query"
+            f"paired_deltas: {a!r} and {b!r} were not evaluated on the same queries for every seed: seed "
+            f"{seed} lacks ({dataset!r}, {qid!r}), which another seed has; {fix}"
         )
     return wide
 

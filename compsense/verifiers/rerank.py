@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from compsense.core import layout
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import results_file, verifier_dir
-from compsense.core.stats import hierarchical_bootstrap, holm
+from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
 from compsense.core.storage import TIDY_KEY, append_results, atomic_path, tidy
 from compsense.retrieval.harness import (
     HARNESS,
@@ -717,19 +717,26 @@ def bootstrap_vs_baseline(
 
 
 def _seed_deltas(base: pd.DataFrame, reranked: pd.DataFrame, metric: str) -> np.ndarray:
-    """Verifier seeds x queries matrix of reranked - baseline `metric`, paired on (dataset, qid); the
-    baseline (an encoder alone) is the same at every verifier seed. A seed that lacks a query the
-    others have is an error, not a smaller design."""
-    keys = ["dataset", "qid"]
-    baseline = base.groupby(keys)[metric].mean()
-    wide = reranked.pivot_table(index="seed", columns=keys, values=metric, aggfunc="mean")
-    missing = [q for q in wide.columns if q not in baseline.index]
-    if wide.isna().any().any() or missing:
+    """Verifier seeds x queries matrix of reranked - baseline `metric`, paired on (dataset, qid): the
+    baseline (an encoder alone) is the same at every verifier seed, so it is repeated at each and
+    `core.stats.paired_deltas` pairs them. A seed, or the baseline, that lacks a query the others
+    have is an error, not a smaller design."""
+    seeds = sorted(reranked.seed.unique())
+    cols = ["dataset", "qid", metric]
+    both = pd.concat(
+        [
+            *(base[cols].assign(seed=s, variant="baseline") for s in seeds),
+            reranked[["seed", *cols]].assign(variant="reranked"),
+        ],
+        ignore_index=True,
+    )
+    try:
+        return paired_deltas(both, metric, "baseline", "reranked").to_numpy(dtype=float)
+    except ValueError as err:
         raise ValueError(
-            f"rerank seeds {sorted(wide.index)}: not every verifier seed (and the baseline) was reranked on "
-            "the same queries; re-run notebook 05 so each seed covers every query"
-        )
-    return (wide - baseline.reindex(wide.columns).to_numpy()).to_numpy(dtype=float)
+            f"rerank seeds {seeds}: not every verifier seed (and the baseline) was reranked on the same "
+            f"queries ({err}); re-run notebook 05 so each seed covers every query"
+        ) from err
 
 
 def rerank_summary(results: pd.DataFrame, metric: str = "ndcg@10", weight: float = 0.0) -> pd.DataFrame:
