@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from compsense.nearmiss import evaluation as N
-from compsense.nearmiss.metrics import CHECKS, near_miss_auc, pairwise_accuracy
+from compsense.nearmiss.metrics import CHECKS, SELF_MATCH, near_miss_auc, pairwise_accuracy
 
 
 def test_near_miss_table_on_a_toy_case():
@@ -224,3 +224,82 @@ def test_separation_table_says_how_large_each_verifier_is_and_what_it_saw():
     assert sep.loc[("F4", "frozen", "model_b", "paper"), ("parameters", "")] == 940_065
     assert sep.loc[("F4", "frozen", "model_b", "small"), ("examples_seen", "")] == 2048
     assert sep.loc[("cosine Base", "", "", ""), ("parameters", "")] == ""
+
+
+def _runs_frame(values):
+    """Tidy rows of notebook 04 for runs {(variant, train_data, seed): (auc, self_match, copy)}."""
+    rows = []
+    for (variant, td, seed), checks in values.items():
+        for (family, metric), value in zip(CHECKS.values(), checks, strict=True):
+            rows.append(
+                dict(
+                    variant=variant,
+                    dataset="held",
+                    family=family,
+                    metric=metric,
+                    value=value,
+                    seed=seed,
+                    train_data=td,
+                    size="small",
+                )
+            )
+            # another set's rows must not leak into this one's runs
+            rows.append(
+                dict(
+                    variant=variant,
+                    dataset="ext",
+                    family=family,
+                    metric=metric,
+                    value=9.0,
+                    seed=seed,
+                    train_data=td,
+                    size="small",
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def test_checks_per_run_keeps_each_seed_and_splits_scorer_from_regime():
+    frame = _runs_frame(
+        {
+            ("F4-frozen", "model_b", 42): (0.2, 0.9, 0.8),
+            ("F4-frozen", "model_b", 43): (0.3, 0.8, 0.7),
+            ("F4-end2end", "balanced", 42): (0.4, 0.7, 0.6),
+            ("cosine Base", None, 42): (0.1, 1.0, 1.0),
+        }
+    )
+    runs = N.checks_per_run(frame, "held")
+    assert len(runs) == 4 and list(runs.columns) == [*N.RUN_KEYS, *CHECKS]
+    f4 = runs[(runs.scorer == "F4") & (runs.regime == "frozen")].set_index("seed")
+    assert f4.loc[43, "auc"] == 0.3 and f4.loc[42, "self_match"] == 0.9
+    base = runs[runs.scorer == "cosine Base"].iloc[0]
+    assert base.regime == "" and base.train_data == "" and base.copy_vs_near_miss == 1.0
+    assert runs[(runs.scorer == "F4") & (runs.regime == "end2end")].train_data.tolist() == ["balanced"]
+    with pytest.raises(ValueError, match="no rows for dataset 'nope'"):
+        N.checks_per_run(frame, "nope")
+
+
+def test_checks_per_run_refuses_a_run_that_lacks_a_check():
+    frame = _runs_frame({("F3-frozen", "model_b", 42): (0.2, 0.9, 0.8), ("F3-frozen", "model_b", 43): (0.3, 0.8, 0.7)})
+    gap = frame[~((frame.seed == 43) & (frame.family == SELF_MATCH))]
+    with pytest.raises(ValueError, match=r"lack a check.*seed=43.*\['self_match'\]"):
+        N.checks_per_run(gap, "held")
+
+
+def test_check_correlation_is_spearman_over_the_chosen_scorers():
+    # F4's three runs fall on one line (rho = -1); Base sits off it and is left out by `scorers`
+    frame = _runs_frame(
+        {
+            ("F4-frozen", "model_b", 42): (0.1, 0.95, 0.9),
+            ("F4-frozen", "model_b", 43): (0.2, 0.85, 0.8),
+            ("F4-frozen", "model_b", 44): (0.35, 0.6, 0.6),
+            ("cosine Base", None, 42): (0.9, 1.0, 1.0),
+        }
+    )
+    runs = N.checks_per_run(frame, "held")
+    only_f4 = N.check_correlation(runs, scorers=["F4"])
+    assert only_f4["n"] == 3 and only_f4["rho"] == pytest.approx(-1.0)
+    everything = N.check_correlation(runs)
+    assert everything["n"] == 4 and everything["rho"] == pytest.approx(0.2)  # 1 - 6 * 8 / (4 * 15)
+    two = N.check_correlation(runs[runs.seed != 44], scorers=["F4"])
+    assert two["n"] == 2 and np.isnan(two["rho"]) and np.isnan(two["p"])

@@ -100,3 +100,28 @@ def test_learning_curves_draw_one_line_per_run_coloured_by_variant():
     assert len(fig.data) == 3  # A seed 42, A seed 43, B seed 42: seeds are separate lines
     assert sorted({trace.legendgroup for trace in fig.data}) == ["A", "B"]
     assert all(list(trace.x) == [1, 2, 3] and list(trace.y) == [2.0, 1.5, 1.2] for trace in fig.data)
+
+
+def test_checks_figure_draws_one_point_per_run_with_the_goal_corner():
+    import pandas as pd
+
+    from compsense.figures.verifiers import GOAL, checks_figure
+
+    runs = pd.DataFrame(
+        {
+            "scorer": ["F4", "F4", "F3", "cosine Base"],
+            "regime": ["frozen", "end2end", "frozen", ""],
+            "train_data": ["model_b", "model_b", "balanced", ""],
+            "size": ["small"] * 3 + [""],
+            "seed": [42, 42, 43, 42],
+            "auc": [0.2, 0.3, 0.1, 0.25],
+            "self_match": [0.9, 0.8, 1.0, 1.0],
+            "copy_vs_near_miss": [0.8, 0.7, 0.95, 1.0],
+        }
+    )
+    fig = checks_figure(runs)
+    points = sorted((x, y) for trace in fig.data for x, y in zip(trace.x, trace.y, strict=True))
+    assert points == sorted(zip(runs.self_match, runs.auc, strict=True))
+    assert {trace.legendgroup.split(",")[0] for trace in fig.data} == {"F4", "F3", "cosine Base"}
+    goal = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert len(goal) == 1 and (goal[0].x0, goal[0].y0) == (GOAL["self_match"], GOAL["auc"])

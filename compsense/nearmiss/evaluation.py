@@ -28,6 +28,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 import plotly.express as px
+from scipy.stats import spearmanr
 
 from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
@@ -518,6 +519,51 @@ def separation_table(results, datasets=None, decimals: int = 3):
         names=["scorer", "regime", "train_data", "size"],
     )
     return wide
+
+
+RUN_KEYS = ["scorer", "regime", "train_data", "size", "seed"]
+
+
+def checks_per_run(results, dataset: str = "negatives-heldout") -> pd.DataFrame:
+    """One row per run on one near-miss set: scorer, regime, train_data, size, seed, then the three
+    checks of `metrics.CHECKS` as columns (near-miss AUC, self-match AUC, copy > near-miss). The
+    separation table averages these over seeds; this keeps each seed, so one can ask whether the
+    checks move together across runs. Pooled cosines are runs with regime "". A run that lacks one
+    of the checks is an error naming it (it would otherwise fall out of any correlation unseen)."""
+    data = results[results.dataset == dataset]
+    if data.empty:
+        raise ValueError(f"checks_per_run: no rows for dataset {dataset!r}; have {sorted(results.dataset.unique())}")
+    data = data.assign(
+        **{c: data[c].fillna("") if c in data.columns else "" for c in ("train_data", "size")},
+        scorer=[v.rsplit("-", 1)[0] if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else v for v in data.variant],
+        regime=[v.rsplit("-", 1)[-1] if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else "" for v in data.variant],
+    )
+    columns = {}
+    for check, (family, metric) in CHECKS.items():
+        sel = data[(data.family == family) & (data.metric == metric)]
+        columns[check] = sel.groupby(RUN_KEYS, sort=False).value.mean()
+    runs = pd.DataFrame(columns)
+    lacking = runs[runs.isna().any(axis=1)]
+    if not lacking.empty:
+        run = " ".join(f"{k}={v}" for k, v in zip(RUN_KEYS, lacking.index[0], strict=True))
+        missing = [c for c in CHECKS if pd.isna(lacking.iloc[0][c])]
+        raise ValueError(
+            f"checks_per_run: {len(lacking)} run(s) on {dataset!r} lack a check, e.g. ({run}) lacks {missing}; "
+            "re-run notebook 04 for it, or leave its rows out"
+        )
+    return runs.reset_index()
+
+
+def check_correlation(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, scorers=None) -> dict:
+    """Spearman's rho (scipy.stats.spearmanr) between two checks over the runs of `scorers` (all
+    runs when None): {"rho", "p", "n"}; rho and p are NaN with fewer than three runs or a constant
+    column, where a rank correlation says nothing."""
+    sel = runs if scorers is None else runs[runs.scorer.isin(list(scorers))]
+    n = len(sel)
+    if n < 3 or sel[x].nunique() < 2 or sel[y].nunique() < 2:
+        return {"rho": float("nan"), "p": float("nan"), "n": n}
+    result = spearmanr(sel[x], sel[y])
+    return {"rho": float(result.statistic), "p": float(result.pvalue), "n": n}
 
 
 NEARMISS_KEY = [*TIDY_KEY, "family", "verifier_variant"]

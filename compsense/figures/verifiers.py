@@ -1,0 +1,43 @@
+"""Figures of notebook 04 (verifiers) beyond the per-family bars: what one check costs another.
+
+`checks_figure` takes `compsense.nearmiss.evaluation.checks_per_run`'s table (one row per run) and
+returns a plotly Figure; `compsense.figures.export.save_figure` writes it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+
+from compsense.nearmiss.metrics import AUC, COPY_VS_NEAR_MISS, LABELS, SELF_MATCH
+
+# Issue 14's goal for a verifier that reads the edit: near-miss AUC >= 0.85 and self-match AUC >= 0.9.
+GOAL = {AUC: 0.85, SELF_MATCH: 0.9}
+
+
+def checks_figure(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, title: str | None = None):
+    """One point per run: near-miss AUC (y) against self-match AUC (x), colour = scorer, symbol =
+    regime, hover = training data, size, seed and copy > near-miss. The goal corner (both checks
+    at issue 14's thresholds) is shaded: a verifier that reads the edit lands there; one that only
+    learns to distrust near-identical pairs trades one axis for the other."""
+    data = runs.assign(regime=runs.regime.replace("", "pooled"), label=runs.scorer)
+    fig = px.scatter(
+        data,
+        x=x,
+        y=y,
+        color="label",
+        symbol="regime",
+        hover_data=["train_data", "size", "seed", COPY_VS_NEAR_MISS],
+        labels={x: LABELS[x], y: LABELS[y], "label": "scorer"},
+        range_x=[0, 1.02],
+        range_y=[0, 1.02],
+        title=title or f"{LABELS[y]} against {LABELS[x]}, one point per run",
+        template="plotly_white",
+    )
+    if x in GOAL and y in GOAL:
+        fig.add_shape(
+            type="rect", x0=GOAL[x], x1=1.0, y0=GOAL[y], y1=1.0, line_width=0, fillcolor="green", opacity=0.12
+        )
+        fig.add_annotation(x=GOAL[x], y=GOAL[y], text="goal", showarrow=False, xanchor="left", yanchor="bottom")
+    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+    return fig.update_traces(marker_size=10)
