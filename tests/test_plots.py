@@ -125,3 +125,7 @@ def test_checks_figure_draws_one_point_per_run_with_the_goal_corner():
     assert {trace.legendgroup.split(",")[0] for trace in fig.data} == {"F4", "F3", "cosine Base"}
     goal = [s for s in fig.layout.shapes if s.type == "rect"]
     assert len(goal) == 1 and (goal[0].x0, goal[0].y0) == (GOAL["self_match"], GOAL["auc"])
+    diagonal = [s for s in fig.layout.shapes if s.type == "line" and s.line.dash == "dash"]
+    assert len(diagonal) == 1 and (diagonal[0].x0, diagonal[0].y0, diagonal[0].x1, diagonal[0].y1) == (0, 1, 1, 0)
+    other_axes = checks_figure(runs, x="copy_vs_near_miss")
+    assert not [s for s in other_axes.layout.shapes if s.type in ("rect", "line") and s.line.dash == "dash"]

@@ -19,7 +19,8 @@ def checks_figure(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, title: 
     """One point per run: near-miss AUC (y) against self-match AUC (x), colour = scorer, symbol =
     regime, hover = training data, size, seed and copy > near-miss. The goal corner (both checks
     at issue 14's thresholds) is shaded: a verifier that reads the edit lands there; one that only
-    learns to distrust near-identical pairs trades one axis for the other."""
+    learns to distrust near-identical pairs trades one axis for the other, along the dashed line
+    y = 1 - x where a near-miss scores as the sentence's copy does."""
     data = runs.assign(regime=runs.regime.replace("", "pooled"), label=runs.scorer)
     fig = px.scatter(
         data,
@@ -39,5 +40,10 @@ def checks_figure(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, title: 
             type="rect", x0=GOAL[x], x1=1.0, y0=GOAL[y], y1=1.0, line_width=0, fillcolor="green", opacity=0.12
         )
         fig.add_annotation(x=GOAL[x], y=GOAL[y], text="goal", showarrow=False, xanchor="left", yanchor="bottom")
+    if (x, y) == (SELF_MATCH, AUC):
+        # Near-miss AUC is P(paraphrase > near-miss), 1 - self-match is P(paraphrase > copy): a scorer
+        # that gives a near-miss what it gives the sentence's own copy sits on this line.
+        fig.add_shape(type="line", x0=0, y0=1, x1=1, y1=0, line_dash="dash", line_color="grey")
+        fig.add_annotation(x=0.3, y=0.7, text="near-miss scored like the copy", showarrow=False, textangle=-35)
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     return fig.update_traces(marker_size=10)
