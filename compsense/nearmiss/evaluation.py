@@ -476,6 +476,12 @@ def evaluate_sets(scorers: dict, sets: dict):
     return pd.concat(frames, ignore_index=True)
 
 
+def split_variant(variant: str) -> tuple[str, str]:
+    """("F4", "frozen") from "F4-frozen"; a pooled cosine ("cosine Base") has regime ""."""
+    name, _, regime = variant.rpartition("-")
+    return (name, regime) if regime in ("frozen", "end2end") else (variant, "")
+
+
 def separation_table(results, datasets=None, decimals: int = 3):
     """The result table of notebook 04: one row per scorer x training data x size (verifiers split
     into name and regime), one column per dataset x check, each "mean ± std" over seeds (the value
@@ -510,10 +516,7 @@ def separation_table(results, datasets=None, decimals: int = 3):
     for position, col in enumerate(c for c in SIZE_COLUMNS if c in data.columns):
         largest = data.groupby(keys, sort=False)[col].max().reindex(wide.index)
         wide.insert(1 + position, col, ["" if pd.isna(v) else int(v) for v in largest])
-    name_regime = [
-        v.rsplit("-", 1) if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else (v, "")
-        for v in wide.index.get_level_values("variant")
-    ]
+    name_regime = [split_variant(v) for v in wide.index.get_level_values("variant")]
     wide.index = pd.MultiIndex.from_tuples(
         [(n, r, d, s) for (n, r), (_, d, s) in zip(name_regime, wide.index, strict=True)],
         names=["scorer", "regime", "train_data", "size"],
@@ -535,9 +538,8 @@ def checks_per_run(results, dataset: str = "negatives-heldout") -> pd.DataFrame:
         raise ValueError(f"checks_per_run: no rows for dataset {dataset!r}; have {sorted(results.dataset.unique())}")
     data = data.assign(
         **{c: data[c].fillna("") if c in data.columns else "" for c in ("train_data", "size")},
-        scorer=[v.rsplit("-", 1)[0] if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else v for v in data.variant],
-        regime=[v.rsplit("-", 1)[-1] if v.rsplit("-", 1)[-1] in ("frozen", "end2end") else "" for v in data.variant],
     )
+    data["scorer"], data["regime"] = zip(*map(split_variant, data.variant), strict=True)
     columns = {}
     for check, (family, metric) in CHECKS.items():
         sel = data[(data.family == family) & (data.metric == metric)]
