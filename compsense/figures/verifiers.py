@@ -21,15 +21,15 @@ def checks_figure(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, title: 
     at issue 14's thresholds) is shaded: a verifier that reads the edit lands there; one that only
     learns to distrust near-identical pairs trades one axis for the other, along the dashed line
     y = 1 - x where a near-miss scores as the sentence's copy does."""
-    data = runs.assign(regime=runs.regime.replace("", "pooled"), label=runs.scorer)
+    data = runs.assign(regime=runs.regime.replace("", "pooled"))
     fig = px.scatter(
         data,
         x=x,
         y=y,
-        color="label",
+        color="scorer",
         symbol="regime",
         hover_data=["train_data", "size", "seed", COPY_VS_NEAR_MISS],
-        labels={x: LABELS[x], y: LABELS[y], "label": "scorer"},
+        labels={x: LABELS[x], y: LABELS[y]},
         range_x=[0, 1.02],
         range_y=[0, 1.02],
         title=title or f"{LABELS[y]} against {LABELS[x]}, one point per run",
