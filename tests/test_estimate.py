@@ -201,8 +201,9 @@ def test_dataset_sized_units_come_from_the_runs_tables(run):
     local = E.work_units("local", run)
     # 02 evaluate: base + A, B x 3 seeds on SciFact (300 + 5,183) and NFCorpus test (323 + 3,633 texts)
     assert _row(local, "02", "evaluate", "minilm-l6").units == 7 * (5483 + 3956)
-    # 05: 5 verifiers x 2 regimes x 3 verifier seeds x 150 queries (scifact@q150 in rerank.parquet) x top-100
-    assert _row(local, "05", "rerank").units == 30 * 150 * 100
+    # 05: 5 verifiers x 2 regimes x 3 verifier seeds x 4 notebook-04 variants x 150 queries (scifact@q150 in
+    # rerank.parquet) x top-100
+    assert _row(local, "05", "rerank").units == 30 * 4 * 150 * 100
     # without a run, or for datasets no run evaluated (NanoBEIR): unknown, never guessed
     assert math.isnan(_row(E.work_units("local"), "02", "evaluate", "minilm-l6").units)
     paper = E.work_units("paper", run)
@@ -227,7 +228,7 @@ def test_rates_are_units_over_seconds(run):
     f3 = _row(m, "04", "train F3-frozen")
     assert f3.rate == 2048 / 8.0 and f3.source.endswith("verifier.json")
     assert m[m.component == "train F0-frozen"].empty  # nothing trained, nothing measured
-    assert _row(m, "05", "rerank").rate == pytest.approx(450_000 / 300.0)  # 3 verifier seeds x 150,000
+    assert _row(m, "05", "rerank").rate == pytest.approx(1_800_000 / 300.0)  # 30 methods x 4 variants x 15,000
 
 
 def test_unfinished_run_is_measured_from_its_train_log(run):

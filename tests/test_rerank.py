@@ -332,6 +332,105 @@ def test_grid_reranks_with_each_verifier_seed_and_the_bootstrap_covers_seeds(enc
     )
 
 
+def test_several_notebook04_variants_are_separate_methods_through_every_table(encoder, tmp_path):
+    from compsense.data.datasets import BeirDataset
+    from compsense.pipeline import readme_tables, report
+
+    ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
+    V.save(V.create("F3", seed=1), verifier_dir(tmp_path, "model_b-small", 42, "F3-frozen"))
+    V.save(V.create("F3", seed=2), verifier_dir(tmp_path, "balanced-small", 42, "F3-frozen"))
+    V.save(V.create("F4", seed=3, size="paper"), verifier_dir(tmp_path, "balanced-paper", 42, "F4-frozen"))
+    variants = ["model_b-small", "balanced-small", "balanced-paper"]
+    methods, notes = R.find_methods(tmp_path, ["F1", "F3", "F4"], ["frozen"], encoder, variant=variants, seed=42)
+    # F1 stands in untrained under the first variant only; each trained verifier is its variant's.
+    assert [(m.label, m.verifier_variant, m.source[:8]) for m in methods] == [
+        ("F1-frozen@model_b-small", "model_b-small", "training"),
+        ("F3-frozen@model_b-small", "model_b-small", "notebook"),
+        ("F3-frozen@balanced-small", "balanced-small", "notebook"),
+        ("F4-frozen@balanced-paper", "balanced-paper", "notebook"),
+    ]
+    assert sum("left out" in n for n in notes) == 5  # F4 of two variants, F1 and F3 of the paper one, F1 balanced
+    with pytest.raises(ValueError, match="folder names"):
+        R.find_methods(tmp_path, ["F3"], ["frozen"], encoder, variant=["model_b-small", ""])
+    grid = R.rerank_grid(
+        [ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[4], cost_queries=1, show_progress=False
+    )
+    res = grid.results
+    folders = res[res.metric == "ndcg@10"].set_index("variant").verifier_variant.to_dict()
+    assert folders == {
+        "base": "",
+        "F1-frozen@model_b-small": "model_b-small",
+        "F3-frozen@model_b-small": "model_b-small",
+        "F3-frozen@balanced-small": "balanced-small",
+        "F4-frozen@balanced-paper": "balanced-paper",
+    }
+    boot = R.bootstrap_vs_baseline(grid.per_query, n=100).set_index("variant")
+    assert boot.loc["F3-frozen@balanced-small", "verifier_variant"] == "balanced-small"
+    separation = pd.DataFrame(
+        {
+            "dataset": "negatives-heldout",
+            "family": "all",
+            "metric": "auc",
+            "variant": ["cosine Base", "F3-frozen", "F3-frozen", "F3-frozen", "F4-frozen"],
+            "verifier_variant": [None, "model_b-small", "balanced-small", "identity-small", "balanced-paper"],
+            "seed": 42,
+            "value": [0.5, 0.1, 0.3, 0.9, 0.4],
+        }
+    )
+    table = R.tradeoff_table(res, separation).set_index("label")
+    # Each variant's AUC beside its own rerank; a variant not reranked here (identity-small) is not read.
+    assert table.auc.to_dict() == {
+        "base": 0.5,
+        "F3-frozen@balanced-small": 0.3,
+        "F3-frozen@model_b-small": 0.1,
+        "F4-frozen@balanced-paper": 0.4,
+    }
+    assert table.loc["F4-frozen@balanced-paper", "kind"] == "frozen"
+    assert table.loc["F3-frozen@balanced-small", "value"] == pytest.approx(
+        res[(res.variant == "F3-frozen@balanced-small") & (res.metric == "ndcg@10")].value.mean()
+    )
+    with pytest.raises(ValueError, match="several notebook-04 variants"):  # results that cannot say which
+        R.tradeoff_table(res.drop(columns="verifier_variant"), separation)
+    fig = R.figure_tradeoff(table.reset_index())
+    assert {t.name.split(", ")[-1] for t in fig.data} >= {"model_b-small", "balanced-small", "balanced-paper"}
+    bars = R.figure_rerank(res)
+    assert {a.text for a in bars.layout.annotations} >= {f"verifier_variant={v}" for v in variants}  # one panel each
+    answer = report.rerank_answer(res, grid.per_query, n=100)
+    assert answer.variant.tolist() == [
+        "base",
+        "F1-frozen@model_b-small",
+        "F3-frozen@model_b-small",
+        "F3-frozen@balanced-small",
+        "F4-frozen@balanced-paper",
+    ]
+    markdown = readme_tables.rerank(answer)
+    assert "| F3 CNN (balanced, small) | frozen |" in markdown and "| F4 Transformer (balanced, paper) |" in markdown
+    one = report.rerank_answer(res[res.verifier_variant.isin(["", "model_b-small"])], None)
+    assert "(model_b, small)" not in readme_tables.rerank(one)  # one variant: labels as before
+
+
+def test_results_written_before_variants_were_recorded_are_set_aside_not_mixed(encoder, tmp_path, caplog):
+    from compsense.data.datasets import BeirDataset
+
+    ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
+    results = tmp_path / "results"
+    results.mkdir()
+    old = pd.DataFrame({"variant": ["F1-frozen"], "verifier": ["F1"], "metric": ["ndcg@10"], "value": [0.5]})
+    old.to_parquet(results / "rerank.parquet")
+    (results / "rerank.before-variants1.parquet").write_bytes(b"an earlier copy")
+    methods, _ = R.find_methods(tmp_path, ["F1"], ["frozen"], encoder, variant="model_b-small")
+    with caplog.at_level("WARNING"):
+        R.rerank_grid(
+            [ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[4], cost_queries=1, show_progress=False
+        )
+    aside = results / "rerank.before-variants2.parquet"
+    assert pd.read_parquet(aside).equals(old) and str(aside) in caplog.text  # kept, named, never overwritten
+    assert (results / "rerank.before-variants1.parquet").read_bytes() == b"an earlier copy"
+    new = pd.read_parquet(results / "rerank.parquet")
+    assert new.verifier_variant.notna().all() and set(new.variant) == {"base", "F1-frozen"}
+    assert R.set_aside_unlabelled(results / "rerank.parquet") is None  # a table with the column stays
+
+
 def test_seed_bootstrap_is_hierarchical_and_refuses_a_seed_missing_queries():
     qids = [f"q{i}" for i in range(30)]
     rng = np.random.default_rng(0)

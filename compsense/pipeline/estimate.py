@@ -40,7 +40,8 @@ UNITS = {
     ("03", "score"): "models scored (base + variants x seeds), each on the pairs its settings select",
     ("04", "train"): "triplets a verifier sees: budget_examples (0 for frozen F0/F1: nothing to train)",
     ("04", "score"): "scorers (3 cosines + verifiers x regimes) on the held-out pairs",
-    ("05", "rerank"): "candidates scored: verifiers x regimes x verifier seeds x queries x max(ks), + corpus",
+    ("05", "rerank"): "candidates scored: verifiers x regimes x verifier seeds x notebook-04 variants x queries x "
+    "max(ks), + corpus (variants: an upper bound, a paper-size one holds only what `size_scope` gives it)",
     ("06", "notebook"): "notebook runs at the same settings",
 }
 # Settings under which a measured rate transfers; a difference makes the row "not measured".
@@ -158,7 +159,9 @@ def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
         return trains + [row("score", p["backbone"], 3 + scorers)]
     if stage == "05":
         queries, note = _sized(p["eval_datasets"], p.get("eval_max_queries"), sizes, "queries")
-        methods = len(p["verifiers"]) * len(p["regimes"]) * len(p.get("verifier_seeds") or [None])
+        # A run made before notebook 05 read several variants has `verifier_variant`, one folder.
+        variants = len(p.get("verifier_variants") or [None])
+        methods = len(p["verifiers"]) * len(p["regimes"]) * len(p.get("verifier_seeds") or [None]) * variants
         return [row("rerank", p["backbone"], methods * queries * max(p["ks"]), note=note)]
     return [row(REST[stage], p.get("backbone") or "", 1)]
 

@@ -287,12 +287,17 @@ def rerank(df: pd.DataFrame) -> str:
     metric = df.columns[df.columns.get_loc("weight") + 1]  # rerank.csv: ..., k, weight, <metric>, mean_delta, ...
     reranked = df[df.regime != ENCODER_ONLY]
     k = int(reranked.k.max()) if not reranked.empty else None
+    # Verifiers of several notebook-04 variants: each label says its training data and size.
+    folders = df.verifier_variant.fillna("") if "verifier_variant" in df else pd.Series("", df.index)
+    several = folders[folders != ""].nunique() > 1
     rows = []
-    for r in df.to_dict("records"):
+    for r, folder in zip(df.to_dict("records"), folders, strict=True):
         if r["regime"] == ENCODER_ONLY:
             label, regime = ENCODER_LABELS.get(r["variant"], r["variant"]), "encoder only"
         else:
             label, regime = VERIFIER_LABELS.get(r["verifier"], r["verifier"]), r["regime"]
+            if several and folder:
+                label += f" ({folder.replace('-', ', ')})"
         rows.append(
             [
                 label,

@@ -302,15 +302,21 @@ def rerank_answer(
     weights = sorted(reranked.weight.astype(float).unique())
     weight = 0.0 if 0.0 in weights else weights[0]
     at = reranked[(reranked.k == k) & np.isclose(reranked.weight.astype(float), weight)]
+    # Notebook 04's variant (training data, size) of each reranker, when notebook 05 says it.
+    at = at.assign(verifier_variant=at.verifier_variant.fillna("") if "verifier_variant" in at else "")
     top = (
         at.groupby(["variant", "verifier", "regime"], sort=False, as_index=False)
-        .value.mean()
+        .agg(value=("value", "mean"), verifier_variant=("verifier_variant", "first"))
         .assign(k=k, weight=weight)
     )
-    # F0 frozen, F0 end2end, F1 frozen, ...
-    regime_order = top.regime.map({"frozen": 0, "end2end": 1}).fillna(2)
-    top = top.assign(_r=regime_order).sort_values(["verifier", "_r"], kind="stable").drop(columns="_r")
-    out = pd.concat([alone, top], ignore_index=True).rename(columns={"value": metric})
+    # Per variant in the order reranked: F0 frozen, F0 end2end, F1 frozen, ...
+    folder_order = {v: i for i, v in enumerate(dict.fromkeys(top.verifier_variant))}
+    top = (
+        top.assign(_f=top.verifier_variant.map(folder_order), _r=top.regime.map({"frozen": 0, "end2end": 1}).fillna(2))
+        .sort_values(["_f", "verifier", "_r"], kind="stable")
+        .drop(columns=["_f", "_r"])
+    )
+    out = pd.concat([alone.assign(verifier_variant=""), top], ignore_index=True).rename(columns={"value": metric})
     if per_query is not None and not per_query.empty:
         boot = bootstrap_vs_baseline(per_query, baseline="base", metric=metric, n=n, seed=seed)
         boot = boot[(boot.k == k) & np.isclose(boot.weight.astype(float), weight)]
@@ -320,7 +326,7 @@ def rerank_answer(
             how="left",
         )
     return out[
-        ["variant", "verifier", "regime", "k", "weight", metric]
+        ["variant", "verifier_variant", "verifier", "regime", "k", "weight", metric]
         + [c for c in ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries", "n_seeds") if c in out]
     ]
 

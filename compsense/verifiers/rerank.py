@@ -34,6 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 import plotly.express as px
+import pyarrow.parquet as pq
 import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
@@ -351,6 +352,23 @@ class Method:
     encoder: object
     source: str  # "notebook 04" or "training-free (untrained)"
     seed: int | None = None  # notebook 04's verifier seed; None: the grid's seed
+    verifier_variant: str = ""  # notebook 04's folder verifiers/<train_data>-<size>[-authors]/ it came from
+
+
+def method_label(name_regime: str, verifier_variant: str, variants: Sequence[str]) -> str:
+    """The label a reranker's rows carry: "F3-frozen" when notebook 05 reranks one notebook-04
+    variant, "F3-frozen@balanced-small" when it reranks several (the same verifier trained on two
+    data sets are two methods). `tradeoff_table` names notebook 04's rows the same way to join them."""
+    return name_regime if len(variants) <= 1 or not verifier_variant else f"{name_regime}@{verifier_variant}"
+
+
+def _variants(variant: str | Sequence[str]) -> list[str]:
+    variants = [variant] if isinstance(variant, str) else list(dict.fromkeys(variant))
+    if not variants or not all(isinstance(v, str) and v for v in variants):
+        raise ValueError(
+            f"verifier variants must be notebook 04's folder names such as 'model_b-small', got {variant!r}"
+        )
+    return variants
 
 
 def find_methods(
@@ -362,30 +380,37 @@ def find_methods(
     max_seq_length: int | None = 128,
     fallback: bool = True,
     include_special: bool = False,
-    variant: str = "identity-small",
+    variant: str | Sequence[str] = "identity-small",
     seed: int | Sequence[int] = 42,
 ) -> tuple[list[Method], list[str]]:
-    """The verifiers of one notebook-04 variant at one verifier seed or several (`layout.verifier_dir`:
-    {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/), each with its encoder (the
-    backbone when frozen, its own fine-tuned copy when end-to-end) and its seed, and notes.
+    """The verifiers of one notebook-04 variant or several, at one verifier seed or several
+    (`layout.verifier_dir`: {work_dir}/verifiers/<variant>/seed<seed>/<name>-<regime>/), each with
+    its encoder (the backbone when frozen, its own fine-tuned copy when end-to-end), its seed, its
+    variant and notes. With several variants, labels name the variant (`method_label`).
 
-    A missing frozen F0, F1 or F2 is replaced, with `fallback`, by an untrained one: F0 and F1 have
-    no parameters (notebook 04 does not train them frozen either), F2 keeps lam = tau = 0.1.
+    A missing frozen F0, F1 or F2 of the first variant is replaced, with `fallback`, by an untrained
+    one: F0 and F1 have no parameters (notebook 04 does not train them frozen either), F2 keeps
+    lam = tau = 0.1. Later variants get no stand-ins: they would be the same functions again (and a
+    paper-size variant has no F0-F2 at all: they have one size, trained under the first).
     Raises when nothing at all can rerank.
     """
+    variants = _variants(variant)
     seeds = [int(seed)] if isinstance(seed, (int, np.integer)) else [int(s) for s in seed]
     if not seeds:
         raise ValueError("find_methods needs at least one verifier seed")
-    methods, notes = [], []
-    for verifier_seed, regime in ((s, r) for s in seeds for r in regimes):
+    for regime in regimes:
         if regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    methods, notes = [], []
+    for folder_variant, verifier_seed, regime in ((v, s, r) for v in variants for s in seeds for r in regimes):
         for name in V.verifier_names(names):
-            label = f"{name}-{regime}"
-            folder = verifier_dir(work_dir, variant, verifier_seed, label)
+            name_regime = f"{name}-{regime}"
+            label = method_label(name_regime, folder_variant, variants)
+            folder = verifier_dir(work_dir, folder_variant, verifier_seed, name_regime)
             complete = (folder / V.CONFIG_FILE).exists() and (folder / V.WEIGHTS_FILE).exists()
             if regime == "end2end":
                 complete = complete and (folder / "encoder" / "modules.json").exists()
+            found = dict(seed=verifier_seed, verifier_variant=folder_variant)
             if complete:
                 verifier = V.load(folder, device=device)
                 encoder = base_encoder
@@ -394,13 +419,13 @@ def find_methods(
                 if regime == "end2end":
                     with quiet_transformers():
                         encoder = load_encoder(folder / "encoder", device=device, max_seq_length=max_seq_length)
-                methods.append(Method(label, name, regime, verifier, encoder, "notebook 04", verifier_seed))
-            elif fallback and regime == "frozen" and name in TRAINING_FREE:
+                methods.append(Method(label, name, regime, verifier, encoder, "notebook 04", **found))
+            elif fallback and folder_variant == variants[0] and regime == "frozen" and name in TRAINING_FREE:
                 verifier = V.create(name, include_special=include_special).eval()
                 if device is not None:
                     verifier.to(device)
                 methods.append(
-                    Method(label, name, regime, verifier, base_encoder, "training-free (untrained)", verifier_seed)
+                    Method(label, name, regime, verifier, base_encoder, "training-free (untrained)", **found)
                 )
                 notes.append(
                     f"{label}: no saved verifier at {folder}; using an untrained {name} "
@@ -413,9 +438,9 @@ def find_methods(
                 )
     if not methods:
         raise FileNotFoundError(
-            f"no verifier to rerank with under {verifier_dir(work_dir, variant, seeds[0], '')} (seeds {seeds}): run "
-            "notebooks/04_verifiers.ipynb for this profile first, or include 'frozen' in "
-            "regimes for the training-free F0-F2"
+            f"no verifier to rerank with under {verifier_dir(work_dir, variants[0], seeds[0], '')} (variants "
+            f"{variants}, seeds {seeds}): run notebooks/04_verifiers.ipynb for this profile first, or include "
+            "'frozen' in regimes for the training-free F0-F2"
         )
     return methods, notes
 
@@ -493,7 +518,7 @@ def rerank_grid(
     common = dict(backbone=backbone, **labels)
     rows, per_query, cost = [], [], []
 
-    def record(result: RetrievalResult, variant, verifier, regime, k, weight, first, row_seed=seed):
+    def record(result: RetrievalResult, variant, verifier, regime, k, weight, first, row_seed=seed, folder=""):
         ident = dict(
             seed=row_seed,
             run=f"{backbone}/{variant}-seed{row_seed}",
@@ -503,6 +528,7 @@ def rerank_grid(
             k=int(k),
             weight=float(weight),
             first_stage=first,
+            verifier_variant=folder,  # notebook 04's folder of the method; "" for an encoder alone
         )
         rows.append(result.to_tidy(**common, **ident))
         per_query.append(result.per_query_table(**common, **ident))
@@ -531,7 +557,7 @@ def rerank_grid(
                 first_stages[key] = (reranker, candidates)
             return first_stages[key]
 
-        def encoder_only(encoder, variant, regime, row_seed=seed):
+        def encoder_only(encoder, variant, regime, row_seed=seed, folder=""):
             reranker, cands = stage(encoder, variant)
             rankings = {
                 q: [reranker.doc_ids[i] for i in row[:MAX_K]] for q, row in zip(cands.qids, cands.indices.tolist())
@@ -545,6 +571,7 @@ def rerank_grid(
                 1.0,
                 variant,
                 row_seed,
+                folder,
             )
             if (variant, regime) in timed_methods:
                 return
@@ -553,6 +580,7 @@ def rerank_grid(
                 dict(
                     dataset=ds.name,
                     variant=variant,
+                    verifier_variant=folder,
                     verifier="none",
                     regime=regime,
                     k=MAX_K,
@@ -574,7 +602,9 @@ def rerank_grid(
                 reranker, cands = stage(base, "base")
                 first = "base"
             elif first_stage == "own":
-                encoder_only(method.encoder, f"{method.label}/encoder", method.regime, method_seed)
+                encoder_only(
+                    method.encoder, f"{method.label}/encoder", method.regime, method_seed, method.verifier_variant
+                )
                 reranker, cands = stage(method.encoder, method.label)
                 first = f"{method.label}/encoder"
             else:
@@ -595,6 +625,7 @@ def rerank_grid(
                         w,
                         first,
                         method_seed,
+                        method.verifier_variant,
                     )
             # Cost is a property of the method, not of its seed: timed once per label and dataset.
             if (method.label, method.regime) not in timed_methods:
@@ -606,6 +637,7 @@ def rerank_grid(
                         dict(
                             dataset=ds.name,
                             variant=method.label,
+                            verifier_variant=method.verifier_variant,
                             verifier=method.name,
                             regime=method.regime,
                             k=int(k),
@@ -626,10 +658,37 @@ def rerank_grid(
     cost_df = pd.DataFrame(cost)
     if write and rows:
         out = results_file(work_dir, "rerank").parent
+        for name in ("rerank.parquet", "rerank_per_query.parquet", "rerank_cost.parquet"):
+            set_aside_unlabelled(out / name)
         append_results(results, out / "rerank.parquet", key=RERANK_KEY)
         append_results(per_query_df, out / "rerank_per_query.parquet", key=PER_QUERY_KEY)
         append_results(cost_df, out / "rerank_cost.parquet", key=["dataset", "variant", "k"])
     return GridResult(results, per_query_df, cost_df)
+
+
+def set_aside_unlabelled(path: Path) -> Path | None:
+    """Rename a results table notebook 05 wrote before it recorded each reranker's notebook-04 variant
+    (no `verifier_variant` column) to `<name>.before-variants<n>.parquet`, so its rows, labelled
+    "F3-frozen" whatever data the verifier trained on, are not read beside the new ones (where one
+    run reranks several variants they are "F3-frozen@balanced-small", ...). Nothing is deleted: the
+    copy stays beside it and the warning names it. Returns the new path, or None when kept."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    columns = pq.read_schema(path).names  # the column names only, not the table
+    if "verifier_variant" in columns or "verifier" not in columns:
+        return None
+    n = 1
+    while (aside := path.with_name(f"{path.stem}.before-variants{n}{path.suffix}")).exists():
+        n += 1
+    path.rename(aside)
+    log.warning(
+        "%s was written before notebook 05 recorded each verifier's notebook-04 variant; moved to %s so its "
+        "rows are not mixed with this run's (re-run notebook 05 for every variant you want in the report)",
+        path,
+        aside,
+    )
+    return aside
 
 
 def time_first_stage(reranker: Reranker, queries: dict[str, str], k: int = MAX_K, repeats: int = 3) -> float:
@@ -713,6 +772,10 @@ def bootstrap_vs_baseline(
         )
     out = pd.DataFrame(rows)
     out["p_holm"] = holm(out.p_value)
+    if "verifier_variant" in reranked.columns:  # notebook 04's folder of each method (one per label)
+        folders = reranked.groupby("variant", sort=False).verifier_variant.first()
+        out.insert(1, "verifier_variant", out.variant.map(folders).fillna(""))
+        columns = [columns[0], "verifier_variant", *columns[1:]]
     return out[columns]
 
 
@@ -783,14 +846,33 @@ def tradeoff_table(
     """One row per method: near-miss separation AUC (notebook 04's verifiers.parquet) beside
     reranked `metric` at K and weight (encoder-only for the pooled Base / A / B).
 
-    Columns: label, kind (pooled / frozen / end2end), auc, auc_std, seeds, value. AUC is the mean
-    over the seeds notebook 04 trained (`auc_std` their standard deviation, NaN for one seed);
-    `auc_dataset` picks the near-miss set (negatives-heldout, sugarcrepe, condaqa)."""
+    Columns: label, kind (pooled / frozen / end2end), verifier_variant ("" for pooled), auc,
+    auc_std, seeds, value. AUC is the mean over the seeds notebook 04 trained (`auc_std` their
+    standard deviation, NaN for one seed); `auc_dataset` picks the near-miss set (negatives-heldout,
+    sugarcrepe, condaqa). Where `results` say which notebook-04 variants were reranked (its
+    `verifier_variant` column), only those variants' separation rows are read, named as notebook 05
+    names them (`method_label`); otherwise `separation` must hold one variant."""
     sep = separation[(separation.dataset == auc_dataset) & (separation.metric == "auc")]
     if "family" in sep.columns:
         sep = sep[sep.family == family]
+    folders = sep.verifier_variant.fillna("") if "verifier_variant" in sep.columns else pd.Series("", sep.index)
+    reranked_folders = (
+        [v for v in dict.fromkeys(results.verifier_variant.fillna("")) if v]
+        if "verifier_variant" in results.columns
+        else []
+    )
+    if reranked_folders:
+        keep = folders.isin(["", *reranked_folders])
+        sep, folders = sep[keep], folders[keep]
     rename = {"cosine Base": "base", "cosine Model A": "A", "cosine Model B": "B"}
-    per_seed = sep.assign(label=sep.variant.map(lambda v: rename.get(v, v)))
+    labels = [rename.get(v, method_label(v, f, reranked_folders)) for v, f in zip(sep.variant, folders, strict=True)]
+    per_seed = sep.assign(label=labels, verifier_variant=folders)
+    if per_seed.groupby("label").verifier_variant.nunique().gt(1).any():
+        raise ValueError(
+            "tradeoff_table: the separation rows hold several notebook-04 variants under one label; pass "
+            "results with a verifier_variant column (notebook 05 writes it) or keep one variant"
+        )
+    folder_of = per_seed.groupby("label").verifier_variant.first()
     stats = per_seed.groupby("label").value.agg(["mean", "std", "count"])
     auc = stats.rename(columns={"mean": "auc", "std": "auc_std", "count": "seeds"})
     df = results[results.metric == metric]
@@ -800,8 +882,10 @@ def tradeoff_table(
     pooled = df[df.regime == ENCODER_ONLY]
     value = pd.concat([pooled.groupby("variant").value.mean(), reranked.groupby("variant").value.mean()])
     out = pd.concat([auc, value.rename("value")], axis=1, join="inner").reset_index(names="label")
-    out["kind"] = [("pooled" if lab in ("base", "A", "B") else lab.rsplit("-", 1)[-1]) for lab in out.label]
-    return out[["label", "kind", "auc", "auc_std", "seeds", "value"]]
+    regime = out.label.str.split("@").str[0].str.rsplit("-", n=1).str[-1]  # "F3-frozen@balanced-small": frozen
+    out["kind"] = regime.where(~out.label.isin(["base", "A", "B"]), "pooled")
+    out["verifier_variant"] = out.label.map(folder_of).fillna("")
+    return out[["label", "kind", "verifier_variant", "auc", "auc_std", "seeds", "value"]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -812,13 +896,17 @@ def figure_rerank(
     results: pd.DataFrame, k: int | None = None, weight: float = 0.0, metric: str = "ndcg@10", title: str | None = None
 ):
     """Figure 2: reranked `metric` per verifier, frozen vs end-to-end bars (mean over datasets),
-    with the encoder-only Base / Model A / Model B as horizontal lines."""
+    with the encoder-only Base / Model A / Model B as horizontal lines; one panel per notebook-04
+    variant (training data and size) when several were reranked."""
     df = results[results.metric == metric]
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
+    if "verifier_variant" not in reranked.columns:
+        reranked = reranked.assign(verifier_variant="")
+    reranked = reranked.assign(verifier_variant=reranked.verifier_variant.fillna(""))
     k = int(k if k is not None else reranked.k.max())
     bars = (
         reranked[reranked.k == k]
-        .groupby(["verifier", "regime"], as_index=False)
+        .groupby(["verifier_variant", "verifier", "regime"], as_index=False, sort=False)
         .agg(value=("value", "mean"), n_datasets=("dataset", "nunique"))
     )
     fig = px.bar(
@@ -827,6 +915,7 @@ def figure_rerank(
         y="value",
         color="regime",
         barmode="group",
+        facet_col="verifier_variant" if bars.verifier_variant.nunique() > 1 else None,
         hover_data=["n_datasets"],
         category_orders={"verifier": ["F0", "F1", "F2", "F3", "F4"], "regime": ["frozen", "end2end"]},
         labels={"value": f"{metric} after reranking", "verifier": ""},
@@ -882,12 +971,20 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     notebook 04's seeds when there are several), y = retrieval `metric`. Up and to the right is
     sensitivity without the retrieval cost."""
     error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
+    several = "verifier_variant" in table.columns and table.verifier_variant.replace("", np.nan).nunique() > 1
+    if several:  # the symbol says which notebook-04 variant (training data, size) a verifier is
+        table = table.assign(
+            trained_on=table.verifier_variant.replace("", "pooled (encoder)"),
+            name=table.label.str.split("@").str[0],  # the symbol names the variant; the text need not
+        )
     fig = px.scatter(
         table,
         x="auc",
         y="value",
         color="kind",
-        text="label",
+        symbol="trained_on" if several else None,
+        text="name" if several else "label",
+        hover_data=["label"],
         error_x=error,
         category_orders={"kind": ["pooled", "frozen", "end2end"]},
         labels={
