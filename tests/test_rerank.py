@@ -340,16 +340,23 @@ def test_several_notebook04_variants_are_separate_methods_through_every_table(en
     V.save(V.create("F3", seed=1), verifier_dir(tmp_path, "model_b-small", 42, "F3-frozen"))
     V.save(V.create("F3", seed=2), verifier_dir(tmp_path, "balanced-small", 42, "F3-frozen"))
     V.save(V.create("F4", seed=3, size="paper"), verifier_dir(tmp_path, "balanced-paper", 42, "F4-frozen"))
+    for folder in ("model_b-small", "balanced-small"):  # notebook 04 saves F1 frozen under each variant
+        V.save(V.create("F1"), verifier_dir(tmp_path, folder, 42, "F1-frozen"))
     variants = ["model_b-small", "balanced-small", "balanced-paper"]
     methods, notes = R.find_methods(tmp_path, ["F1", "F3", "F4"], ["frozen"], encoder, variant=variants, seed=42)
-    # F1 stands in untrained under the first variant only; each trained verifier is its variant's.
+    # F1 (no parameters) is reranked once, under the first variant; each trained verifier is its variant's.
     assert [(m.label, m.verifier_variant, m.source[:8]) for m in methods] == [
-        ("F1-frozen@model_b-small", "model_b-small", "training"),
+        ("F1-frozen@model_b-small", "model_b-small", "notebook"),
         ("F3-frozen@model_b-small", "model_b-small", "notebook"),
         ("F3-frozen@balanced-small", "balanced-small", "notebook"),
         ("F4-frozen@balanced-paper", "balanced-paper", "notebook"),
     ]
-    assert sum("left out" in n for n in notes) == 5  # F4 of two variants, F1 and F3 of the paper one, F1 balanced
+    assert sum("left out" in n for n in notes) == 4  # F4 of two small variants, F1 and F3 of the paper one
+    assert any(n.startswith("F1-frozen@balanced-small: no parameters") for n in notes)
+    methods_alone, _ = R.find_methods(tmp_path, ["F1"], ["frozen"], encoder, variant="balanced-small")
+    assert [m.source for m in methods_alone] == ["notebook 04"]  # first (only) variant: reranked
+    methods_fallback, _ = R.find_methods(tmp_path, ["F0"], ["frozen"], encoder, variant=variants)
+    assert [m.label for m in methods_fallback] == ["F0-frozen@model_b-small"]  # a stand-in under the first only
     with pytest.raises(ValueError, match="folder names"):
         R.find_methods(tmp_path, ["F3"], ["frozen"], encoder, variant=["model_b-small", ""])
     grid = R.rerank_grid(

@@ -390,8 +390,9 @@ def find_methods(
 
     A missing frozen F0, F1 or F2 of the first variant is replaced, with `fallback`, by an untrained
     one: F0 and F1 have no parameters (notebook 04 does not train them frozen either), F2 keeps
-    lam = tau = 0.1. Later variants get no stand-ins: they would be the same functions again (and a
-    paper-size variant has no F0-F2 at all: they have one size, trained under the first).
+    lam = tau = 0.1. Later variants get no stand-ins, and their saved frozen verifiers without
+    parameters (F0, F1, a fixed F2) are left out with a note: they are the same functions again (and
+    a paper-size variant has no F0-F2 at all: they have one size, trained under the first).
     Raises when nothing at all can rerank.
     """
     variants = _variants(variant)
@@ -413,6 +414,11 @@ def find_methods(
             found = dict(seed=verifier_seed, verifier_variant=folder_variant)
             if complete:
                 verifier = V.load(folder, device=device)
+                if regime == "frozen" and folder_variant != variants[0] and V.n_parameters(verifier) == 0:
+                    # F0, F1 and a fixed F2 are one function whatever data notebook 04 "trained" them on:
+                    # reranking them again under each variant would only repeat rows (and Holm's tests).
+                    notes.append(f"{label}: no parameters, the same function as under {variants[0]} (reranked once)")
+                    continue
                 encoder = base_encoder
                 if regime == "frozen":
                     notes += _encoder_mismatch(label, folder, base_encoder)
