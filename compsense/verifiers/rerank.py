@@ -902,8 +902,8 @@ def figure_rerank(
     results: pd.DataFrame, k: int | None = None, weight: float = 0.0, metric: str = "ndcg@10", title: str | None = None
 ):
     """Figure 2: reranked `metric` per verifier, frozen vs end-to-end bars (mean over datasets),
-    with the encoder-only Base / Model A / Model B as horizontal lines; one panel per notebook-04
-    variant (training data and size) when several were reranked."""
+    with the encoder-only Base / Model A / Model B as horizontal lines. When several notebook-04
+    variants were reranked, each (regime, variant) is its own bar beside the others of that verifier."""
     df = results[results.metric == metric]
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
     if "verifier_variant" not in reranked.columns:
@@ -915,15 +915,18 @@ def figure_rerank(
         .groupby(["verifier_variant", "verifier", "regime"], as_index=False, sort=False)
         .agg(value=("value", "mean"), n_datasets=("dataset", "nunique"))
     )
+    several = bars.verifier_variant.nunique() > 1
+    order = {"frozen": 0, "end2end": 1}
+    bars = bars.assign(_r=bars.regime.map(order).fillna(2)).sort_values(["_r"], kind="stable").drop(columns="_r")
+    bars["series"] = bars.regime + (", " + bars.verifier_variant if several else "")
     fig = px.bar(
         bars,
         x="verifier",
         y="value",
-        color="regime",
+        color="series",
         barmode="group",
-        facet_col="verifier_variant" if bars.verifier_variant.nunique() > 1 else None,
-        hover_data=["n_datasets"],
-        category_orders={"verifier": ["F0", "F1", "F2", "F3", "F4"], "regime": ["frozen", "end2end"]},
+        hover_data=["n_datasets", "verifier_variant"],
+        category_orders={"verifier": ["F0", "F1", "F2", "F3", "F4"]},
         labels={"value": f"{metric} after reranking", "verifier": ""},
         title=title or f"Reranking the pooled top-{k} with each verifier (w = {weight:g})",
     )
@@ -940,7 +943,7 @@ def figure_rerank(
                 annotation_text=f"{names[variant]} encoder only ({only[variant]:.3f})",
                 annotation_position=where,
             )
-    fig.update_layout(template="plotly_white", legend_title_text="regime")
+    fig.update_layout(template="plotly_white", legend_title_text="regime, trained on" if several else "regime")
     return fig
 
 
