@@ -30,7 +30,7 @@ import pandas as pd
 from compsense.core.paths import resolve
 from compsense.core.storage import write_text
 from compsense.pipeline.report import TABLES_DIR
-from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE
+from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, variant_folders
 
 MARKER = re.compile(
     r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->", re.S | re.M
@@ -288,7 +288,7 @@ def rerank(df: pd.DataFrame) -> str:
     reranked = df[df.regime != ENCODER_ONLY]
     k = int(reranked.k.max()) if not reranked.empty else None
     # Verifiers of several notebook-04 variants: each label says its training data and size.
-    folders = df.verifier_variant.fillna("") if "verifier_variant" in df else pd.Series("", df.index)
+    folders = variant_folders(df)
     several = folders[folders != ""].nunique() > 1
     rows = []
     for r, folder in zip(df.to_dict("records"), folders, strict=True):

@@ -30,7 +30,7 @@ from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import display_frame, estimate, headline
 from compsense.pipeline.profiles import load_profile
 from compsense.retrieval.harness import dose_response, table1, variant_table
-from compsense.verifiers.rerank import ENCODER_ONLY, bootstrap_vs_baseline
+from compsense.verifiers.rerank import ENCODER_ONLY, bootstrap_vs_baseline, variant_folders
 
 # Result tables the stages write, with the heading of the section that shows all of them.
 SECTIONS = [
@@ -303,7 +303,7 @@ def rerank_answer(
     weight = 0.0 if 0.0 in weights else weights[0]
     at = reranked[(reranked.k == k) & np.isclose(reranked.weight.astype(float), weight)]
     # Notebook 04's variant (training data, size) of each reranker, when notebook 05 says it.
-    at = at.assign(verifier_variant=at.verifier_variant.fillna("") if "verifier_variant" in at else "")
+    at = at.assign(verifier_variant=variant_folders(at))
     top = (
         at.groupby(["variant", "verifier", "regime"], sort=False, as_index=False)
         .agg(value=("value", "mean"), verifier_variant=("verifier_variant", "first"))

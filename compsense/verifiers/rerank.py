@@ -44,6 +44,7 @@ from compsense.core.encoders import encode_pooled, load_encoder, quiet_transform
 from compsense.core.layout import results_file, verifier_dir
 from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
 from compsense.core.storage import TIDY_KEY, append_results, atomic_path, tidy
+from compsense.nearmiss.evaluation import split_variant
 from compsense.retrieval.harness import (
     HARNESS,
     MAX_K,
@@ -360,6 +361,14 @@ def method_label(name_regime: str, verifier_variant: str, variants: Sequence[str
     variant, "F3-frozen@balanced-small" when it reranks several (the same verifier trained on two
     data sets are two methods). `tradeoff_table` names notebook 04's rows the same way to join them."""
     return name_regime if len(variants) <= 1 or not verifier_variant else f"{name_regime}@{verifier_variant}"
+
+
+def variant_folders(df: pd.DataFrame) -> pd.Series:
+    """Each row's notebook-04 folder (`verifier_variant`), "" for an encoder alone, a pooled cosine,
+    or a table written before the column existed."""
+    if "verifier_variant" not in df.columns:
+        return pd.Series("", index=df.index, dtype=object)
+    return df.verifier_variant.fillna("")
 
 
 def _variants(variant: str | Sequence[str]) -> list[str]:
@@ -861,12 +870,8 @@ def tradeoff_table(
     sep = separation[(separation.dataset == auc_dataset) & (separation.metric == "auc")]
     if "family" in sep.columns:
         sep = sep[sep.family == family]
-    folders = sep.verifier_variant.fillna("") if "verifier_variant" in sep.columns else pd.Series("", sep.index)
-    reranked_folders = (
-        [v for v in dict.fromkeys(results.verifier_variant.fillna("")) if v]
-        if "verifier_variant" in results.columns
-        else []
-    )
+    folders = variant_folders(sep)
+    reranked_folders = [v for v in dict.fromkeys(variant_folders(results)) if v]
     if reranked_folders:
         keep = folders.isin(["", *reranked_folders])
         sep, folders = sep[keep], folders[keep]
@@ -878,7 +883,7 @@ def tradeoff_table(
             "tradeoff_table: the separation rows hold several notebook-04 variants under one label; pass "
             "results with a verifier_variant column (notebook 05 writes it) or keep one variant"
         )
-    folder_of = per_seed.groupby("label").verifier_variant.first()
+    of_label = per_seed.groupby("label")[["variant", "verifier_variant"]].first()
     stats = per_seed.groupby("label").value.agg(["mean", "std", "count"])
     auc = stats.rename(columns={"mean": "auc", "std": "auc_std", "count": "seeds"})
     df = results[results.metric == metric]
@@ -888,9 +893,8 @@ def tradeoff_table(
     pooled = df[df.regime == ENCODER_ONLY]
     value = pd.concat([pooled.groupby("variant").value.mean(), reranked.groupby("variant").value.mean()])
     out = pd.concat([auc, value.rename("value")], axis=1, join="inner").reset_index(names="label")
-    regime = out.label.str.split("@").str[0].str.rsplit("-", n=1).str[-1]  # "F3-frozen@balanced-small": frozen
-    out["kind"] = regime.where(~out.label.isin(["base", "A", "B"]), "pooled")
-    out["verifier_variant"] = out.label.map(folder_of).fillna("")
+    out = out.join(of_label, on="label")
+    out["kind"] = [split_variant(v)[1] or "pooled" for v in out.variant]  # "cosine Base" has no regime
     return out[["label", "kind", "verifier_variant", "auc", "auc_std", "seeds", "value"]]
 
 
@@ -906,9 +910,7 @@ def figure_rerank(
     variants were reranked, each (regime, variant) is its own bar beside the others of that verifier."""
     df = results[results.metric == metric]
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
-    if "verifier_variant" not in reranked.columns:
-        reranked = reranked.assign(verifier_variant="")
-    reranked = reranked.assign(verifier_variant=reranked.verifier_variant.fillna(""))
+    reranked = reranked.assign(verifier_variant=variant_folders(reranked))
     k = int(k if k is not None else reranked.k.max())
     bars = (
         reranked[reranked.k == k]
@@ -916,8 +918,10 @@ def figure_rerank(
         .agg(value=("value", "mean"), n_datasets=("dataset", "nunique"))
     )
     several = bars.verifier_variant.nunique() > 1
-    order = {"frozen": 0, "end2end": 1}
-    bars = bars.assign(_r=bars.regime.map(order).fillna(2)).sort_values(["_r"], kind="stable").drop(columns="_r")
+    order = {r: i for i, r in enumerate(REGIMES)}
+    bars = (
+        bars.assign(_r=bars.regime.map(order).fillna(len(order))).sort_values(["_r"], kind="stable").drop(columns="_r")
+    )
     bars["series"] = bars.regime + (", " + bars.verifier_variant if several else "")
     fig = px.bar(
         bars,
@@ -980,7 +984,7 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     notebook 04's seeds when there are several), y = retrieval `metric`. Up and to the right is
     sensitivity without the retrieval cost."""
     error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
-    several = "verifier_variant" in table.columns and table.verifier_variant.replace("", np.nan).nunique() > 1
+    several = variant_folders(table).replace("", np.nan).nunique() > 1
     if several:  # the symbol says which notebook-04 variant (training data, size) a verifier is
         table = table.assign(
             trained_on=table.verifier_variant.replace("", "pooled (encoder)"),
