@@ -467,3 +467,10 @@ def test_seed_bootstrap_is_hierarchical_and_refuses_a_seed_missing_queries():
     # a query no seed reranked, which the baseline has: an error, not a design one query smaller
     with pytest.raises(ValueError, match="same queries.*'q29'"):
         R._seed_deltas(base, pd.concat([method(1, 0.1).iloc[:-1], method(2, 0.3).iloc[:-1]]), "ndcg@10")
+
+
+def test_regime_rank_puts_frozen_before_end2end_and_unknown_last():
+    ranks = R.regime_rank(pd.Series(["end2end", None, "frozen", "later"]))
+    assert ranks.tolist() == [1.0, 2.0, 0.0, 2.0]
+    rows = pd.DataFrame({"regime": ["end2end", "frozen"], "v": [1, 2]})
+    assert rows.sort_values("regime", key=R.regime_rank).v.tolist() == [2, 1]

@@ -30,7 +30,7 @@ import pandas as pd
 from compsense.core.paths import resolve
 from compsense.core.storage import write_text
 from compsense.pipeline.report import TABLES_DIR
-from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, variant_folders
+from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, regime_rank, variant_folders
 
 MARKER = re.compile(
     r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->", re.S | re.M
@@ -260,7 +260,7 @@ def separation(df: pd.DataFrame) -> str:
                 ]
                 if rows.empty:
                     continue
-                rows = rows.sort_values("regime", key=lambda s: s.map({"frozen": 0, "end2end": 1}).fillna(2))
+                rows = rows.sort_values("regime", key=regime_rank, kind="stable")
                 # F0-F2 have one size: their label names none
                 sized = len(sizes) > 1 and scorer not in TRAINING_FREE
                 what = train_data + (f", {size}{_parameter_count(rows)}" if sized else "")

@@ -30,7 +30,7 @@ from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import display_frame, estimate, headline
 from compsense.pipeline.profiles import load_profile
 from compsense.retrieval.harness import dose_response, table1, variant_table
-from compsense.verifiers.rerank import ENCODER_ONLY, bootstrap_vs_baseline, variant_folders
+from compsense.verifiers.rerank import ENCODER_ONLY, bootstrap_vs_baseline, regime_rank, variant_folders
 
 # Result tables the stages write, with the heading of the section that shows all of them.
 SECTIONS = [
@@ -312,7 +312,7 @@ def rerank_answer(
     # Per variant in the order reranked: F0 frozen, F0 end2end, F1 frozen, ...
     folder_order = {v: i for i, v in enumerate(dict.fromkeys(top.verifier_variant))}
     top = (
-        top.assign(_f=top.verifier_variant.map(folder_order), _r=top.regime.map({"frozen": 0, "end2end": 1}).fillna(2))
+        top.assign(_f=top.verifier_variant.map(folder_order), _r=regime_rank(top.regime))
         .sort_values(["_f", "verifier", "_r"], kind="stable")
         .drop(columns=["_f", "_r"])
     )

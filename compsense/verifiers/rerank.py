@@ -371,6 +371,12 @@ def variant_folders(df: pd.DataFrame) -> pd.Series:
     return df.verifier_variant.fillna("")
 
 
+def regime_rank(regime: pd.Series) -> pd.Series:
+    """Each row's place in `training.REGIMES` (frozen before end2end); an unknown regime, or none
+    (an encoder alone), sorts last. The one sort key for tables and figures that list regimes."""
+    return regime.map({r: i for i, r in enumerate(REGIMES)}).fillna(len(REGIMES))
+
+
 def _variants(variant: str | Sequence[str]) -> list[str]:
     variants = [variant] if isinstance(variant, str) else list(dict.fromkeys(variant))
     if not variants or not all(isinstance(v, str) and v for v in variants):
@@ -918,10 +924,7 @@ def figure_rerank(
         .agg(value=("value", "mean"), n_datasets=("dataset", "nunique"))
     )
     several = bars.verifier_variant.nunique() > 1
-    order = {r: i for i, r in enumerate(REGIMES)}
-    bars = (
-        bars.assign(_r=bars.regime.map(order).fillna(len(order))).sort_values(["_r"], kind="stable").drop(columns="_r")
-    )
+    bars = bars.assign(_r=regime_rank(bars.regime)).sort_values(["_r"], kind="stable").drop(columns="_r")
     bars["series"] = bars.regime + (", " + bars.verifier_variant if several else "")
     fig = px.bar(
         bars,
