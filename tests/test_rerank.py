@@ -398,8 +398,18 @@ def test_several_notebook04_variants_are_separate_methods_through_every_table(en
     )
     with pytest.raises(ValueError, match="several notebook-04 variants"):  # results that cannot say which
         R.tradeoff_table(res.drop(columns="verifier_variant"), separation)
+    assert table.verifier.to_dict() == {
+        "base": "",
+        "F3-frozen@balanced-small": "F3",
+        "F3-frozen@model_b-small": "F3",
+        "F4-frozen@balanced-paper": "F4",
+    }
     fig = R.figure_tradeoff(table.reset_index())
-    assert {t.name.split(", ")[-1] for t in fig.data} >= {"model_b-small", "balanced-small", "balanced-paper"}
+    # colour = verifier, symbol = variant; the pooled Base is a line named in the legend, not a point
+    points = {t.name for t in fig.data if t.mode == "markers"}
+    assert points == {"F3, model_b-small", "F3, balanced-small", "F4, balanced-paper"}
+    base = ("Base encoder only (AUC 0.50)", table.loc["base", "value"])
+    assert [(t.name, t.y[0]) for t in fig.data if t.mode == "lines"] == [base]
     bars = R.figure_rerank(res)
     assert {t.name for t in bars.data} == {"frozen, model_b-small", "frozen, balanced-small", "frozen, balanced-paper"}
     answer = report.rerank_answer(res, grid.per_query, n=100)

@@ -24,6 +24,7 @@ apart; this module asks whether that sensitivity survives as retrieval quality, 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -34,6 +35,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 import plotly.express as px
+import plotly.graph_objects as go
 import pyarrow.parquet as pq
 import torch
 from safetensors.torch import load_file, save_file
@@ -867,7 +869,8 @@ def tradeoff_table(
     """One row per method: near-miss separation AUC (notebook 04's verifiers.parquet) beside
     reranked `metric` at K and weight (encoder-only for the pooled Base / A / B).
 
-    Columns: label, kind (pooled / frozen / end2end), verifier_variant ("" for pooled), auc,
+    Columns: label, verifier (F0-F4, "" for pooled), kind (pooled / frozen / end2end),
+    verifier_variant ("" for pooled), auc,
     auc_std, seeds, value. AUC is the mean over the seeds notebook 04 trained (`auc_std` their
     standard deviation, NaN for one seed); `auc_dataset` picks the near-miss set (negatives-heldout,
     sugarcrepe, condaqa). Where `results` say which notebook-04 variants were reranked (its
@@ -900,8 +903,10 @@ def tradeoff_table(
     value = pd.concat([pooled.groupby("variant").value.mean(), reranked.groupby("variant").value.mean()])
     out = pd.concat([auc, value.rename("value")], axis=1, join="inner").reset_index(names="label")
     out = out.join(of_label, on="label")
-    out["kind"] = [split_variant(v)[1] or "pooled" for v in out.variant]  # "cosine Base" has no regime
-    return out[["label", "kind", "verifier_variant", "auc", "auc_std", "seeds", "value"]]
+    parts = [split_variant(v) for v in out.variant]
+    out["verifier"] = [name if regime else "" for name, regime in parts]
+    out["kind"] = [regime or "pooled" for _, regime in parts]  # "cosine Base" has no regime
+    return out[["label", "verifier", "kind", "verifier_variant", "auc", "auc_std", "seeds", "value"]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -983,35 +988,74 @@ def figure_k_sweep(results: pd.DataFrame, weight: float = 0.0, metric: str = "nd
 
 
 def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "ndcg@10"):
-    """Beyond the paper: one point per method, x = near-miss separation AUC (± its std over
-    notebook 04's seeds when there are several), y = retrieval `metric`. Up and to the right is
-    sensitivity without the retrieval cost."""
+    """Beyond the paper: x = near-miss separation AUC (± its std over notebook 04's seeds when there
+    are several), y = retrieval `metric`, one panel per regime (frozen, end2end). Colour = verifier,
+    symbol = notebook-04 variant (training data, size) when several were reranked; each pooled
+    encoder (Base / A / B, no reranking) is a horizontal line named in the legend with its AUC, so a
+    point above the Base line reranks better than the encoder alone. Up and to the right is
+    sensitivity without the retrieval cost. No text on the points (about twenty of them sit close
+    together): the legend and the hover name them."""
     error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
-    several = variant_folders(table).replace("", np.nan).nunique() > 1
-    if several:  # the symbol says which notebook-04 variant (training data, size) a verifier is
-        table = table.assign(
-            trained_on=table.verifier_variant.replace("", "pooled (encoder)"),
-            name=table.label.str.split("@").str[0],  # the symbol names the variant; the text need not
-        )
+    verifier = table["verifier"] if "verifier" in table.columns else table.label.str.split("-").str[0]
+    table = table.assign(verifier=verifier, trained_on=variant_folders(table))
+    pooled, points = table[table.kind == "pooled"], table[table.kind != "pooled"]
+    folders = list(dict.fromkeys(points.trained_on))
+    several = len(folders) > 1
+    regimes = [r for r in REGIMES if r in set(points.kind)] + sorted(set(points.kind) - set(REGIMES))
+    x_label = "near-miss separation AUC (notebook 04)"
     fig = px.scatter(
-        table,
+        points,
         x="auc",
         y="value",
-        color="kind",
+        color="verifier",
         symbol="trained_on" if several else None,
-        text="name" if several else "label",
-        hover_data=["label"],
+        facet_col="kind" if len(regimes) > 1 else None,
+        hover_name="label",
+        hover_data=[c for c in ("seeds", "auc_std") if c in points.columns],
         error_x=error,
-        category_orders={"kind": ["pooled", "frozen", "end2end"]},
+        category_orders={"kind": regimes, "verifier": sorted(set(points.verifier)), "trained_on": folders},
         labels={
-            "auc": "near-miss separation AUC (notebook 04)",
-            "value": f"{metric} (reranked{'' if k is None else f' top-{k}'}; pooled: encoder only)",
+            "auc": x_label,
+            "value": f"{metric} (reranked{'' if k is None else f' top-{k}'})",
+            "trained_on": "variant",
         },
         title="Compositional sensitivity against retrieval quality",
     )
-    fig.update_traces(textposition="top center", marker_size=11)
-    fig.add_vline(x=0.5, line_dash="dot", line_color="gray", annotation_text="chance")
-    fig.update_layout(template="plotly_white")
+    fig.update_traces(marker_size=11)
+    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("kind=", "")))
+    if len(regimes) > 1:  # one axis title under both panels, not one per panel
+        fig.for_each_xaxis(lambda axis: axis.update(title_text=""))
+        fig.add_annotation(text=x_label, x=0.5, y=-0.12, xref="paper", yref="paper", showarrow=False, font_size=14)
+    # The encoders alone as lines across every panel, named in the legend: their values are often
+    # too close for labels on the plot.
+    names = {"base": "Base", "A": "Model A", "B": "Model B"}
+    high = max(0.55, float((points.auc + points.get("auc_std", 0).fillna(0)).max()) + 0.03) if len(points) else 0.55
+    dashes = itertools.cycle(("dot", "dash", "dashdot", "longdash"))
+    for (_, row), dash in zip(pooled.iterrows(), dashes):
+        for col in range(1, max(len(regimes), 1) + 1):
+            fig.add_trace(
+                go.Scatter(
+                    x=[-0.02, high],
+                    y=[float(row.value)] * 2,
+                    mode="lines",
+                    line={"dash": dash, "color": "gray", "width": 1.5},
+                    name=f"{names.get(row.label, row.label)} encoder only (AUC {row.auc:.2f})",
+                    legendgroup=f"pooled-{row.label}",
+                    showlegend=col == 1,
+                    hoverinfo="name+y",
+                ),
+                row=1,
+                col=col,
+            )
+    fig.add_vline(
+        x=0.5, line_dash="dot", line_color="gray", annotation_text="chance", annotation_position="bottom left"
+    )
+    values = pd.concat([points.value, pooled.value]).astype(float)
+    pad = max(0.01, 0.05 * float(values.max() - values.min())) if len(values) else 0.01
+    fig.update_xaxes(range=[-0.03, high])
+    if len(values):  # the lines' traces would otherwise let plotly pick a range that hides the points
+        fig.update_yaxes(range=[float(values.min()) - pad, float(values.max()) + pad])
+    fig.update_layout(template="plotly_white", margin={"b": 90})
     return fig
 
 
