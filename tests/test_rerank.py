@@ -287,6 +287,12 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
     assert table.set_index("label").kind.to_dict() == {"base": "pooled", "F0-frozen": "frozen", "F1-frozen": "frozen"}
     for fig in (R.figure_rerank(res), R.figure_k_sweep(res), R.figure_tradeoff(table)):
         assert fig.data
+    # a table of one seed each and no std column (an older notebook-05 output) still draws, to AUC 0.9
+    one_seed = table.drop(columns=["auc_std", "verifier"])
+    wide = R.figure_tradeoff(
+        one_seed.assign(auc=one_seed.label.map({"base": 0.5, "F0-frozen": 0.55, "F1-frozen": 0.9}))
+    )
+    assert wide.layout.xaxis.range[1] == pytest.approx(0.93)
 
 
 def test_find_methods_notes_a_frozen_verifier_trained_on_another_encoder(encoder, tiny_encoder, tmp_path):

@@ -1029,7 +1029,8 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     # The encoders alone as lines across every panel, named in the legend: their values are often
     # too close for labels on the plot.
     names = {"base": "Base", "A": "Model A", "B": "Model B"}
-    high = max(0.55, float((points.auc + points.get("auc_std", 0).fillna(0)).max()) + 0.03) if len(points) else 0.55
+    reach = points.auc + (points["auc_std"].fillna(0) if "auc_std" in points.columns else 0)  # error bars' end
+    high = max(0.55, float(reach.max()) + 0.03) if len(points) else 0.55
     dashes = itertools.cycle(("dot", "dash", "dashdot", "longdash"))
     for (_, row), dash in zip(pooled.iterrows(), dashes):
         for col in range(1, max(len(regimes), 1) + 1):
