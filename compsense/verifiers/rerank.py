@@ -1001,7 +1001,7 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     pooled, points = table[table.kind == "pooled"], table[table.kind != "pooled"]
     folders = list(dict.fromkeys(points.trained_on))
     several = len(folders) > 1
-    regimes = [r for r in REGIMES if r in set(points.kind)] + sorted(set(points.kind) - set(REGIMES))
+    regimes = points.kind.drop_duplicates().sort_values(key=regime_rank, kind="stable").tolist()
     x_label = "near-miss separation AUC (notebook 04)"
     fig = px.scatter(
         points,
