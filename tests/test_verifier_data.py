@@ -61,7 +61,8 @@ def test_balanced_rows_pair_each_copy_row_with_a_paraphrase_row_whose_negative_e
             n in {c.text for c in candidates(x, f)} for x, n, f in zip(frame[source], frame.negative, frame.family)
         )
     report = D.overlap_report(table).set_index("row_kind")
-    assert report.loc["identity", "difference"] > 0.2  # a copy against a near-copy: overlap decides
+    # a copy against a near-copy: overlap decides (less so since binding swaps keep every word)
+    assert report.loc["identity", "difference"] > 0.15
     assert abs(report.loc["paraphrase", "difference"]) < 0.1  # s-p against s-nm(p): overlap cannot
     assert report.loc["paraphrase", "n"] == len(para)
     again, _ = D.balanced_structural_rows(paraphrases=PARAPHRASES, seed=0, balance=False)

@@ -17,9 +17,10 @@ from pathlib import Path
 import pandas as pd
 
 from compsense.core.layout import pairs_file, triplets_file
-from compsense.data.datasets import load_mrpc, load_sentences
+from compsense.data.datasets import load_mrpc, load_sentences, load_stsb
 from compsense.data.negatives import make_pairs, make_triplets, read_pairs, write_pairs
 from compsense.data.negatives.pairs import source_id_of
+from compsense.data.purity import judge_pairs, purity_table
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,37 @@ def mrpc_sentences(split: str, data_dir=None, limit: int | None = None, seed: in
     if limit is not None and limit < len(sentences):
         sentences = sorted(random.Random(seed).sample(sentences, limit))
     return sentences
+
+
+def stsb_sentences(split: str, data_dir=None, limit: int | None = None, seed: int = 0) -> list[tuple[str, str]]:
+    """Distinct STS-B sentences of a split as (source_id, sentence), like mrpc_sentences: a second
+    corpus (captions, forums, news headlines) to check the families on text they were not written for."""
+    seen: dict[str, tuple[str, str]] = {}
+    for pair in load_stsb(split, data_dir=data_dir):
+        for text in (pair.sentence1, pair.sentence2):
+            seen.setdefault(text, (f"stsb-{source_id_of(text)[1:]}", text))
+    sentences = sorted(seen.values())
+    if limit is not None and limit < len(sentences):
+        sentences = sorted(random.Random(seed).sample(sentences, limit))
+    return sentences
+
+
+def corpus_pairs(corpora: dict[str, tuple[list, list]], families=None, seed: int = 0) -> pd.DataFrame:
+    """build_pairs for each named corpus {name: (train_sources, test_sources)}, with a `source` column."""
+    parts = [
+        build_pairs(train, test, families=families, seed=seed)[0].assign(source=name)
+        for name, (train, test) in corpora.items()
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def family_purity(pairs: pd.DataFrame, by=("family", "source", "split"), examples: int = 3) -> pd.DataFrame:
+    """Each family's pairs as the independent checker (compsense.data.purity) judges them: the share
+    that are what their label says, per family x source x split, with what the rest were judged."""
+    judged = judge_pairs(pairs.rename(columns={"sentence1": "original", "sentence2": "near_miss"}))
+    table = purity_table(judged, by=[c for c in by if c in judged.columns], examples=examples)
+    table["failing_examples"] = table["failing_examples"].map(" || ".join)
+    return table
 
 
 def user_sentences(path: str | os.PathLike) -> list[tuple[str, str]]:

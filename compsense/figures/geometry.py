@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from compsense.nearmiss.geometry import NEAR_MISS_DATASETS, PAPER_FAMILIES, SUGARCREPE_FAMILY, histogram, variant_order
+from compsense.nearmiss.geometry import NEAR_MISS_DATASETS, PANEL_ORDER, SUGARCREPE_FAMILY, histogram, variant_order
 from compsense.nearmiss.metrics import AUC
 
 VARIANT_LABELS = {"base": "Base", "A": "Model A", "B": "Model B"}
@@ -41,7 +41,7 @@ def variant_color(variant: str, others: Sequence[str] = ()) -> str:
 def family_order(families: Sequence[str]) -> list[str]:
     """The paper's three families first (its panel order), then the rest by name."""
     present = set(families)
-    return [f for f in PAPER_FAMILIES if f in present] + sorted(present - set(PAPER_FAMILIES))
+    return [f for f in PANEL_ORDER if f in present] + sorted(present - set(PANEL_ORDER))
 
 
 def family_label(dataset: str, family: str) -> str:

@@ -36,6 +36,7 @@ from compsense.core.encoders import encode_pooled, load_encoder, quiet_transform
 from compsense.core.layout import model_key, pairs_file, parse_model_key
 from compsense.core.paths import workspace
 from compsense.core.storage import append_results, read_table, tidy, write_table
+from compsense.data.negatives.families import PAPER_FAMILIES, resolve_families
 from compsense.nearmiss.metrics import (
     ALL_FAMILIES,
     AUC,
@@ -46,8 +47,9 @@ from compsense.nearmiss.metrics import (
 )
 
 PAIR_COLUMNS = ["sentence1", "sentence2", "family", "edit", "source_id", "split"]
-# The paper's three families (Figure 1's panel order); "role_swap"/"order" name binding-style edits.
-PAPER_FAMILIES = ("negation", "binding", "role_swap", "order", "spatial")
+# Panel order: the paper's three families first (Figure 1), then other datasets' names for
+# binding-style edits ("role_swap", "order"); any other family follows alphabetically.
+PANEL_ORDER = (*PAPER_FAMILIES, "role_swap", "order")
 # The paper family each SugarCrepe subset tests, for labels; the subset name stays the table's key.
 SUGARCREPE_FAMILY = {
     "swap_att": "binding",
@@ -153,6 +155,7 @@ def load_near_misses(
     if missing:
         raise ValueError(f"{path}: missing columns {missing}; expected {PAIR_COLUMNS}. Re-run notebook 01")
     df = _select_split(df, split, path)
+    families = resolve_families(families)
     if families is not None:
         unknown = sorted(set(families) - set(df.family))
         if unknown:

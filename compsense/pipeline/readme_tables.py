@@ -29,6 +29,7 @@ import pandas as pd
 
 from compsense.core.paths import resolve
 from compsense.core.storage import write_text
+from compsense.data.negatives.families import PAPER_FAMILIES
 from compsense.pipeline.report import TABLES_DIR
 from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, regime_rank, variant_folders
 
@@ -49,7 +50,6 @@ ENCODER_LABELS = {"base": "Base", "A": "Model A", "B": "Model B"}
 VERIFIER_LABELS = {"F0": "F0 mean", "F1": "F1 MaxSim", "F2": "F2 alignment", "F3": "F3 CNN", "F4": "F4 Transformer"}
 VARIANT_NOTES = {"B-all": "all families", "C-identity": "control"}
 CONTROLS = ("C-identity",)
-PAPER_FAMILIES = ("negation", "binding", "spatial")  # the authors' three (evaluate_embeddings.py)
 
 
 class TableError(ValueError):

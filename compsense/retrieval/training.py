@@ -36,6 +36,7 @@ from compsense.core.seed import seed_everything
 from compsense.core.storage import read_json, read_table, write_json
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
+from compsense.data.negatives.families import PAPER_FAMILIES, resolve_families
 from compsense.retrieval.regime import KEYS_FILE, dataset_keys, text_key, write_training_keys
 
 log = logging.getLogger(__name__)
@@ -292,8 +293,6 @@ def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFr
 # sentences (~270-320 bytes a row, anchor written twice) -> about 20-24k rows, i.e. 20/120 to
 # 24/124 = 0.17-0.19 of B's rows. We take 0.19, as a share of B's rows (how the file was mixed).
 PAPER_STRUCTURAL_SHARE = 0.19
-# The authors' three families (evaluate_embeddings.py: cannot_negation, binding_negation, spatial).
-PAPER_STRUCTURAL_FAMILIES = ("negation", "binding", "spatial")
 STRUCTURAL_NEGATIVES = ("near-miss", "random")
 
 
@@ -833,7 +832,7 @@ def plan_runs(
     structural_share: float = PAPER_STRUCTURAL_SHARE,
     share_sweep=(),
     sweep_seeds=None,
-    families=PAPER_STRUCTURAL_FAMILIES,
+    families=PAPER_FAMILIES,
     sweep_all_seeds=(),
     first_seed_only=(),
 ) -> list[RunSpec]:
@@ -845,7 +844,7 @@ def plan_runs(
     unknown = [v for v in [*variants, *first_seed_only] if v not in NAMED_VARIANTS]
     if unknown:
         raise ValueError(f"unknown variant(s) {unknown}; known: {list(NAMED_VARIANTS)} (share points: share_sweep)")
-    families = tuple(families) if families is not None else None
+    families = resolve_families(families)
     per_seed = {
         "A": dict(structural_share=0.0, families=families),
         "B": dict(structural_share=float(structural_share), families=families),
@@ -871,6 +870,7 @@ def plan_runs(
 
 def select_structural(structural_df: pd.DataFrame, families) -> pd.DataFrame:
     """The structural rows of `families` (None: all), failing when a family has none."""
+    families = resolve_families(families)
     if families is None:
         return structural_df
     missing = sorted(set(families) - set(structural_df.family))

@@ -27,6 +27,7 @@ import pandas as pd
 
 from compsense.data.datasets import load_mrpc, load_stsb
 from compsense.data.negatives import make_pairs
+from compsense.data.negatives.families import PAPER_FAMILIES
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.retrieval.training import build_retrieval_triplets, mix_structural, select_structural
 from compsense.verifiers.training import training_positives
@@ -87,9 +88,6 @@ def training_rows(
     if kind == "balanced":
         counts.update(para_counts)
     return _rows(table), counts
-
-
-PAPER_FAMILIES = ("negation", "binding", "spatial")  # as compsense.retrieval.training.PAPER_STRUCTURAL_FAMILIES
 
 
 def balanced_structural_rows(

@@ -1,463 +1,311 @@
-"""Binding: the same words, bound differently ("the company hired the consultant" ->
-"the consultant hired the company"; "a red cup on a blue box" -> "a blue cup on a red box").
+"""Binding: the same words, bound differently. The authors' `binding_negation` ("Modifier
+Rebinding", evaluate_embeddings.py): which argument or modifier attaches to which word.
 
-Six patterns, each conservative about where a noun phrase starts and ends:
-- active role swap: SUBJECT VERB OBJECT with an asymmetric transitive verb (hire, beat, cause...;
-  never symmetric ones like meet or marry, where the swap keeps the meaning);
-- passive role swap: "A was hired by B" -> "B was hired by A";
-- comparison swap: "A is larger than B" -> "B is larger than A";
-- range swap: "from 5 % to 7 %" -> "from 7 % to 5 %" (amounts or names only);
-- attribute swap: the adjectives of two different nouns;
-- value swap (slots.py): two amounts, weekdays, months or years of one kind trade places
-  ("to $ 12 million from $ 10 million", "fell on Monday and rose on Tuesday").
-Bare "X and Y" coordinations are never swapped: "cats and dogs" means the same either way.
-Swaps that would break agreement ("The dogs chase the cat" -> "The cat chase the dogs") are only
-made when both phrases have the same grammatical number.
+- role swap: subject and object of a verb ("The lawyer questioned the witness." -> "The witness
+  questioned the lawyer."), in statements, questions and under modals or perfects;
+- passive swap: patient and agent ("The thief was caught by the guard." -> "The guard was caught
+  by the thief.");
+- relative-clause swap: the noun a relative clause modifies and the clause's object ("The nurse
+  who helped the doctor left." -> "The doctor who helped the nurse left.");
+- comparison swap: the two sides of a comparison ("The river is wider than the canal.");
+- modifier swap: the adjectives of two nouns ("a red box on a blue table" -> "a blue box on a red
+  table").
+
+The spans come from spaCy's dependency parse (parse.py), which word lists cannot give: where a
+noun phrase ends, which noun is the passive's agent. Never moved: numbers, dates, times, amounts
+(those swaps are `numeric`), pronouns (their case would break: "She called him"), wh-words, and
+phrases holding punctuation or a verb (an appositive or clause would be torn). Symmetric verbs
+("met", "married") and a bare coordination ("tea and coffee") are left alone: swapping keeps
+their meaning. A swap that would break agreement ("The dogs chase the cat" -> "The cat chase the
+dogs") is only made when both phrases have the same grammatical number. A comparison whose scale
+is a distance ("Rome is closer than Paris") is spatial (spatial.py), as the authors file it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from compsense.data.negatives.lexicons import (
-    ASYMMETRIC_VERBS,
-    AUXILIARIES,
-    CLAUSE_OPENERS,
-    CONJUNCTIONS,
-    DETERMINERS,
-    ENGLISH_FUNCTION_WORDS,
-    HAVE_FORMS,
-    MODALS,
-    NOT_NAMES,
-    NOUN_LIKE_VERBS,
-    PARTICIPLE_TO_BASE,
-    PAST_TO_BASE,
-    PRE_VERB_ADVERBS,
-    PREPOSITIONS,
-    REPORTING_FORMS,
-    THIRD_TO_BASE,
-    VERBS,
-)
-from compsense.data.negatives.rules import (
-    CURRENCY,
-    IRREGULAR_PLURALS,
-    indefinite_article,
-    is_content_word,
-    is_finite_verb_form,
-    looks_participle,
-    looks_plural,
-)
-from compsense.data.negatives.slots import value_swaps
+from compsense.data.negatives.parse import doc_of
+from compsense.data.negatives.rules import indefinite_article
 from compsense.data.negatives.text import Edit, Sentence
 
-SYMMETRIC_VERBS = frozenset("meet marry play face fight join match resemble date tie".split())
-PASSIVE_AUX = {"was": "sg", "is": "sg", "were": "pl", "are": "pl"}
-# Adjectives of concrete appearance: after a swap they describe the other object just as well.
-# Evaluative or idiomatic ones ("long history", "warm welcome", "new economy") are left out.
-SWAPPABLE_ADJECTIVES = frozenset(
-    """red blue green yellow black white brown orange purple pink grey gray silver golden
-    small large big tiny huge wooden metal plastic glass steel paper leather cotton wool
-    ceramic""".split()
+SYMMETRIC_VERBS = frozenset(
+    """meet marry play face fight join match resemble date tie equal accompany neighbor neighbour
+    border touch kiss hug""".split()
 )
-AMOUNT_WORDS = (
-    frozenset(
-        """% percent per cent million billion trillion thousand cents points pence dollars euros
-    pounds degrees""".split()
-    )
-    | CURRENCY
+# Verbs whose object is rarely a participant that could take the subject's role ("The firm made
+# a profit" -> "A profit made the firm"): a swap gives nonsense, not a near-miss.
+LIGHT_VERBS = frozenset(
+    """be have get make take give do say tell include become seem mean need want use show cost
+    expect see hold keep let put set know think find feel reach total contain""".split()
 )
-# Past forms that are never participles or nouns ("ran", "went"): a clear sign of a new verb.
-UNAMBIGUOUS_PAST = frozenset(past for past, base in PAST_TO_BASE.items() if VERBS[base]["participle"] != past)
-CALENDAR_NAMES = frozenset(
-    """monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december""".split()
-)
-# What may follow a swapped phrase. Not "of", "by", "and", "or", ",", "who", "that": those
-# attach more words to the phrase, which the swap would carry along or tear off.
-PHRASE_END_WORDS = (PREPOSITIONS - {"of", "by", "than", "with"}) | frozenset(
-    """yesterday today tomorrow last next this earlier later because when while after before as
-    overnight again instead""".split()
-)
-END_PUNCTUATION = frozenset(list(".;:!?)") + ['"', "”", "'"])
-# A comma ends a phrase only before a new clause, not before an appositive (", 45 ,", ", who").
-AFTER_COMMA = frozenset("and but while although though so as after before when because since yet".split())
-# Words before "from ... to ..." that make the range a change or a path, whose direction matters
-# ("rose from 5 % to 7 %", "flew from Paris to Rome"); a static span ("priced from $ 5 to $ 9")
-# means the same reversed.
-DIRECTIONAL_CUES = frozenset(
-    """rose rise rises rising fell fall falls falling jumped jump jumps climbed climb dropped drop
-    increased increase decreased decrease grew grow slipped slip improved declined cut raised
-    lowered reduced boosted up down moved move went go flew fly traveled travelled travel drove
-    drive walked sailed flight flights train trains trip route journey road shipped sent
-    transferred moving""".split()
+# Entity types a swap must not move: those edits are numbers and dates (the `numeric` family).
+VALUE_ENTITIES = frozenset("DATE TIME MONEY PERCENT CARDINAL QUANTITY ORDINAL".split())
+NOUN_TAGS = frozenset("NN NNS NNP NNPS".split())
+PLURAL_TAGS = frozenset("NNS NNPS".split())
+MAX_PHRASE_TOKENS = 7
+DIRECTION_WORDS = frozenset("north south east west left right up down top bottom i".split())
+DETERMINERS = frozenset("a an the this that these those my his her its our their your".split())
+# Finite forms that agree with their subject: a swap needs both phrases of one number.
+AGREEING_TAGS = frozenset("VBZ VBP".split())
+AGREEING_AUX = frozenset("is are was were has have does do 's 're".split())
+DISTANCE_COMPARATIVES = frozenset("closer nearer farther further".split())
+# Adjectives that do not describe their noun ("the same", "other", "former"), or quantify it:
+# trading them is not rebinding a property.
+NOT_PROPERTIES = frozenset(
+    """other same such many few own only main certain various several previous recent total full
+    further additional much more most less least former latter next last first second third
+    whole entire particular specific individual overall general usual possible likely
+    so-called left right top bottom front back upper lower inner outer middle northern southern
+    eastern western central""".split()
 )
 
 
 @dataclass(frozen=True)
-class Phrase:
-    start: int
-    end: int  # exclusive
-    kind: str  # "det", "name", "bare"
-    number: str | None  # "sg", "pl" or None when unknown
+class Span:
+    start: int  # character offsets into the text
+    end: int
+    text: str
+    plural: bool
+    name: bool  # starts with a proper noun: keeps its capital wherever it goes
+    first_token: int
 
 
-def _head_number(sent: Sentence, start: int, end: int) -> str | None:
-    first, head = sent.low(start), sent.low(end - 1)
-    if first in ("a", "an", "this", "that", "each", "every", "another"):
-        return "sg"
-    if first in ("these", "those"):
-        return "pl"
-    if head in IRREGULAR_PLURALS or looks_plural(sent, end - 1):
-        return "pl"
-    return None if head.endswith("s") else "sg"
-
-
-def _is_modifier(sent: Sentence, k: int) -> bool:
-    """A word inside a noun phrase: a content word or a name, never a verb form or participle."""
-    low = sent.low(k)
-    if not sent.is_word(k) or low in ENGLISH_FUNCTION_WORDS or is_finite_verb_form(low):
-        return False
-    if low in PHRASE_END_WORDS:  # "the bakery last spring"
-        return False
-    return not low.endswith("ly") and not looks_participle(low) and low not in CALENDAR_NAMES
-
-
-def _is_name(sent: Sentence, k: int) -> bool:
-    return sent.is_capitalised_name(k) or (sent.word(k).isupper() and len(sent.word(k)) > 1)
-
-
-def _ends_cleanly(sent: Sentence, end: int) -> bool:
-    """Nothing more belongs to the phrase: the clause ends, or a preposition or time word follows."""
-    nxt = sent.word(end)
-    if not nxt:
-        return True
-    if nxt == ".":  # a full stop, not the dot of "Dr." or "U.S."
-        return all(not t[:1].isalnum() for t in (sent.word(end + 1), sent.word(end + 2)) if t)
-    if nxt == ",":
-        return sent.low(end + 1) in AFTER_COMMA
-    return nxt in END_PUNCTUATION or sent.low(end) in PHRASE_END_WORDS
-
-
-def _clause_has_another_verb(sent: Sentence, end: int) -> bool:
-    """A verb later in the same clause means the phrase was not really the object.
-
-    "A mother arrested Saturday in Denver is accused ..." has "arrested" as a participle.
-    """
-    for k in range(end, len(sent)):
-        low = sent.low(k)
-        if not sent.word(k)[:1].isalnum() or low in CONJUNCTIONS or low in ("who", "which", "that"):
-            return False
-        if low in AUXILIARIES or low in UNAMBIGUOUS_PAST:
-            return True
-    return False
-
-
-def _is_name_word(sent: Sentence, k: int) -> bool:
-    return _is_name(sent, k) and sent.low(k) not in CALENDAR_NAMES
-
-
-def object_phrase(sent: Sentence, start: int) -> Phrase | None:
-    """The noun phrase that starts at `start` and ends at a clean boundary, or None."""
-    if sent.low(start) in DETERMINERS:
-        end = start + 1
-        while end < len(sent) and end - start <= 4 and _is_modifier(sent, end):
-            end += 1
-        if end > start + 1 and _ends_cleanly(sent, end):
-            return Phrase(start, end, "det", _head_number(sent, start, end))
-        return None
-    if _is_name_word(sent, start):
-        end = start + 1
-        while end < len(sent) and end - start < 4 and _is_name_word(sent, end):
-            end += 1
-        if _ends_cleanly(sent, end):
-            return Phrase(start, end, "name", None if sent.low(end - 1).endswith("s") else "sg")
-        return None
-    if looks_plural(sent, start) and _ends_cleanly(sent, start + 1):
-        return Phrase(start, start + 1, "bare", "pl")
-    if _bare_mass_noun(sent, start) and sent.word(start + 1) == "." and start + 2 >= len(sent):
-        return Phrase(start, start + 1, "bare", "sg")  # "Smoking causes cancer."
-    return None
-
-
-def _bare_mass_noun(sent: Sentence, k: int) -> bool:
-    """A lone common noun ending the sentence ("cancer"), not a verb, adverb or time word."""
-    low = sent.low(k)
+def _bad_token(tok) -> bool:
     return (
-        is_content_word(sent, k)
-        and low not in VERBS
-        and not is_finite_verb_form(low)
-        and low not in PHRASE_END_WORDS
-        and not looks_participle(low)
+        tok.ent_type_ in VALUE_ENTITIES
+        or tok.like_num
+        or (tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("amod", "compound"))  # "a sleeping baby" moves
+        or tok.pos_ == "PRON"
+        or tok.tag_ in ("WDT", "WP", "WP$", "WRB")
+        or (tok.is_punct and not (tok.text == "-" or tok.tag_ == "POS"))  # "blue-green", "the girls' bikes"
+        or tok.lower_ in ("'t", "’t", "n't", "n’t", "not")
+        or tok.lower_ in ("and", "or", "but")
     )
 
 
-def subject_phrase(sent: Sentence, end: int, object_kind: str) -> Phrase | None:
-    """The noun phrase that ends just before `end` and starts a clause, or None.
-
-    A single capitalised word opening the sentence ("Microsoft", "Officials", "Smoking") is a
-    name only when the object is a name too; a sentence-initial gerund is a common noun.
-    """
-    j = end - 1
-    first = sent.first_word_index
-    k = j
-    while k > first and k > j - 3 and _is_name_word(sent, k):
-        k -= 1
-    if k < j or _is_name_word(sent, j):
-        start = (
-            k
-            if (_is_name_word(sent, k) or (k == first and sent.word(k)[:1].isupper() and sent.low(k) not in NOT_NAMES))
-            else k + 1
-        )
-        if start <= j and _clause_start(sent, start):
-            return Phrase(start, end, "name", None if sent.low(j).endswith("s") else "sg")
-    if j == first and sent.word(j)[:1].isupper() and sent.low(j) not in NOT_NAMES:
-        if sent.low(j).endswith("ing") and sent.low(j) not in VERBS:
-            return Phrase(j, end, "bare", "sg")
-        if object_kind == "name" and not sent.low(j).endswith("s"):
-            return Phrase(j, end, "name", "sg")
+def _span(doc, tokens: list, head) -> Span | None:
+    """The phrase made of `tokens` (contiguous, headed by a noun), or None if it must not move."""
+    tokens = sorted(tokens, key=lambda t: t.i)
+    if not tokens or tokens[-1].i - tokens[0].i + 1 != len(tokens) or len(tokens) > MAX_PHRASE_TOKENS:
         return None
-    k = j
-    while k > j - 4 and _is_modifier(sent, k) and sent.low(k - 1) not in DETERMINERS:
-        k -= 1
-    if sent.low(k - 1) in DETERMINERS and _is_modifier(sent, j) and _clause_start(sent, k - 1):
-        return Phrase(k - 1, end, "det", _head_number(sent, k - 1, end))
-    return None
-
-
-def _clause_start(sent: Sentence, start: int) -> bool:
-    before = sent.low(start - 1)
-    return start == sent.first_word_index or before in CLAUSE_OPENERS or before in REPORTING_FORMS
-
-
-def _moved(sent: Sentence, phrase: Phrase) -> str:
-    """A phrase's text for its new position: "The company" loses its sentence-initial capital."""
-    text = sent.substring(phrase.start, phrase.end)
-    if phrase.start == sent.first_word_index and phrase.kind != "name":
-        return text[0].lower() + text[1:]
-    return text
-
-
-def _swap(sent: Sentence, a: Phrase, b: Phrase, what: str) -> Edit | None:
-    old_a, old_b = sent.substring(a.start, a.end), sent.substring(b.start, b.end)
-    if old_a.lower() == old_b.lower():
+    if head.tag_ not in NOUN_TAGS or any(_bad_token(t) for t in tokens):
         return None
-    (sa, ea), (sb, eb) = sent.span(a.start, a.end), sent.span(b.start, b.end)
-    return Edit(((sa, ea, _moved(sent, b)), (sb, eb, _moved(sent, a))), f"swapped {what} '{old_a}' and '{old_b}'")
-
-
-def _verb_group(sent: Sentence, i: int) -> tuple[int, str | None] | None:
-    """Where the verb group of an asymmetric transitive verb at i starts, and the number its
-    subject must have ("sg", "pl" or None for any); None if i holds no such finite verb.
-
-    The group is the verb plus up to three modals, forms of "have" and adverbs before it
-    ("watched", "never watched", "will never watch", "has always watched", "would have beaten"),
-    so a swap trades the two noun phrases around it and leaves those words in place.
-    """
-    start = i
-    while i - start < 3 and (
-        sent.low(start - 1) in MODALS or sent.low(start - 1) in HAVE_FORMS or sent.low(start - 1) in PRE_VERB_ADVERBS
-    ):
-        start -= 1
-    auxes = [sent.low(k) for k in range(start, i) if sent.low(k) in MODALS or sent.low(k) in HAVE_FORMS]
-    low = sent.low(i)
-    if not auxes:
-        if low in PAST_TO_BASE and PAST_TO_BASE[low] in ASYMMETRIC_VERBS:
-            return start, None
-        if low in THIRD_TO_BASE and THIRD_TO_BASE[low] in ASYMMETRIC_VERBS - NOUN_LIKE_VERBS:
-            return start, "sg"
+    # a phrase with a non-"of" prepositional phrase: the small parser often attaches it wrongly
+    # ("sued the giant over the patent", "a chef in a white apron ... in a black suit")
+    if any(t.dep_ == "prep" and t.lower_ != "of" for t in tokens):
         return None
-    if auxes[-1] in MODALS:
-        return (start, None) if len(auxes) == 1 and low in ASYMMETRIC_VERBS else None
-    if len(auxes) > 2 or (len(auxes) == 2 and (auxes[0] not in MODALS or auxes[1] != "have")):
+    if head.lower_ in DIRECTION_WORDS:  # "east of the capital" is a place relation, not a participant
         return None
-    if PARTICIPLE_TO_BASE.get(low) not in ASYMMETRIC_VERBS:
-        return None
-    return start, {"has": "sg", "have": "pl"}.get(auxes[0])  # "had" and "will have" agree with both
+    start, end = tokens[0].idx, tokens[-1].idx + len(tokens[-1].text)
+    # a name keeps its capital wherever it goes; the tagger sometimes calls a capital "A" a PROPN
+    # and a sentence-initial capital word is a name only if the recogniser calls it an entity
+    # ("Rebels attacked the convoy" -> "the convoy attacked rebels")
+    first = tokens[0]
+    name = first.pos_ == "PROPN" and first.lower_ not in DETERMINERS
+    if name and first.i == _first_word_index(doc) and not first.ent_type_ and first.tag_ != "NNP":
+        name = False
+    return Span(start, end, doc.text[start:end], head.tag_ in PLURAL_TAGS, name, tokens[0].i)
 
 
-def _active_swaps(sent: Sentence) -> list[Edit]:
-    """SUBJECT VERB OBJECT -> OBJECT VERB SUBJECT for asymmetric transitive verbs."""
+def noun_phrase(doc, head) -> Span | None:
+    """The whole phrase a noun heads (its subtree)."""
+    return _span(doc, list(head.subtree), head)
+
+
+def _core_phrase(doc, head) -> Span | None:
+    """A noun with only what precedes it (determiner, adjectives, compounds): the antecedent of a
+    relative clause without the clause."""
+    return _span(doc, [t for t in head.subtree if t.i <= head.i], head)
+
+
+def _first_word_index(doc) -> int:
+    return next((t.i for t in doc if t.is_alpha or t.like_num), 0)
+
+
+def _moved(doc, span: Span) -> str:
+    """A phrase's text for its new place: "The company" loses a sentence-initial capital."""
+    first_word = span.text.split()[0]
+    acronym = len(first_word) > 1 and first_word.isupper()
+    if span.first_token == _first_word_index(doc) and not span.name and not acronym:
+        return span.text[:1].lower() + span.text[1:]
+    return span.text
+
+
+def _name_like(doc, span: Span, other: Span) -> Span:
+    """A bare capitalised word opening the sentence, traded with a name, is a name too: the tagger
+    often calls "Federer" in "Federer beat Nadal" a common noun, and "federer" would be wrong."""
+    bare = " " not in span.text and span.text[:1].isupper() and span.first_token == _first_word_index(doc)
+    return replace(span, name=True) if bare and other.name and not span.name else span
+
+
+def _swap(doc, a: Span | None, b: Span | None, what: str, agree: bool) -> Edit | None:
+    if a is None or b is None or a.text.lower() == b.text.lower():
+        return None
+    if a.end > b.start and b.end > a.start:  # overlapping phrases
+        return None
+    if agree and a.plural != b.plural:
+        return None
+    a, b = _name_like(doc, a, b), _name_like(doc, b, a)
+    return Edit(
+        ((a.start, a.end, _moved(doc, b)), (b.start, b.end, _moved(doc, a))),
+        f"swapped {what} '{a.text}' and '{b.text}'",
+    )
+
+
+def _agrees(verb) -> bool:
+    """Whether the verb group's finite form agrees with its subject in number."""
+    group = [verb, *(c for c in verb.children if c.dep_ in ("aux", "auxpass"))]
+    return any(t.tag_ in AGREEING_TAGS or t.lower_ in AGREEING_AUX for t in group)
+
+
+def _child(tok, *deps: str):
+    return next((c for c in tok.children if c.dep_ in deps), None)
+
+
+def _has_coordination(tok) -> bool:
+    return any(c.dep_ in ("conj", "cc") for c in tok.children)
+
+
+def _role_swaps(doc) -> list[Edit]:
     edits = []
-    for i in range(len(sent)):
-        group = _verb_group(sent, i) if sent.is_word(i) else None
-        if group is None:
+    for verb in doc:
+        if verb.pos_ != "VERB" or verb.lemma_.lower() in SYMMETRIC_VERBS | LIGHT_VERBS:
             continue
-        subject_end, number = group
-        obj = object_phrase(sent, i + 1)
-        if obj is None or _clause_has_another_verb(sent, obj.end):
-            continue
-        subj = subject_phrase(sent, subject_end, obj.kind)
-        if subj is None or (number is not None and not (subj.number == obj.number == number)):
-            continue
-        edit = _swap(sent, subj, obj, "the roles of")
-        if edit:
-            edits.append(edit)
-    return edits
-
-
-def _passive_swaps(sent: Sentence) -> list[Edit]:
-    """'A was hired by B' -> 'B was hired by A', keeping the auxiliary's number right."""
-    edits = []
-    for i, low in enumerate(sent.lows):
-        if low != "by" or i < 3:
-            continue
-        base = PARTICIPLE_TO_BASE.get(sent.low(i - 1))
-        if base is None or base in SYMMETRIC_VERBS:
-            continue
-        aux_index = i - 3 if sent.low(i - 2) == "been" else i - 2
-        aux = sent.low(aux_index)
-        number = PASSIVE_AUX.get(aux) or {"has": "sg", "have": "pl", "had": None}.get(aux, "none")
-        if number == "none" or (sent.low(i - 2) == "been") != (aux in ("has", "have", "had")):
-            continue
-        agent = object_phrase(sent, i + 1)
-        if agent is None or _clause_has_another_verb(sent, agent.end):
-            continue
-        patient = subject_phrase(sent, aux_index, agent.kind)
-        if patient is None or (number is not None and not (agent.number == patient.number == number)):
-            continue
-        edit = _swap(sent, patient, agent, "the roles of")
-        if edit:
-            edits.append(edit)
-    return edits
-
-
-def _comparison_swaps(sent: Sentence) -> list[Edit]:
-    """'A is larger than B' -> 'B is larger than A' (also 'more expensive than', 'better than')."""
-    edits = []
-    for i, low in enumerate(sent.lows):
-        if low != "than" or i < 3:
-            continue
-        adjective = i - 1
-        if sent.low(adjective - 1) in ("more", "less"):
-            adjective -= 1
-        elif not (sent.low(adjective).endswith("er") or sent.low(adjective) in ("better", "worse")):
-            continue
-        aux = sent.low(adjective - 1)
-        if aux not in PASSIVE_AUX:
-            continue
-        other = object_phrase(sent, i + 1)
-        if other is None or _clause_has_another_verb(sent, other.end):
-            continue
-        subject = subject_phrase(sent, adjective - 1, other.kind)
-        if subject is None or not (subject.number == other.number == PASSIVE_AUX[aux]):
-            continue
-        edit = _swap(sent, subject, other, "the sides of the comparison")
-        if edit:
-            edits.append(edit)
-    return edits
-
-
-def _number_core_end(sent: Sentence, start: int) -> int:
-    """End of the currency sign and number at `start` ("$ 2.5", "4.4"), or `start` if none.
-
-    Years are not amounts here: "from 1995 to 2002" reversed is a malformed period, not a
-    different one. Neither is "2 1 / 2" (MRPC's spaced fractions).
-    """
-    end = start
-    while sent.word(end) in CURRENCY:
-        end += 1
-    number_start = end
-    while sent.word(end).isdigit() or sent.joins_digits(end):
-        end += 1
-    number = sent.substring(number_start, end) if end > number_start else ""
-    if not number or sent.word(end).isdigit() or _is_year(number):
-        return start
-    return end
-
-
-def _units_end(sent: Sentence, start: int) -> int:
-    end = start
-    while sent.low(end) in AMOUNT_WORDS:
-        end += 1
-    return end
-
-
-def _is_year(number: str) -> bool:
-    return len(number) == 4 and number.isdigit() and 1000 <= int(number) <= 2099
-
-
-def _name_end(sent: Sentence, start: int) -> int:
-    end = start
-    while end < len(sent) and end - start < 3 and _is_name_word(sent, end):
-        end += 1
-    return end
-
-
-def _range_ends(sent: Sentence, i: int) -> tuple[Phrase, Phrase] | None:
-    """The two ends of 'from X to Y' at i: amounts (their numbers only) or names."""
-    a_end = _number_core_end(sent, i + 1)
-    if a_end > i + 1:
-        to = _units_end(sent, a_end)
-        b_end = _number_core_end(sent, to + 1) if sent.low(to) == "to" else to + 1
-        if sent.low(to) == "to" and b_end > to + 1 and _ends_cleanly(sent, _units_end(sent, b_end)):
-            return Phrase(i + 1, a_end, "det", None), Phrase(to + 1, b_end, "det", None)
-        return None
-    a_end = _name_end(sent, i + 1)
-    if a_end > i + 1 and sent.low(a_end) == "to":
-        b_end = _name_end(sent, a_end + 1)
-        if b_end > a_end + 1 and _ends_cleanly(sent, b_end):
-            return Phrase(i + 1, a_end, "name", None), Phrase(a_end + 1, b_end, "name", None)
-    return None
-
-
-def _range_swaps(sent: Sentence) -> list[Edit]:
-    """'from 5 % to 7 %' -> 'from 7 % to 5 %', 'from London to Paris' -> 'from Paris to London'."""
-    edits = []
-    for i, low in enumerate(sent.lows):
-        if low != "from" or not any(sent.low(k) in DIRECTIONAL_CUES for k in range(max(i - 6, 0), i)):
-            continue
-        ends = _range_ends(sent, i)
-        edit = ends and _swap(sent, *ends, "the ends of the range")
-        if edit:
-            edits.append(edit)
-    return edits
-
-
-def _attributive_adjectives(sent: Sentence) -> list[int]:
-    """Positions of swappable adjectives directly before a noun ("the red cup")."""
-    out = []
-    for i, low in enumerate(sent.lows):
-        if low not in SWAPPABLE_ADJECTIVES or not sent.word(i).islower() or not sent.is_word(i):
-            continue
-        noun = i + 1
+        subj, obj = _child(verb, "nsubj"), _child(verb, "dobj")
+        # a ditransitive ("paid the seller the full amount") would trade a giver for a thing given
+        ditransitive = _child(verb, "dative") is not None
         if (
-            is_content_word(sent, noun)
-            and sent.low(noun) not in SWAPPABLE_ADJECTIVES
-            and not is_finite_verb_form(sent.low(noun))
+            subj is not None
+            and obj is not None
+            and not ditransitive
+            and not (_has_coordination(subj) or _has_coordination(obj))
         ):
-            out.append(i)
+            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, obj), "the roles of", _agrees(verb))
+            if edit:
+                edits.append(edit)
+        patient, agent = _child(verb, "nsubjpass"), _child(verb, "agent")
+        agent_noun = _child(agent, "pobj") if agent is not None else None
+        if patient is not None and agent_noun is not None and verb.lemma_.lower() not in SYMMETRIC_VERBS:
+            edit = _swap(doc, noun_phrase(doc, patient), noun_phrase(doc, agent_noun), "the roles of", _agrees(verb))
+            if edit:
+                edits.append(edit)
+    return edits
+
+
+def _relative_clause_swaps(doc) -> list[Edit]:
+    """'The nurse who helped the doctor' -> 'The doctor who helped the nurse'."""
+    edits = []
+    for verb in doc:
+        if verb.dep_ != "relcl" or verb.lemma_.lower() in SYMMETRIC_VERBS | LIGHT_VERBS:
+            continue
+        rel, obj = _child(verb, "nsubj"), _child(verb, "dobj")
+        if rel is None or rel.lower_ not in ("who", "that", "which") or obj is None:
+            continue
+        # only a subject antecedent: "repaid the donor who funded the wing" -> "the wing who ..." breaks
+        # (a noun ROOT is how the small parser reads a subject whose verb it misses: "left" as VBN)
+        if verb.head.dep_ not in ("nsubj", "nsubjpass", "ROOT"):
+            continue
+        # the antecedent agrees with the clause's verb and with its own clause's verb: same number
+        edit = _swap(doc, _core_phrase(doc, verb.head), noun_phrase(doc, obj), "the roles of", True)
+        if edit:
+            edits.append(edit)
+    return edits
+
+
+def comparison_sides(doc):
+    """(subject, other side, comparative word) for every 'A is ADJ-er than B' and 'A VERBs ADV-er
+    than B' ("Copper conducts heat better than steel") in the sentence."""
+    out = []
+    for than in doc:
+        if than.lower_ != "than" or than.dep_ != "prep":
+            continue
+        other = _child(than, "pobj")
+        comparative = than.head
+        if comparative.lower_ in ("more", "less") and comparative.head.pos_ == "ADJ":
+            comparative = comparative.head
+        if other is None or comparative.tag_ not in ("JJR", "RBR", "JJ"):
+            continue
+        verb = comparative.head
+        subj = _child(verb, "nsubj") if verb.pos_ in ("VERB", "AUX") else None
+        if subj is not None:
+            out.append((subj, other, comparative))
     return out
 
 
-def _adjective_swaps(sent: Sentence) -> list[Edit]:
-    """Swap the adjectives of two different nouns: 'a red cup on a blue box' -> 'a blue cup ...'."""
-    positions = _attributive_adjectives(sent)
+def _comparison_swaps(doc) -> list[Edit]:
     edits = []
-    for a, b in zip(positions, positions[1:]):
-        if sent.low(a) == sent.low(b) or sent.low(a + 1) == sent.low(b + 1):
+    for subj, other, comparative in comparison_sides(doc):
+        if comparative.lower_ in DISTANCE_COMPARATIVES:
             continue
-        old_a, old_b = sent.word(a), sent.word(b)
-        edit = Edit(
-            (*_adjective_replacement(sent, a, old_b), *_adjective_replacement(sent, b, old_a)),
-            f"swapped the adjectives '{old_a} {sent.word(a + 1)}' / '{old_b} {sent.word(b + 1)}'",
-        )
-        edits.append(edit)
+        edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, other), "the sides of the comparison", True)
+        if edit:
+            edits.append(edit)
     return edits
 
 
-def _adjective_replacement(sent: Sentence, i: int, new: str) -> tuple[tuple[int, int, str], ...]:
-    """Put `new` at i, turning a preceding "a"/"an" into the article `new` needs."""
-    if sent.low(i - 1) in ("a", "an") and indefinite_article(new) != sent.low(i - 1):
-        return (sent.replace(i - 1, i, indefinite_article(new)), sent.replace(i, i + 1, new))
-    return (sent.replace(i, i + 1, new),)
+def _in_compound_word(doc, tok) -> bool:
+    """Part of a hyphenated word ("blue-chip", "20-year-old"): trading it breaks the word."""
+    before = doc[tok.i - 1] if tok.i > 0 else None
+    after = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
+    return (before is not None and before.text == "-" and before.idx + 1 == tok.idx) or (
+        after is not None and after.text == "-" and tok.idx + len(tok.text) == after.idx
+    )
+
+
+def _property_adjectives(doc) -> list:
+    """Adjectives that describe a common noun ("red" in "a red box"), in sentence order."""
+    out = []
+    for adj in doc:
+        noun = adj.head
+        if (
+            adj.dep_ == "amod"
+            and adj.tag_ == "JJ"
+            and adj.is_alpha
+            and adj.text.islower()
+            and adj.lower_ not in NOT_PROPERTIES
+            and noun.tag_ in ("NN", "NNS")
+            and noun.ent_type_ not in VALUE_ENTITIES
+            and adj.i < noun.i
+            and not _in_compound_word(doc, adj)
+        ):
+            out.append(adj)
+    return out
+
+
+def _adjective_replacement(doc, adj, new: str) -> tuple[tuple[int, int, str], ...]:
+    """Put `new` in place of `adj`, turning a preceding "a"/"an" into the article `new` needs."""
+    out = [(adj.idx, adj.idx + len(adj.text), new)]
+    before = doc[adj.i - 1] if adj.i > 0 else None
+    if before is not None and before.lower_ in ("a", "an") and indefinite_article(new) != before.lower_:
+        article = indefinite_article(new)
+        article = article.capitalize() if before.text[0].isupper() else article
+        out.insert(0, (before.idx, before.idx + len(before.text), article))
+    return tuple(out)
+
+
+def _modifier_swaps(doc) -> list[Edit]:
+    """The first property adjective of each of two neighbouring nouns trade places ("a large brown
+    dog ... a small white cat" -> "a small brown dog ... a large white cat")."""
+    by_noun: dict[int, list] = {}
+    for adj in _property_adjectives(doc):
+        by_noun.setdefault(adj.head.i, []).append(adj)
+    firsts = [adjs[0] for _, adjs in sorted(by_noun.items())]
+    edits = []
+    for a, b in zip(firsts, firsts[1:]):
+        if a.lower_ == b.lower_ or a.head.lemma_ == b.head.lemma_:
+            continue
+        if b.lower_ in {x.lower_ for x in by_noun[a.head.i]} or a.lower_ in {x.lower_ for x in by_noun[b.head.i]}:
+            continue  # "a small red car" would become "a red red car"
+        edits.append(
+            Edit(
+                (*_adjective_replacement(doc, a, b.text), *_adjective_replacement(doc, b, a.text)),
+                f"swapped the adjectives '{a.text} {a.head.text}' / '{b.text} {b.head.text}'",
+            )
+        )
+    return edits
 
 
 def binding_edits(sent: Sentence) -> list[Edit]:
-    return (
-        _active_swaps(sent)
-        + _passive_swaps(sent)
-        + _comparison_swaps(sent)
-        + _range_swaps(sent)
-        + _adjective_swaps(sent)
-        + value_swaps(sent)
-    )
+    doc = doc_of(sent.text)
+    return _role_swaps(doc) + _relative_clause_swaps(doc) + _comparison_swaps(doc) + _modifier_swaps(doc)

@@ -1,4 +1,9 @@
-"""The registry of perturbation families: a name, what the family changes, and its rule set."""
+"""The registry of perturbation families: a name, what the family changes, and its rule set.
+
+`PAPER_FAMILIES` is the one list of the families Ralev et al. train and evaluate on (their
+`cannot_negation`, `binding_negation` and `spatial` categories); every module that needs "the
+paper's families" imports it from here.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,10 @@ from typing import Callable
 from compsense.data.negatives.binding import binding_edits
 from compsense.data.negatives.negation import negation_edits
 from compsense.data.negatives.numeric import numeric_edits
-from compsense.data.negatives.swaps import (
-    comparative_edits,
-    quantifier_edits,
-    spatial_edits,
-    temporal_edits,
-)
+from compsense.data.negatives.ranges import amount_range_swaps
+from compsense.data.negatives.slots import value_swaps
+from compsense.data.negatives.spatial import spatial_edits
+from compsense.data.negatives.swaps import comparative_edits, quantifier_edits, temporal_edits
 from compsense.data.negatives.text import Edit, Sentence
 
 
@@ -23,6 +26,12 @@ class Family:
     description: str
     in_paper: bool
     edits: Callable[[Sentence], list[Edit]]
+    parsed: bool = False  # its rules read spaCy's dependency parse (parse.py)
+
+
+def _numeric_edits(sent: Sentence) -> list[Edit]:
+    """One number changed, or two values (amounts, dates, a range's ends) trading places."""
+    return numeric_edits(sent) + value_swaps(sent) + amount_range_swaps(sent)
 
 
 FAMILIES: dict[str, Family] = {
@@ -32,19 +41,58 @@ FAMILIES: dict[str, Family] = {
             "negation", "add or remove a negation ('runs' -> 'does not run', 'never' -> 'always')", True, negation_edits
         ),
         Family(
-            "binding", "exchange the two arguments of a relation or the adjectives of two nouns", True, binding_edits
+            "binding",
+            "exchange the two arguments of a relation (subject and object, passive agent and patient, the"
+            " sides of a comparison) or the adjectives of two nouns; never numbers or dates",
+            True,
+            binding_edits,
+            parsed=True,
         ),
-        Family("spatial", "flip a direction or ordering ('left' -> 'right', 'before' -> 'after')", True, spatial_edits),
-        Family("numeric", "change a number or an amount, keeping its format ('12' -> '13')", False, numeric_edits),
+        Family(
+            "spatial",
+            "flip or swap a directional or locative relation ('left' -> 'right', 'under the bench' -> 'on"
+            " the bench', 'Rome is closer than Paris' -> 'Paris is closer than Rome'); never a time or a trend",
+            True,
+            spatial_edits,
+            parsed=True,
+        ),
+        Family(
+            "numeric",
+            "change a number or an amount, keeping its format ('12' -> '13'), or swap two numbers, dates or"
+            " amounts ('from 5 % to 7 %' -> 'from 7 % to 5 %')",
+            False,
+            _numeric_edits,
+        ),
         Family("quantifier", "change how many ('all' -> 'some', 'at least' -> 'at most')", False, quantifier_edits),
         Family(
             "comparative",
-            "flip a scale ('more' -> 'less', 'higher' -> 'lower', 'increase' -> 'decrease')",
+            "flip a scale or a trend ('more' -> 'less', 'higher' -> 'lower', 'rose' -> 'fell', 'imports' ->"
+            " 'exports', 'up 5 %' -> 'down 5 %')",
             False,
             comparative_edits,
         ),
         Family(
-            "temporal", "flip a time relation ('earlier' -> 'later', 'the first' -> 'the last')", False, temporal_edits
+            "temporal",
+            "flip a time relation ('before' -> 'after', 'earlier' -> 'later', 'the first' -> 'the last')",
+            False,
+            temporal_edits,
         ),
     ]
 }
+
+# The families the paper trains Model B on and reports per family, in its order.
+PAPER_FAMILIES: tuple[str, ...] = tuple(name for name, f in FAMILIES.items() if f.in_paper)
+
+
+def resolve_families(families) -> tuple[str, ...] | None:
+    """A family selection as parameters give it: "paper" -> PAPER_FAMILIES, None -> None (every
+    family), a name or a list -> a tuple of known names. Profiles and notebooks say "paper" rather
+    than listing the three, so the list lives here only."""
+    if families is None:
+        return None
+    if isinstance(families, str):
+        families = PAPER_FAMILIES if families == "paper" else (families,)
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown near-miss families {unknown}; choose from {list(FAMILIES)} or 'paper'")
+    return tuple(families)

@@ -99,13 +99,16 @@ CONTRACTION_STEMS = {
     "would": "wouldn",
     "should": "shouldn",
 }
+# Words that need a negation before them in their clause.
+NEGATIVE_POLARITY_ITEMS = frozenset("any anything anyone anybody anywhere anymore yet ever until till".split())
+CLAUSE_BREAKS = frozenset(", ; : . ? ! but and because although while when".split())
 NOT_TOKENS = frozenset(["not", "n't", "n’t", "'t", "’t"])
 # After these, dropping "not" would leave a broken construction ("is not only X but Y").
 KEEP_NOT_BEFORE = frozenset("only even much so enough just merely".split())
 # What a copula or modal must not be followed by for "not" to go after it.
 NO_NOT_BEFORE = NOT_TOKENS | frozenset("never no nothing none nobody neither nor some".split())
 NEGATIVE_SUBJECTS = frozenset("nobody nothing none neither no never".split())
-TIME_CLAUSE_OPENERS = frozenset("before after until till once since".split())
+TIME_CLAUSE_OPENERS = frozenset("before after until till once since as".split())
 # Objects that already carry a negative sense: "did not offer little comfort" reads as a double negative.
 NEGATIVE_OBJECTS = frozenset("little few no nothing none never hardly barely".split())
 # Adverbs without -ly that can stand where a subject noun would ("Allison just proves").
@@ -215,7 +218,9 @@ def _negation_removals(sent: Sentence, i: int) -> list[Edit]:
         aux, after = PTB_STEMS.get(low, low), i + 2
     else:
         return []
-    if sent.low(after) in KEEP_NOT_BEFORE:
+    if sent.low(after) in KEEP_NOT_BEFORE or _licenses_npi(sent, after + (sent.low(after) == "yet")):
+        return []
+    if _inverted(sent, i) and i == sent.first_word_index:  # "Didn't you lock it?" asks what "Did you" asks
         return []
     negation = "not" if sent.low(after - 1) == "not" else "n't"
     marker = "cannot>can" if low == "cannot" else f"{aux} {negation}>"
@@ -228,6 +233,18 @@ def _negation_removals(sent: Sentence, i: int) -> list[Edit]:
     return [
         Edit((sent.replace(i, end, new),), f"removed negation '{sent.substring(i, end)}' -> '{new}'", "remove", marker)
     ]
+
+
+def _licenses_npi(sent: Sentence, start: int) -> bool:
+    """The negation licenses a word that needs one later in its clause ("didn't find any", "hasn't
+    arrived yet", "won't open until"): removing it leaves broken English."""
+    for k in range(start, len(sent)):
+        low = sent.low(k)
+        if low in CLAUSE_BREAKS:
+            return False
+        if low in NEGATIVE_POLARITY_ITEMS:
+            return True
+    return False
 
 
 def _not_to_removal(sent: Sentence, i: int) -> list[Edit]:
@@ -306,7 +323,11 @@ def _verb_after(sent: Sentence, k: int) -> bool:
 
 def _awkward_to_negate(sent: Sentence, i: int) -> bool:
     """Clauses where an added negation reads wrong: after a negative subject ("Nobody was not"),
-    or inside a time clause ("before you do not mix", "until the inspection isn't finished")."""
+    or inside a time clause ("before you do not mix", "until the inspection isn't finished", "as
+    night did not fall"), or in a sentence that already holds a "not" ("did not blame the
+    ministry, not the regulator")."""
+    if any(low in NOT_TOKENS for low in sent.lows):
+        return True
     for k in range(i - 1, max(i - 7, -1), -1):
         low = sent.low(k)
         if low in NEGATIVE_SUBJECTS or low in TIME_CLAUSE_OPENERS:
@@ -339,6 +360,8 @@ def _have(sent: Sentence, i: int) -> list[Edit]:
     if low not in HAVE_FORMS or not sent.is_word(i) or _inverted(sent, i) or _awkward_to_negate(sent, i):
         return []
     nxt = sent.low(i + 1)
+    if sent.is_question and sent.low(sent.first_word_index) in MODALS:  # "Might the doctor have"
+        return []
     if nxt in NO_NOT_BEFORE or sent.low(i - 1) in MODALS:  # "would have": the modal takes the "not"
         return []
     # "has also been" -> "has also not been"; "has always been" -> "has not always been"
@@ -487,7 +510,7 @@ def _finite_lexical_verb(sent: Sentence, i: int) -> list[Edit]:
 
 def _parenthetical(sent: Sentence, i: int) -> bool:
     """', he continued ,' reports speech; negating it reads as a different kind of sentence."""
-    return sent.low(i + 1) == "," and sent.low(_subject_index(sent, i) - 1) == ","
+    return sent.low(i + 1) in (",", ".", "!", "?") and sent.low(_subject_index(sent, i) - 1) == ","
 
 
 def _clearly_finite_past(sent: Sentence, i: int) -> bool:

@@ -16,7 +16,7 @@ from typing import Iterable
 import pandas as pd
 
 from compsense.core.storage import read_table, write_table
-from compsense.data.negatives.core import candidates, choose, family_names, perturb
+from compsense.data.negatives.core import candidates, choose, family_names, perturb, prepare
 from compsense.data.negatives.text import stable_hash
 
 PAIR_COLUMNS = ["sentence1", "sentence2", "family", "edit", "source_id", "split"]
@@ -113,6 +113,7 @@ def make_pairs(
     """
     names = family_names(families)
     sources = with_ids(sentences)
+    prepare([sentence for _, sentence in sources], names)
     if balance:
         options = {(sid, name): candidates(sentence, name) for sid, sentence in sources for name in names}
         chosen = _choose_balanced(options, max_per_family, seed)

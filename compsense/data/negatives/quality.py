@@ -23,7 +23,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 
-from compsense.data.negatives.core import family_names, perturb
+from compsense.data.negatives.core import family_names, perturb, prepare
 from compsense.data.negatives.pairs import with_ids
 
 
@@ -31,6 +31,7 @@ def yield_table(sentences, families=None, seed: int = 0) -> pd.DataFrame:
     """Per family: n_sentences, n_with_near_miss and yield (their share); plus an 'any' row."""
     names = family_names(families)
     texts = [s for _, s in with_ids(sentences)]
+    prepare(texts, names)
     hits = {name: 0 for name in names}
     any_hit = 0
     for text in texts:
@@ -58,6 +59,7 @@ def audit_rows(audit_records: list[dict], seed: int = 0) -> pd.DataFrame:
     (judged once, no longer generated).
     """
     rows = []
+    prepare([rec["sentence"] for rec in audit_records], family_names())
     for rec in audit_records:
         labels = {(nm["family"], nm["text"]): nm for nm in rec.get("near_misses", [])}
         generated = perturb(rec["sentence"], seed=seed)

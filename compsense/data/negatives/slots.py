@@ -9,7 +9,7 @@ Only values of one kind are exchanged (two percentages, two dollar amounts in mi
 counts of plural nouns, two weekdays), so the result is as grammatical as the original. Left
 alone because the swap keeps the meaning or reads as a malformed span: lists and ranges
 ("5 and 7 percent", "$ 5 to $ 9", "Monday through Friday", "between X and Y", "from X to Y"
-without a change verb, which the range rule in binding.py decides), equal values, years inside
+without a change verb, which the range rule in ranges.py decides), equal values, years inside
 dates, fractions ("2 1 / 2"), and counts of one ("1 person" would become "3 person").
 """
 

@@ -1,4 +1,4 @@
-"""Relation flips by word tables: spatial, quantifier, comparative and temporal families.
+"""Relation flips by word tables: spatial (the words a table can settle), quantifier, comparative, temporal.
 
 Each entry pairs a word with its opposite and, where the word has another sense, a guard on its
 neighbours: "left" is flipped in "on the left" and "turn left" but not in "he left the company";
@@ -194,8 +194,24 @@ def _near_context(sent: Sentence, i: int, j: int) -> bool:
     )
 
 
+def _both_ends_given(sent: Sentence, j: int) -> bool:
+    ends = set()
+    for k in range(j, len(sent)):
+        if sent.low(k) in (",", ";", ".", "?", "!", "and", "but"):
+            break
+        if sent.low(k) in ("from", "to") and is_quantity(sent, k + 1):
+            ends.add(sent.low(k))
+    return ends == {"from", "to"}
+
+
 def _change_context(sent: Sentence, i: int, j: int) -> bool:
-    """A change verb used as a change: 'rose 5 %', 'fell sharply', 'rose to $ 4', 'rose .'."""
+    """A change verb used as a change: 'rose 5 %', 'fell sharply', 'rose to $ 4', 'rose .'.
+
+    Not where the clause gives both ends ("rose from 5 % to 7 %"): "fell from 5 % to 7 %"
+    contradicts its own numbers. Those near-misses are numeric (the ends swapped).
+    """
+    if _both_ends_given(sent, j):
+        return False
     nxt = sent.low(j)
     if is_quantity(sent, j) or nxt in (
         "by",
@@ -214,7 +230,8 @@ def _change_context(sent: Sentence, i: int, j: int) -> bool:
         return True
     if nxt in ("to", "from"):
         return is_quantity(sent, j + 1) or sent.low(j + 1) in ("a", "an", "its", "their", "the")
-    return not sent.word(j)[:1].isalnum()  # end of clause: "prices rose ."
+    # end of a clause: "prices rose ."; not a question ("When did the Wall fall?": a collapse)
+    return not sent.word(j)[:1].isalnum() and sent.low(j) != "?"
 
 
 def _rise_fall_noun(sent: Sentence, i: int, j: int) -> bool:
@@ -227,6 +244,8 @@ def _rise_fall_noun(sent: Sentence, i: int, j: int) -> bool:
     )
 
 
+# Word-table flips whose sense the neighbours settle; prepositions that need the parse to tell a
+# place ("under the bench") from an idiom ("under pressure") are in spatial.py.
 SPATIAL = SwapTable(
     [
         *swap_pairs("left>right", _side_context),
@@ -235,39 +254,21 @@ SPATIAL = SwapTable(
             "horizontal>vertical, ascending>descending, ascend>descend, ascended>descended, "
             "upstairs>downstairs, uphill>downhill, upward>downward, upwards>downwards, "
             "upstream>downstream, upwind>downwind, inner>outer, interior>exterior, "
-            "import>export, imports>exports, imported>exported, importing>exporting, "
             "northern>southern, eastern>western, northeast>southwest, northwest>southeast, "
             "northbound>southbound, eastbound>westbound, north>south, east>west",
             lower_case_only,
         ),
-        *swap_pairs(
-            "above>below", all_of(not_preceded_by({"as", "see", "the"} | MOVE_VERBS), not_followed_by({"all"}))
-        ),
-        # "under 300 people", "in under five minutes"; not "developed over 14 months" (a duration)
-        *swap_pairs("over>under", all_of(_amount_follows, lambda sent, i, j: not _verb_before(sent, i))),
-        *swap_pairs("up>down", all_of(_amount_follows, _market_move_context)),
-        *swap_pairs("before>after", _ordering_context),
-        *swap_pairs("inside>outside", _noun_phrase_follows),
-        *swap_pairs("into>out of", _motion_context),
-        Swap(("in", "front", "of"), "behind", lambda sent, i, j: sent.low(i - 1) in BEHIND_VERBS),
-        Swap(("behind",), "in front of", _behind_context),
         Swap(("closer", "to"), "farther from", all_of(_noun_phrase_follows, not_preceded_by(APPROACH_VERBS))),
         Swap(("farther", "from"), "closer to", _noun_phrase_follows),
         Swap(("further", "from"), "closer to", _noun_phrase_follows),
         Swap(("far", "from"), "close to", _noun_phrase_follows),
         Swap(("near",), "far from", _near_context),
         *swap_pairs("top of>bottom of", lambda sent, i, j: sent.low(i - 1) == "the"),
-        Swap(("upper",), "lower", lower_case_only),
-        *swap_pairs(
-            "rose>fell, rises>falls, rise>fall, risen>fallen, rising>falling",
-            all_of(_change_context, not_preceded_by(DETERMINERS)),
-        ),
-        *swap_pairs("rise>fall", _rise_fall_noun),
     ]
 )
 
 
-def spatial_edits(sent: Sentence) -> list[Edit]:
+def spatial_word_edits(sent: Sentence) -> list[Edit]:
     return SPATIAL.edits(sent)
 
 
@@ -405,6 +406,8 @@ def _definite_group(sent: Sentence, i: int, j: int) -> bool:
 
 QUANTIFIER = SwapTable(
     [
+        # "under 300 people", "in under five minutes"; not "developed over 14 months" (a duration)
+        *swap_pairs("over>under", all_of(_amount_follows, lambda sent, i, j: not _verb_before(sent, i))),
         Swap(
             ("all",),
             "some",
@@ -585,6 +588,16 @@ def _financial_noun(sent: Sentence, i: int, j: int) -> bool:
 
 COMPARATIVE = SwapTable(
     [
+        # trends and trade: a direction on a scale, not in space
+        *swap_pairs(
+            "rose>fell, rises>falls, rise>fall, risen>fallen, rising>falling",
+            all_of(_change_context, not_preceded_by(DETERMINERS)),
+        ),
+        *swap_pairs("rise>fall", _rise_fall_noun),
+        *swap_pairs("import>export, imports>exports, imported>exported, importing>exporting", lower_case_only),
+        *swap_pairs("up>down", all_of(_amount_follows, _market_move_context)),
+        # "store below 8 degrees", "above 5 %": a threshold on a scale
+        *swap_pairs("above>below", all_of(_amount_follows, not_preceded_by({"as", "see", "the"} | MOVE_VERBS))),
         *swap_pairs("the most>the least", all_of(_word_follows, lambda sent, i, j: not looks_plural(sent, j))),
         Swap(("least",), "most", all_of(not_preceded_by({"at", "not", "the"}), _word_follows)),
         *swap_pairs(
@@ -706,6 +719,7 @@ def _no_today(sent: Sentence, i: int, j: int) -> bool:
 
 TEMPORAL = SwapTable(
     [
+        *swap_pairs("before>after", _ordering_context),
         *swap_pairs("earlier>later", all_of(not_preceded_by({"or", "sooner", "no"}), lower_case_only, _not_a_baseline)),
         *swap_pairs("earliest>latest", lower_case_only),
         *swap_pairs("first>last", all_of(_ordinal_context, _not_first_time_since)),
