@@ -37,7 +37,7 @@ from compsense.data.negatives import (
 from compsense.data.negatives.quality import audit_rows, token_edit_distance
 
 AUDIT_PATH = Path(__file__).parent / "fixtures" / "negatives_audit.jsonl"
-PAPER_FAMILIES = {"negation", "binding", "spatial"}
+PAPER_FAMILIES = {"negation", "binding", "spatial"}  # the authors' three, written out here to test the one definition
 
 
 def texts(sentence: str, family: str) -> set[str]:
@@ -93,6 +93,14 @@ def audit() -> list[dict]:
 
 
 def test_families_registry_has_paper_and_extra_families():
+    from compsense.data.negatives.families import PAPER_FAMILIES as DEFINED
+    from compsense.data.negatives.families import resolve_families
+
+    assert set(DEFINED) == PAPER_FAMILIES and DEFINED == tuple(n for n, f in FAMILIES.items() if f.in_paper)
+    assert resolve_families("paper") == DEFINED and resolve_families(None) is None
+    assert resolve_families("numeric") == ("numeric",)
+    with pytest.raises(ValueError, match="unknown near-miss families"):
+        resolve_families(["binding", "bindings"])
     assert PAPER_FAMILIES <= set(FAMILIES)
     extra = set(FAMILIES) - PAPER_FAMILIES
     assert {"numeric", "quantifier", "comparative", "temporal"} <= extra
@@ -498,11 +506,11 @@ def test_ten_thousand_words_in_one_text_are_handled():
     # speed belongs in benchmarks/ (ratios measured side by side); tests never assert wall-clock time
     text = (
         "The company hired the consultant before the meeting , and shares rose 5 % to $ 4.56 while "
-        "most analysts said the red car was not faster than the blue truck . "
-    ) * 400
+        "most analysts said the red car was not faster than the blue truck ; the lamp hangs above the desk . "
+    ) * 350
     assert len(text.split()) >= 10_000
     out = perturb(text)
-    assert {nm.family for nm in out} >= {"negation", "binding", "spatial", "numeric"}
+    assert {nm.family for nm in out} >= {"negation", "binding", "spatial", "numeric", "temporal"}
 
 
 def _check_surface(sentence: str, nm: NearMiss) -> None:
@@ -665,7 +673,7 @@ def test_yield_on_mrpc(mrpc_sentences):
     floors = {
         "negation": 0.5,
         "numeric": 0.3,
-        "spatial": 0.1,
+        "spatial": 0.04,  # newswire holds few places; before/after and rose/fell are not spatial (5.4% measured)
         "comparative": 0.1,
         "temporal": 0.08,
         "quantifier": 0.08,
@@ -685,3 +693,46 @@ def test_balancing_removes_the_bag_of_words_giveaway_on_mrpc(mrpc_sentences, mrp
     raw_auc = artefact_auc(raw, seed=0).set_index("family").loc["negation", "auc"]
     print(f"negation without balancing (3,000 sentences): AUC {raw_auc:.3f}")
     assert raw_auc > balanced.loc["negation", "auc"] + 0.1
+
+
+def test_the_paper_families_are_listed_in_one_place_only():
+    """No module, profile or notebook spells out the paper's three families: they say "paper" or
+    import PAPER_FAMILIES (compsense.data.negatives.families)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    # as code: ("negation", "binding", "spatial") or a YAML [negation, binding, spatial]; prose may name them
+    spelled = re.compile(
+        r"""\\?["']negation\\?["'],\s*\\?["']binding\\?["'],\s*\\?["']spatial|\[negation, binding, spatial\]"""
+    )
+    files = [*root.glob("compsense/**/*.py"), *root.glob("params/*.yaml"), *root.glob("notebooks/*.ipynb")]
+    independent = {"compsense/data/purity.py"}  # the checker shares nothing with the generator, by design
+    found = [str(f.relative_to(root)) for f in files if spelled.search(f.read_text(encoding="utf-8"))]
+    found = [f for f in found if f not in independent]
+    assert found == [], found
+
+
+@pytest.mark.slow
+def test_each_paper_family_has_at_least_100_judged_outputs_at_95_percent(audit):
+    table = audit_precision(audit, seed=0).set_index("family")
+    for family in PAPER_FAMILIES:
+        assert table.loc[family, "judged"] >= 100 and table.loc[family, "precision"] >= 0.95, table.loc[family]
+    # the held-out sentences, written after the rules and judged blind (split "holdout-families")
+    held = audit_precision([r for r in audit if r["split"] == "holdout-families"], seed=0).set_index("family")
+    print("\nheld-out family audit (seed 0)\n" + held.to_string())
+    for family in ("binding", "spatial"):
+        assert held.loc[family, "judged"] >= 100 and held.loc[family, "precision"] >= 0.95, held.loc[family]
+
+
+def test_the_independent_checker_agrees_with_the_accepted_paper_family_outputs(audit):
+    from compsense.data.purity import judge_pair
+
+    for family in PAPER_FAMILIES:
+        accepted = [
+            (r["sentence"], nm["text"])
+            for r in audit
+            for nm in r["near_misses"]
+            if nm["family"] == family and nm["accepted"]
+        ]
+        agree = sum(judge_pair(a, b)[0] == family for a, b in accepted)
+        assert len(accepted) >= 100 and agree / len(accepted) >= 0.95, (family, agree, len(accepted))

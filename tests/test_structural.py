@@ -11,9 +11,15 @@ from compsense.data.negatives import edit_distance_table
 from compsense.data.negatives.pairs import source_id_of
 from compsense.data.structural import (
     build_pairs,
+    corpus_of,
+    corpus_pairs,
     counts_table,
+    family_purity,
+    heldout_paraphrase_pairs,
     mrpc_sentences,
     read_outputs,
+    stsb_heldout_sentences,
+    stsb_sentences,
     user_sentences,
     write_outputs,
 )
@@ -121,3 +127,49 @@ def test_notebook_01_figures_draw_the_tables_they_are_given(built):
     pairs, _ = built
     fig = edit_distance_figure(edit_distance_table(pairs))
     assert {trace.name for trace in fig.data} == set(pairs.family)  # one histogram per family
+
+
+def test_stsb_sentences_are_distinct_traceable_and_the_heldout_side_is_test_and_dev():
+    train = stsb_sentences("train", SMOKE)
+    assert len({t for _, t in train}) == len(train) and all(sid.startswith("stsb-") for sid, _ in train)
+    heldout = stsb_heldout_sentences(SMOKE)
+    assert heldout == stsb_sentences("test", SMOKE) + stsb_sentences("dev", SMOKE)
+    assert not {t for _, t in train} & {t for _, t in heldout} - {t for _, t in stsb_sentences("train", SMOKE)}
+    assert len(stsb_heldout_sentences(SMOKE, limit=3, seed=0)) == 6
+
+
+def test_heldout_paraphrase_pairs_come_from_the_splits_nothing_trains_on():
+    from compsense.data.datasets import load_mrpc, load_stsb
+
+    pairs = heldout_paraphrase_pairs("test", SMOKE)
+    expected = load_mrpc("test", data_dir=SMOKE) + load_stsb("test", data_dir=SMOKE) + load_stsb("dev", data_dir=SMOKE)
+    assert [(p.sentence1, p.sentence2) for p in pairs] == [(p.sentence1, p.sentence2) for p in expected]
+    train = heldout_paraphrase_pairs("train", SMOKE)
+    assert len(train) == len(load_mrpc("train", data_dir=SMOKE)) + len(load_stsb("train", data_dir=SMOKE))
+
+
+def test_corpus_of_names_each_source_ids_corpus():
+    ids = pd.Series(["mrpc-12", "stsb-ab12", source_id_of("My own sentence.")])
+    assert corpus_of(ids).tolist() == ["mrpc", "stsb", "user"]
+
+
+def test_family_purity_reports_each_family_per_corpus_and_split():
+    corpora = {"mine": (_sources(TRAIN), _sources(TEST)), "other": (_sources(["The cat sat on the mat."]), [])}
+    pairs = corpus_pairs(corpora, seed=0)
+    assert set(pairs.source) <= {"mine", "other"} and "mine" in set(pairs.source)
+    table = family_purity(pairs)
+    assert {"family", "source", "split", "pairs", "pure", "purity", "judged_as", "failing_examples"} <= set(
+        table.columns
+    )
+    assert (
+        table.pairs
+        == pairs.groupby(["family", "source", "split"])
+        .size()
+        .loc[list(zip(table.family, table.source, table.split))]
+        .to_numpy()
+    ).all()
+    assert table.purity.between(0, 1).all() and table.failing_examples.map(lambda s: isinstance(s, str)).all()
+    # a mislabelled pair is caught: a binding swap filed as spatial
+    wrong = pairs.head(1).assign(sentence1="The dog bit the man.", sentence2="The man bit the dog.", family="spatial")
+    caught = family_purity(wrong)
+    assert caught.purity.iloc[0] == 0 and "binding" in caught.judged_as.iloc[0]

@@ -23,7 +23,8 @@ The rules, in order (the first that fires decides):
    number, year, month, weekday, currency sign, % or amount word; binding when X and Y are single words
    before two different head words (a red cup on a blue plate: modifiers); "other" when only "and"/"or"
    stands between them (conjuncts reordered, meaning kept); spatial when a spatial word (left, above,
-   behind, closer, in front of, ...) stands between them or just beside them; temporal when
+   behind, closer, in front of, ...) or a verb of position with "on"/"in"/"at" ("sits on") stands
+   between them; temporal when
    before/after/until/since/... stands between them; otherwise binding (a role swap: "the guard was
    hit by the thief"). Two adjacent spans transposed are a move: negation, numeric or quantifier by
    what moved, else "other".
@@ -136,6 +137,12 @@ SPATIAL_SWAP_CUES = (
     "left right above below over under beneath underneath behind beside near far closer farther nearer "
     "further north south east west inside outside into onto toward towards atop"
 ).split() + ["in front of", "next to", "on top of", "across from"]
+# "X sits on Y", "X is in Y": a plain preposition after a verb of position links two places.
+POSITION_VERBS = frozenset(
+    "is are was were be been sit sits sat sitting stand stands stood standing lie lies lay lying "
+    "rest rests rested resting hang hangs hung hanging perch perched park parked lean leans leaning".split()
+)
+POSITION_PREPOSITIONS = frozenset("on in at".split())
 TEMPORAL_SWAP_CUES = "before after earlier later until till since prior preceded followed".split()
 # Single words whose exchange before two different head words is a modifier swap (binding), even
 # with a spatial word between them ("a red cup on a blue plate").
@@ -395,6 +402,14 @@ def _modifier_swap(x: list[str], y: list[str], head_x: str, head_y: str) -> bool
     return all(h[:1].isalpha() and h not in FUNCTION_WORDS for h in (head_x, head_y))
 
 
+def _position_cue(middle: list[str]) -> str:
+    """'sits on' / 'is in' between the spans: a locative relation with a plain preposition."""
+    for verb, prep in zip(middle, middle[1:]):
+        if verb in POSITION_VERBS and prep in POSITION_PREPOSITIONS:
+            return f"{verb} {prep}"
+    return ""
+
+
 def _judge_swap(a: list[str], start: int, x: list[str], middle: list[str], y: list[str]) -> tuple[str, str]:
     """Family and reason for spans x and y exchanged around `middle`, x starting at a[start]."""
     swapped = f"swapped {_quote(x)} <-> {_quote(y)}"
@@ -406,9 +421,9 @@ def _judge_swap(a: list[str], start: int, x: list[str], middle: list[str], y: li
         return "binding", swapped + (" (modifiers)" if x[0] in MODIFIER_WORDS and y[0] in MODIFIER_WORDS else "")
     if all(t in CONJUNCTION_GLUE for t in middle) and set(middle) & {"and", "or", "&", ","}:
         return "other", f"{swapped} (conjuncts: order only)"
-    context = a[max(0, start - 3) : start] + a[end : end + 3]
-    # "over" next to the spans is too often "finished" ("declared the war over") to count there.
-    cue = _has_cue(middle, SPATIAL_SWAP_VOCAB) or _has_cue([t for t in context if t != "over"], SPATIAL_SWAP_VOCAB)
+    # Only a relation word between the spans links them: "into" after the second span is where a
+    # role swap's action goes ("The egg breaks a woman into a pan" is a role swap).
+    cue = _has_cue(middle, SPATIAL_SWAP_VOCAB) or _position_cue(middle)
     if cue:
         return "spatial", f"{swapped} around '{cue}'"
     cue = _has_cue(middle, TEMPORAL_SWAP_VOCAB)

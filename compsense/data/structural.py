@@ -53,6 +53,31 @@ def stsb_sentences(split: str, data_dir=None, limit: int | None = None, seed: in
     return sentences
 
 
+# STS-B splits on notebook 01's held-out side: test and dev, which nothing here trains on (the
+# verifiers and some retrieval sources train on STS-B train). MRPC's held-out split is test.
+STSB_HELDOUT_SPLITS = ("test", "dev")
+
+
+def stsb_heldout_sentences(data_dir=None, limit: int | None = None, seed: int = 0) -> list[tuple[str, str]]:
+    """STS-B test and dev sentences (up to `limit` of each), for the held-out side."""
+    return [s for split in STSB_HELDOUT_SPLITS for s in stsb_sentences(split, data_dir, limit=limit, seed=seed)]
+
+
+def heldout_paraphrase_pairs(split: str = "test", data_dir=None) -> list:
+    """The labelled pairs whose paraphrases (geometry.positive_pairs) the held-out near-misses are
+    compared with: MRPC `split` and STS-B `split`, plus STS-B dev when `split` is "test" (the
+    corpora notebook 01 draws its held-out sentences from)."""
+    stsb = STSB_HELDOUT_SPLITS if split == "test" else (split,)
+    return load_mrpc(split, data_dir=data_dir) + [p for s in stsb for p in load_stsb(s, data_dir=data_dir)]
+
+
+def corpus_of(source_ids: pd.Series) -> pd.Series:
+    """The corpus a source id names ("mrpc-123" -> "mrpc", "stsb-ab12" -> "stsb"); "user" for a
+    user's own sentences (content ids, "s" + hex)."""
+    prefix = source_ids.astype(str).str.extract(r"^([a-z]+)-", expand=False)
+    return prefix.fillna("user")
+
+
 def corpus_pairs(corpora: dict[str, tuple[list, list]], families=None, seed: int = 0) -> pd.DataFrame:
     """build_pairs for each named corpus {name: (train_sources, test_sources)}, with a `source` column."""
     parts = [

@@ -8,7 +8,7 @@ Notebook 04 asks it of pooled cosines (Base, Model A, Model B) and of every veri
 numbers are `compsense.nearmiss.metrics`'s (near-miss AUC, pairwise accuracy, self-match AUC):
 
 - `near_miss_table`, `self_match_table`: the metrics per scorer and family (a long table);
-- `paraphrase_positives` / `mrpc_positives`, `sugarcrepe_pairs`, `condaqa_pairs`, `eval_sets`: the pairs;
+- `paraphrase_positives` / `heldout_positives`, `sugarcrepe_pairs`, `condaqa_pairs`, `eval_sets`: the pairs;
 - `cosine_scorer`, `pooled_cosine_scorers`, `verifier_scorer`, `verifier_scorers`: the scorers;
 - `evaluate_sets`, `to_tidy`, `separation_table`, `figure_near_miss_scores`: results and views.
 
@@ -33,7 +33,8 @@ from scipy.stats import spearmanr
 from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
 from compsense.core.storage import TIDY_KEY, tidy
-from compsense.data.datasets import load_condaqa, load_mrpc, load_sugarcrepe
+from compsense.data.datasets import load_condaqa, load_sugarcrepe
+from compsense.data.structural import heldout_paraphrase_pairs
 from compsense.nearmiss.geometry import pair_cosines, positive_pairs
 from compsense.nearmiss.metrics import (
     ALL_FAMILIES,
@@ -169,7 +170,7 @@ def paraphrase_positives(paraphrases, near_misses, max_unmatched: int | None = N
     pair and is also found by source id. Here the query is always the near-miss's sentence1
     (notebook 01 writes the source there, and a verifier's score depends on which text is the
     query), and every paraphrase of the source is compared. The metrics are the same
-    (`compsense.nearmiss.metrics`); so is the label-1 selection of MRPC (see `mrpc_positives`).
+    (`compsense.nearmiss.metrics`); so is the paraphrase selection (see `heldout_positives`).
     """
     table = _as_frame(paraphrases, "paraphrases")
     if "label" in table.columns:
@@ -390,13 +391,13 @@ def verifier_scorers(fitted: dict, batch_size: int = 64, cache_dir=None, device=
     }
 
 
-def mrpc_positives(heldout, data_dir=None, split: str = "test", max_unmatched: int | None = None, seed: int = 0):
-    """`paraphrase_positives` from MRPC `split` (test by default: Model A may train on MRPC train).
+def heldout_positives(heldout, data_dir=None, split: str = "test", max_unmatched: int | None = None, seed: int = 0):
+    """`paraphrase_positives` from `structural.heldout_paraphrase_pairs(split)` (test by default:
+    models may train on the train splits): the corpora notebook 01 draws its held-out sentences from.
 
-    The paraphrases are `geometry.positive_pairs` of MRPC (label 1), as in notebook 03."""
-    return paraphrase_positives(
-        positive_pairs(load_mrpc(split, data_dir=data_dir)), heldout, max_unmatched=max_unmatched, seed=seed
-    )
+    The paraphrases are `geometry.positive_pairs` (MRPC label 1, STS-B score >= 4), as in notebook 03."""
+    pairs = heldout_paraphrase_pairs(split, data_dir=data_dir)
+    return paraphrase_positives(positive_pairs(pairs), heldout, max_unmatched=max_unmatched, seed=seed)
 
 
 def optional_sugarcrepe(data_dir=None, max_examples: int | None = None, seed: int = 0):
@@ -442,11 +443,11 @@ def eval_sets(
     condaqa_unit: str = "sentence",
 ):
     """Notebook 04's near-miss sets: {dataset: (positives, near_misses, match_on)} and notes on the
-    ones missing. "negatives-heldout": notebook 01's held-out families against MRPC-`mrpc_split`
-    paraphrases; "sugarcrepe" and "condaqa": external sets nobody here wrote or tuned on."""
+    ones missing. "negatives-heldout": notebook 01's held-out families against MRPC and STS-B
+    `mrpc_split` paraphrases; "sugarcrepe" and "condaqa": external sets nobody here wrote or tuned on."""
     sets = {
         "negatives-heldout": (
-            mrpc_positives(heldout, data_dir=data_dir, split=mrpc_split, max_unmatched=max_pairs, seed=seed),
+            heldout_positives(heldout, data_dir=data_dir, split=mrpc_split, max_unmatched=max_pairs, seed=seed),
             heldout,
             "sentence1",
         )

@@ -293,6 +293,8 @@ def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFr
 # sentences (~270-320 bytes a row, anchor written twice) -> about 20-24k rows, i.e. 20/120 to
 # 24/124 = 0.17-0.19 of B's rows. We take 0.19, as a share of B's rows (how the file was mixed).
 PAPER_STRUCTURAL_SHARE = 0.19
+# The same derivation in rows: how many structural identity triplets the authors' Model B file holds.
+PAPER_STRUCTURAL_ROWS = (20_000, 24_000)
 STRUCTURAL_NEGATIVES = ("near-miss", "random")
 
 

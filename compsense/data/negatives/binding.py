@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from compsense.data.negatives.parse import doc_of
+from compsense.data.negatives.ranges import AMOUNT_WORDS
 from compsense.data.negatives.rules import indefinite_article
 from compsense.data.negatives.text import Edit, Sentence
 
@@ -37,7 +38,7 @@ SYMMETRIC_VERBS = frozenset(
 # a profit" -> "A profit made the firm"): a swap gives nonsense, not a near-miss.
 LIGHT_VERBS = frozenset(
     """be have get make take give do say tell include become seem mean need want use show cost
-    expect see hold keep let put set know think find feel reach total contain""".split()
+    expect see hold keep let put set know think find feel reach total contain leave""".split()
 )
 # Entity types a swap must not move: those edits are numbers and dates (the `numeric` family).
 VALUE_ENTITIES = frozenset("DATE TIME MONEY PERCENT CARDINAL QUANTITY ORDINAL".split())
@@ -50,6 +51,20 @@ DETERMINERS = frozenset("a an the this that these those my his her its our their
 AGREEING_TAGS = frozenset("VBZ VBP".split())
 AGREEING_AUX = frozenset("is are was were has have does do 's 're".split())
 DISTANCE_COMPARATIVES = frozenset("closer nearer farther further".split())
+# Modifier swaps trade adjectives of concrete, visible properties (the authors' "a red box on a
+# blue table"): after a swap each still describes a thing. Abstract or evaluative ones, common in
+# news ("a substantial interest ... excellent potential" -> "an excellent interest ... substantial
+# potential", "high intake of olive oil"), give nonsense or idioms, not a rebinding.
+PROPERTY_ADJECTIVES = frozenset(
+    """red blue green yellow black white brown orange purple pink grey gray silver golden gold beige
+    tan dark light bright pale striped spotted plaid checkered colorful colourful small large big
+    tiny huge little tall short long wide narrow thick thin fat skinny round square flat wooden
+    metal metallic plastic glass steel stone brick paper leather cotton wool woolen wooden ceramic
+    rubber concrete iron copper brass marble velvet silk denim old young elderly hot cold warm cool
+    wet dry empty full open closed clean dirty broken heavy soft hard shiny smooth rough sharp blunt
+    fresh ripe rotten raw cooked frozen asleep awake happy sad angry smiling crying hungry tired
+    sleeping running barefoot shirtless bald curly blond blonde""".split()
+)
 # Adjectives that do not describe their noun ("the same", "other", "former"), or quantify it:
 # trading them is not rebinding a property.
 NOT_PROPERTIES = frozenset(
@@ -80,6 +95,7 @@ def _bad_token(tok) -> bool:
         or tok.tag_ in ("WDT", "WP", "WP$", "WRB")
         or (tok.is_punct and not (tok.text == "-" or tok.tag_ == "POS"))  # "blue-green", "the girls' bikes"
         or tok.lower_ in ("'t", "’t", "n't", "n’t", "not")
+        or tok.dep_ == "advmod"  # "a soccer ball outside": an adverb of the clause, not of the noun
         or tok.lower_ in ("and", "or", "but")
     )
 
@@ -94,6 +110,10 @@ def _span(doc, tokens: list, head) -> Span | None:
     # a phrase with a non-"of" prepositional phrase: the small parser often attaches it wrongly
     # ("sued the giant over the patent", "a chef in a white apron ... in a black suit")
     if any(t.dep_ == "prep" and t.lower_ != "of" for t in tokens):
+        return None
+    if _in_compound_word(doc, tokens[0]) or _in_compound_word(doc, tokens[-1]):  # "an e" of "e-mail"
+        return None
+    if len(head.text) < 2 or any(t.lower_ in AMOUNT_WORDS for t in tokens):  # "won 't" -> "t"; "half a percent"
         return None
     if head.lower_ in DIRECTION_WORDS:  # "east of the capital" is a place relation, not a participant
         return None
@@ -139,12 +159,25 @@ def _name_like(doc, span: Span, other: Span) -> Span:
     return replace(span, name=True) if bare and other.name and not span.name else span
 
 
-def _swap(doc, a: Span | None, b: Span | None, what: str, agree: bool) -> Edit | None:
+def _shares_a_noun(a: Span, b: Span) -> bool:
+    words = lambda s: {w.strip(".,'\"").lower() for w in s.text.split()} - DETERMINERS - {"of"}  # noqa: E731
+    return bool(words(a) & words(b))
+
+
+def _swap(doc, a: Span | None, b: Span | None, what: str, agree: bool, verb=None) -> Edit | None:
+    """Trade phrases a (the subject, when there is one) and b. With `agree`, both must have one
+    grammatical number; with `verb`, b must also have the number the verb's form shows ("A group
+    of sheep are on a hill" -> "A hill are on ..." is refused: the verb agreed with "sheep")."""
     if a is None or b is None or a.text.lower() == b.text.lower():
         return None
     if a.end > b.start and b.end > a.start:  # overlapping phrases
         return None
+    if _shares_a_noun(a, b):  # "The court reversed the decision of that court": the swap reads the same
+        return None
     if agree and a.plural != b.plural:
+        return None
+    number = _verb_number(verb) if verb is not None else None
+    if number is not None and b.plural != (number == "pl"):
         return None
     a, b = _name_like(doc, a, b), _name_like(doc, b, a)
     return Edit(
@@ -155,8 +188,24 @@ def _swap(doc, a: Span | None, b: Span | None, what: str, agree: bool) -> Edit |
 
 def _agrees(verb) -> bool:
     """Whether the verb group's finite form agrees with its subject in number."""
+    return _verb_number(verb) is not None
+
+
+SINGULAR_FORMS = frozenset("is was has does 's".split())
+PLURAL_FORMS = frozenset("are were have do 're".split())
+
+
+def _verb_number(verb) -> str | None:
+    """ "sg" or "pl" when the verb group's finite form shows a number ("runs", "are"), else None."""
     group = [verb, *(c for c in verb.children if c.dep_ in ("aux", "auxpass"))]
-    return any(t.tag_ in AGREEING_TAGS or t.lower_ in AGREEING_AUX for t in group)
+    if any(t.tag_ == "MD" for t in group):  # "would have beaten": a modal shows no number
+        return None
+    for t in group:
+        if t.tag_ == "VBZ" or t.lower_ in SINGULAR_FORMS:
+            return "sg"
+        if t.tag_ == "VBP" or t.lower_ in PLURAL_FORMS:
+            return "pl"
+    return None
 
 
 def _child(tok, *deps: str):
@@ -181,13 +230,15 @@ def _role_swaps(doc) -> list[Edit]:
             and not ditransitive
             and not (_has_coordination(subj) or _has_coordination(obj))
         ):
-            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, obj), "the roles of", _agrees(verb))
+            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, obj), "the roles of", _agrees(verb), verb)
             if edit:
                 edits.append(edit)
         patient, agent = _child(verb, "nsubjpass"), _child(verb, "agent")
         agent_noun = _child(agent, "pobj") if agent is not None else None
         if patient is not None and agent_noun is not None and verb.lemma_.lower() not in SYMMETRIC_VERBS:
-            edit = _swap(doc, noun_phrase(doc, patient), noun_phrase(doc, agent_noun), "the roles of", _agrees(verb))
+            edit = _swap(
+                doc, noun_phrase(doc, patient), noun_phrase(doc, agent_noun), "the roles of", _agrees(verb), verb
+            )
             if edit:
                 edits.append(edit)
     return edits
@@ -244,6 +295,17 @@ def _comparison_swaps(doc) -> list[Edit]:
     return edits
 
 
+def _clause_verb(noun):
+    """The verb whose clause a noun belongs to, up through prepositions and the nouns it modifies
+    (the sentence's root in a caption with no verb); None when it is too far up to tell."""
+    tok = noun
+    for _ in range(6):
+        if tok.pos_ in ("VERB", "AUX") or tok.head.i == tok.i:
+            return tok
+        tok = tok.head
+    return None
+
+
 def _in_compound_word(doc, tok) -> bool:
     """Part of a hyphenated word ("blue-chip", "20-year-old"): trading it breaks the word."""
     before = doc[tok.i - 1] if tok.i > 0 else None
@@ -260,14 +322,16 @@ def _property_adjectives(doc) -> list:
         noun = adj.head
         if (
             adj.dep_ == "amod"
-            and adj.tag_ == "JJ"
+            and adj.tag_ in ("JJ", "VBG", "VBN")  # "a sleeping baby", "a striped cat"
             and adj.is_alpha
             and adj.text.islower()
             and adj.lower_ not in NOT_PROPERTIES
+            and adj.lower_ in PROPERTY_ADJECTIVES
             and noun.tag_ in ("NN", "NNS")
             and noun.ent_type_ not in VALUE_ENTITIES
             and adj.i < noun.i
             and not _in_compound_word(doc, adj)
+            and adj.ent_type_ not in VALUE_ENTITIES  # "seventh term"
         ):
             out.append(adj)
     return out
@@ -294,6 +358,10 @@ def _modifier_swaps(doc) -> list[Edit]:
     edits = []
     for a, b in zip(firsts, firsts[1:]):
         if a.lower_ == b.lower_ or a.head.lemma_ == b.head.lemma_:
+            continue
+        # two nouns of one clause ("a red box on a blue table"), not two adjectives of one noun
+        # phrase ("the international atomic energy agency") nor of two clauses
+        if b.i < a.head.i or _clause_verb(a.head) is None or _clause_verb(a.head) != _clause_verb(b.head):
             continue
         if b.lower_ in {x.lower_ for x in by_noun[a.head.i]} or a.lower_ in {x.lower_ for x in by_noun[b.head.i]}:
             continue  # "a small red car" would become "a red red car"

@@ -257,12 +257,19 @@ def _side_swaps(doc) -> list[Edit]:
             obj = _relation_object(doc, last)
             if obj is None or not _place(obj) or not _place_subject(subj):
                 continue
-            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, obj), "the sides of the relation", True)
+            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, obj), "the sides of the relation", True, verb)
             if edit:
                 edits.append(edit)
     for subj, other, comparative in comparison_sides(doc):
         if comparative.lower_ in DISTANCE_COMPARATIVES:
-            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, other), "the sides of the distance", True)
+            edit = _swap(
+                doc,
+                noun_phrase(doc, subj),
+                noun_phrase(doc, other),
+                "the sides of the distance",
+                True,
+                comparative.head,
+            )
             if edit:
                 edits.append(edit)
     return edits
