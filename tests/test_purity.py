@@ -105,6 +105,9 @@ def test_judge_pair_family(original, near_miss, family):
     assert reason
 
 
+TABLE_COLUMNS = ["family", "source", "split", "pairs", "pure", "purity", "judged_as", "failing_examples"]
+
+
 def test_every_family_has_at_least_four_cases():
     assert set(CASES) == set(FAMILY_JUDGED)
     assert all(len(pairs) >= 4 for pairs in CASES.values())
@@ -199,16 +202,7 @@ def test_judge_pairs_names_missing_columns():
 
 def test_purity_table_groups_counts_and_shows_failures():
     table = purity_table(_pairs(), examples=1)
-    assert list(table.columns) == [
-        "family",
-        "source",
-        "split",
-        "pairs",
-        "pure",
-        "purity",
-        "judged_as",
-        "failing_examples",
-    ]
+    assert list(table.columns) == TABLE_COLUMNS
     assert list(zip(table["family"], table["source"], table["split"])) == [
         ("binding", "mrpc", "train"),
         ("comparative", "mrpc", "train"),
@@ -246,13 +240,4 @@ def test_purity_table_of_no_pairs():
     empty = _pairs().iloc[:0]
     table = purity_table(empty)
     assert table.empty
-    assert list(table.columns) == [
-        "family",
-        "source",
-        "split",
-        "pairs",
-        "pure",
-        "purity",
-        "judged_as",
-        "failing_examples",
-    ]
+    assert list(table.columns) == TABLE_COLUMNS

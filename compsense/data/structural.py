@@ -30,23 +30,23 @@ def mrpc_sentences(split: str, data_dir=None, limit: int | None = None, seed: in
 
     The source id is MRPC's own sentence id (`mrpc-<id>`), so results can be traced back to the corpus.
     """
-    seen: dict[str, tuple[str, str]] = {}
-    for pair in load_mrpc(split, data_dir=data_dir):
-        for sid, text in ((pair.id1, pair.sentence1), (pair.id2, pair.sentence2)):
-            seen.setdefault(text, (f"mrpc-{sid}", text))
-    sentences = sorted(seen.values())
-    if limit is not None and limit < len(sentences):
-        sentences = sorted(random.Random(seed).sample(sentences, limit))
-    return sentences
+    pairs = load_mrpc(split, data_dir=data_dir)
+    ids = ((f"mrpc-{sid}", text) for p in pairs for sid, text in ((p.id1, p.sentence1), (p.id2, p.sentence2)))
+    return _distinct_sample(ids, limit, seed)
 
 
 def stsb_sentences(split: str, data_dir=None, limit: int | None = None, seed: int = 0) -> list[tuple[str, str]]:
     """Distinct STS-B sentences of a split as (source_id, sentence), like mrpc_sentences: a second
     corpus (captions, forums, news headlines) to check the families on text they were not written for."""
+    texts = (text for p in load_stsb(split, data_dir=data_dir) for text in (p.sentence1, p.sentence2))
+    return _distinct_sample(((f"stsb-{source_id_of(text)[1:]}", text) for text in texts), limit, seed)
+
+
+def _distinct_sample(items, limit: int | None, seed: int) -> list[tuple[str, str]]:
+    """(source_id, text) items, the first id of each text kept, sorted; a seeded sample of `limit`."""
     seen: dict[str, tuple[str, str]] = {}
-    for pair in load_stsb(split, data_dir=data_dir):
-        for text in (pair.sentence1, pair.sentence2):
-            seen.setdefault(text, (f"stsb-{source_id_of(text)[1:]}", text))
+    for sid, text in items:
+        seen.setdefault(text, (sid, text))
     sentences = sorted(seen.values())
     if limit is not None and limit < len(sentences):
         sentences = sorted(random.Random(seed).sample(sentences, limit))
@@ -76,15 +76,6 @@ def corpus_of(source_ids: pd.Series) -> pd.Series:
     user's own sentences (content ids, "s" + hex)."""
     prefix = source_ids.astype(str).str.extract(r"^([a-z]+)-", expand=False)
     return prefix.fillna("user")
-
-
-def corpus_pairs(corpora: dict[str, tuple[list, list]], families=None, seed: int = 0) -> pd.DataFrame:
-    """build_pairs for each named corpus {name: (train_sources, test_sources)}, with a `source` column."""
-    parts = [
-        build_pairs(train, test, families=families, seed=seed)[0].assign(source=name)
-        for name, (train, test) in corpora.items()
-    ]
-    return pd.concat(parts, ignore_index=True)
 
 
 def family_purity(pairs: pd.DataFrame, by=("family", "source", "split"), examples: int = 3) -> pd.DataFrame:

@@ -102,14 +102,12 @@ PLURAL_TAGS = frozenset("NNS NNPS".split())
 MAX_PHRASE_TOKENS = 7
 DIRECTION_WORDS = frozenset("north south east west left right up down top bottom i".split())
 DETERMINERS = frozenset("a an the this that these those my his her its our their your".split())
-# Finite forms that agree with their subject: a swap needs both phrases of one number.
-AGREEING_TAGS = frozenset("VBZ VBP".split())
-AGREEING_AUX = frozenset("is are was were has have does do 's 're".split())
 DISTANCE_COMPARATIVES = frozenset("closer nearer farther further".split())
 # Modifier swaps trade adjectives of concrete, visible properties (the authors' "a red box on a
-# blue table"): after a swap each still describes a thing. Abstract or evaluative ones, common in
-# news ("a substantial interest ... excellent potential" -> "an excellent interest ... substantial
-# potential", "high intake of olive oil"), give nonsense or idioms, not a rebinding.
+# blue table", evaluate_embeddings.py): after a swap each still describes a thing. Abstract or
+# evaluative ones, common in news ("a substantial interest ... excellent potential" -> "an
+# excellent interest ... substantial potential", "high intake of olive oil"), give nonsense or
+# idioms, not a rebinding.
 PROPERTY_ADJECTIVES = frozenset(
     """red blue green yellow black white brown orange purple pink grey gray silver golden gold beige
     tan dark light bright pale striped spotted plaid checkered colorful colourful small large big
@@ -229,9 +227,10 @@ def _shares_a_noun(a: Span, b: Span) -> bool:
 
 
 def _swap(doc, a: Span | None, b: Span | None, what: str, agree: bool, verb=None) -> Edit | None:
-    """Trade phrases a (the subject, when there is one) and b. With `agree`, both must have one
-    grammatical number; with `verb`, b must also have the number the verb's form shows ("A group
-    of sheep are on a hill" -> "A hill are on ..." is refused: the verb agreed with "sheep")."""
+    """Trade phrases a (the subject, when there is one) and b. With `agree`, or a `verb` whose form
+    shows a number, both must have one grammatical number; with `verb`, b must also have the number
+    the verb's form shows ("A group of sheep are on a hill" -> "A hill are on ..." is refused: the
+    verb agreed with "sheep")."""
     if a is None or b is None or a.text.lower() == b.text.lower():
         return None
     if a.end > b.start and b.end > a.start:  # overlapping phrases
@@ -243,18 +242,13 @@ def _swap(doc, a: Span | None, b: Span | None, what: str, agree: bool, verb=None
     if agree and a.plural != b.plural:
         return None
     number = _verb_number(verb) if verb is not None else None
-    if number is not None and b.plural != (number == "pl"):
+    if number is not None and (a.plural != b.plural or b.plural != (number == "pl")):
         return None
     a, b = _name_like(doc, a, b), _name_like(doc, b, a)
     return Edit(
         ((a.start, a.end, _moved(doc, b)), (b.start, b.end, _moved(doc, a))),
         f"swapped {what} '{a.text}' and '{b.text}'",
     )
-
-
-def _agrees(verb) -> bool:
-    """Whether the verb group's finite form agrees with its subject in number."""
-    return _verb_number(verb) is not None
 
 
 SINGULAR_FORMS = frozenset("is was has does 's".split())
@@ -296,15 +290,13 @@ def _role_swaps(doc) -> list[Edit]:
             and not ditransitive
             and not (_has_coordination(subj) or _has_coordination(obj))
         ):
-            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, obj), "the roles of", _agrees(verb), verb)
+            edit = _swap(doc, noun_phrase(doc, subj), noun_phrase(doc, obj), "the roles of", False, verb)
             if edit:
                 edits.append(edit)
         patient, agent = _child(verb, "nsubjpass"), _child(verb, "agent")
         agent_noun = _child(agent, "pobj") if agent is not None else None
         if patient is not None and agent_noun is not None and verb.lemma_.lower() not in SYMMETRIC_VERBS:
-            edit = _swap(
-                doc, noun_phrase(doc, patient), noun_phrase(doc, agent_noun), "the roles of", _agrees(verb), verb
-            )
+            edit = _swap(doc, noun_phrase(doc, patient), noun_phrase(doc, agent_noun), "the roles of", False, verb)
             if edit:
                 edits.append(edit)
     return edits

@@ -1,7 +1,7 @@
 """The registry of perturbation families: a name, what the family changes, and its rule set.
 
 `PAPER_FAMILIES` is the one list of the families Ralev et al. train and evaluate on (their
-`cannot_negation`, `binding_negation` and `spatial` categories); every module that needs "the
+`cannot_negation`, `binding_negation` and `spatial` categories, evaluate_embeddings.py); every module that needs "the
 paper's families" imports it from here.
 """
 

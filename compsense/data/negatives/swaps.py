@@ -154,38 +154,6 @@ def _ordering_context(sent: Sentence, i: int, j: int) -> bool:
     return True
 
 
-MOTION_VERBS = frozenset(
-    """walk walks walked walking go goes went going move moves moved moving jump jumps jumped
-    step steps stepped climb climbs climbed drive drives drove driving fly flies flew swim swam
-    rush rushed crawl crawled pour poured poured drag dragged pull pulled carry carried slip
-    slipped march marched sneak sneaked storm stormed burst""".split()
-)
-IDIOM_AFTER_INTO = frozenset(
-    "trouble problems difficulties force effect power debt coma account question business "
-    "control order stock date work reach sight".split()
-)
-
-
-def _motion_context(sent: Sentence, i: int, j: int) -> bool:
-    """'walked into the room' <-> 'walked out of the room', never 'ran into trouble'."""
-    return sent.low(i - 1) in MOTION_VERBS and sent.low(j) in DETERMINERS and sent.low(j + 1) not in IDIOM_AFTER_INTO
-
-
-BEHIND_VERBS = frozenset(
-    """is are was were sat sit sits sitting parked hidden hid hide hiding located placed put
-    waited wait walked walk ran run just directly right far standing""".split()
-)
-
-
-def _behind_context(sent: Sentence, i: int, j: int) -> bool:
-    """'sat behind the desk', not 'the man behind the attack' or 'behind schedule'."""
-    return (
-        sent.low(i - 1) in BEHIND_VERBS
-        and _noun_phrase_follows(sent, i, j)
-        and sent.low(j + 1) not in ("scenes", "schedule", "bars", "times")
-    )
-
-
 def _near_context(sent: Sentence, i: int, j: int) -> bool:
     return (
         _noun_phrase_follows(sent, i, j)
