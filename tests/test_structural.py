@@ -11,6 +11,7 @@ from compsense.data.negatives import edit_distance_table
 from compsense.data.negatives.pairs import source_id_of
 from compsense.data.structural import (
     build_pairs,
+    caption_sentences,
     corpus_of,
     counts_table,
     family_purity,
@@ -148,8 +149,21 @@ def test_heldout_paraphrase_pairs_come_from_the_splits_nothing_trains_on():
 
 
 def test_corpus_of_names_each_source_ids_corpus():
-    ids = pd.Series(["mrpc-12", "stsb-ab12", source_id_of("My own sentence.")])
-    assert corpus_of(ids).tolist() == ["mrpc", "stsb", "user"]
+    ids = pd.Series(["mrpc-12", "stsb-ab12", "coco-cd34", source_id_of("My own sentence.")])
+    assert corpus_of(ids).tolist() == ["mrpc", "stsb", "coco", "user"]
+
+
+def test_caption_sentences_are_sugarcrepes_distinct_originals_never_its_negatives():
+    from compsense.data.datasets import load_sugarcrepe
+
+    examples = load_sugarcrepe(data_dir=SMOKE)
+    captions = caption_sentences(SMOKE)
+    texts = [t for _, t in captions]
+    assert sorted(texts) == sorted({e.caption for e in examples}) and len(set(texts)) == len(texts)
+    assert all(sid.startswith("coco-") for sid, _ in captions)
+    assert not set(texts) & {e.negative_caption for e in examples} - {e.caption for e in examples}
+    assert caption_sentences(SMOKE, limit=5, seed=1) == caption_sentences(SMOKE, limit=5, seed=1)
+    assert len(caption_sentences(SMOKE, limit=5, seed=1)) == 5
 
 
 def test_family_purity_reports_each_family_per_corpus_and_split():

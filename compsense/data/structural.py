@@ -1,10 +1,11 @@
 """Where the structural near-miss data of the pipeline comes from, and where it goes.
 
 The paper built its structural negatives from MRPC sentences. Here the train split is made from
-MRPC's (GLUE) train sentences and the test split from MRPC's test sentences, so the held-out
-near-misses (notebooks 03, 04) come from sentences whose paraphrase pairs no model trained on,
-and a sentence with all its near-misses sits on one side only. A user's own sentence list can be
-added to either side. Outputs: {work_dir}/negatives/pairs.parquet and triplets.parquet.
+MRPC's (GLUE) train and STS-B's train sentences; the held-out split from MRPC test, STS-B test and
+dev, and the COCO captions of SugarCrepe (`caption_sentences`), so the held-out near-misses
+(notebooks 02-04) come from sentences no model trained on, and a sentence with all its near-misses
+sits on one side only. A user's own sentence list can be added to either side. Outputs:
+{work_dir}/negatives/pairs.parquet and triplets.parquet.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from compsense.core.layout import pairs_file, triplets_file
-from compsense.data.datasets import load_mrpc, load_sentences, load_stsb
+from compsense.data.datasets import load_mrpc, load_sentences, load_stsb, load_sugarcrepe
 from compsense.data.negatives import make_pairs, make_triplets, read_pairs, write_pairs
 from compsense.data.negatives.pairs import source_id_of
 from compsense.data.purity import judge_pairs, purity_table
@@ -63,6 +64,15 @@ def stsb_heldout_sentences(data_dir=None, limit: int | None = None, seed: int = 
     return [s for split in STSB_HELDOUT_SPLITS for s in stsb_sentences(split, data_dir, limit=limit, seed=seed)]
 
 
+def caption_sentences(data_dir=None, limit: int | None = None, seed: int = 0) -> list[tuple[str, str]]:
+    """The distinct COCO captions SugarCrepe was built from (its `caption` field; never its negatives)
+    as (source_id, caption), a third held-out corpus: captions describe scenes, so they carry the
+    agents, attributes and spatial relations that newswire lacks. Nothing here trains on them; notebook
+    03 scores SugarCrepe's own edits of some of the same captions as a separate benchmark."""
+    captions = (example.caption for example in load_sugarcrepe(data_dir=data_dir))
+    return _distinct_sample(((f"coco-{source_id_of(text)[1:]}", text) for text in captions), limit, seed)
+
+
 def heldout_paraphrase_pairs(split: str = "test", data_dir=None) -> list:
     """The labelled pairs whose paraphrases (geometry.positive_pairs) the held-out near-misses are
     compared with: MRPC `split` and STS-B `split`, plus STS-B dev when `split` is "test" (the
@@ -72,7 +82,7 @@ def heldout_paraphrase_pairs(split: str = "test", data_dir=None) -> list:
 
 
 def corpus_of(source_ids: pd.Series) -> pd.Series:
-    """The corpus a source id names ("mrpc-123" -> "mrpc", "stsb-ab12" -> "stsb"); "user" for a
+    """The corpus a source id names ("mrpc-123" -> "mrpc", "stsb-ab12" -> "stsb", "coco-cd34" -> "coco"); "user" for a
     user's own sentences (content ids, "s" + hex)."""
     prefix = source_ids.astype(str).str.extract(r"^([a-z]+)-", expand=False)
     return prefix.fillna("user")

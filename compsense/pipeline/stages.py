@@ -30,8 +30,8 @@ def stage_key(notebook: Path) -> str:
 # Local dataset folders each stage reads whatever its parameters say; folders a parameter names
 # (train_sources, eval_datasets) and files a parameter points at (nq_path) are added to these.
 STAGE_DATA = {
-    "01": ["mrpc"],
-    "02": ["mrpc"],
+    "01": ["mrpc", "stsb", "sugarcrepe"],
+    "02": ["mrpc", "stsb"],
     "03": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
     "04": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
     "05": [],
