@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from scipy import stats
 
 from compsense.retrieval import harness as retrieval
 from compsense.retrieval.harness import (
@@ -189,7 +190,10 @@ def test_table1_means_drops_and_paper_columns():
     assert t["drop"] == pytest.approx(-0.15) and t.drop_pct == pytest.approx(-25.0)
     assert t.paper_A == 0.439 and t.paper_B == 0.401 and t.paper_drop == pytest.approx(-0.038)
     assert t.n_seeds == 2 and t.n_datasets == 2 and t.base_mean == pytest.approx(0.45)
-    assert retrieval.style_table1(table1(_results(rows))).to_html()
+    # seed-level test over the two seed drops (-0.1, -0.2): the paired t of B against A
+    assert t.t_p == pytest.approx(stats.ttest_rel([0.4, 0.5], [0.5, 0.7]).pvalue) and t.perm_p_floor == 0.5
+    html = retrieval.style_table1(table1(_results(rows))).to_html()
+    assert "p (paired t)" in html and "sign flips" in html
     assert set(PAPER_TABLE1.backbone) == {"minilm-l6", "minilm-l12", "gte-small", "gte-modernbert-base"}
 
 

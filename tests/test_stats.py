@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
+from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas, seed_level_test
 
 
 def test_constant_difference_has_a_point_interval():
@@ -78,3 +78,20 @@ def test_paired_deltas_refuses_a_query_one_variant_never_had():
     extra = pq[(pq.variant == "A") & (pq.seed == 42)].assign(seed=44)
     wide = paired_deltas(pd.concat([pq, extra]), "ndcg@10", "A", "B")
     assert list(wide.index) == [42, 43] and wide.shape == (2, 4) and np.allclose(wide.to_numpy(), 0.2)
+
+
+def test_seed_level_test_is_scipys_paired_t_and_the_exact_sign_flip_test_with_its_floor():
+    from scipy import stats as sps
+
+    drops = np.array([-0.012, -0.030, -0.010, -0.021, -0.016])
+    out = seed_level_test(drops)
+    t = sps.ttest_1samp(drops, 0.0)
+    assert out["t_p"] == pytest.approx(t.pvalue) and out["t_p"] < 0.05
+    assert out["t_ci_low"] < drops.mean() < out["t_ci_high"] < 0
+    # all five negative: the most extreme of the 32 sign patterns, so p is exactly the floor 2/32
+    assert out["perm_p"] == pytest.approx(2 / 32) and out["perm_p_floor"] == pytest.approx(0.0625)
+    mixed = seed_level_test(np.array([-0.02, 0.01, -0.01]))
+    assert mixed["t_ci_low"] < 0 < mixed["t_ci_high"] and mixed["t_p"] > 0.5 and mixed["perm_p_floor"] == 0.25
+    assert np.isnan(seed_level_test(np.array([-0.01]))["t_p"])  # one seed: nothing to test against
+    with pytest.raises(ValueError, match="one finite difference per seed"):
+        seed_level_test(np.array([[0.1, 0.2]]))

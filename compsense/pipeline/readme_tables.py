@@ -137,6 +137,7 @@ def table1(df: pd.DataFrame) -> str:
                     mean_std(r.B_mean, r.B_std),
                     drop,
                     pvalue(getattr(r, "p_holm", None)),
+                    _seed_level(r),
                     num(r.paper_A),
                     num(r.paper_B),
                     paper,
@@ -151,11 +152,22 @@ def table1(df: pd.DataFrame) -> str:
             "Model B",
             "B − A [95% CI]",
             "Holm p",
+            "over seeds: paired t [95% CI], p; sign flips p (floor)",
             "paper A",
             "paper B",
             "paper B − A",
         ],
         rows,
+    )
+
+
+def _seed_level(r) -> str:
+    """The seed-level tests of Table 1 (`compsense.core.stats.seed_level_test`), or a dash before they existed."""
+    if _decimal(getattr(r, "t_p", None)) is None:
+        return DASH
+    return (
+        f"[{num(r.t_ci_low, sign=True)}, {num(r.t_ci_high, sign=True)}], p {pvalue(r.t_p)}; "
+        f"{pvalue(r.perm_p)} (≥ {pvalue(r.perm_p_floor)})"
     )
 
 

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import RESULTS
 from compsense.core.paths import workspace
-from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
+from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas, seed_level_test
 from compsense.core.storage import append_results, read_table, tidy
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
@@ -527,8 +527,17 @@ def table1(
     # The drop is computed per seed (B and A of the same seed), then averaged.
     paired = per_seed.pivot_table(index=["backbone", "metric", "seed"], columns="variant", values="value")
     if {"A", "B"} <= set(paired.columns):
-        drop = (paired["B"] - paired["A"]).groupby(["backbone", "metric"]).agg(["mean", "std"])
+        seed_drops = (paired["B"] - paired["A"]).dropna()
+        drop = seed_drops.groupby(["backbone", "metric"]).agg(["mean", "std"])
         out["drop"], out["drop_std"] = drop["mean"], drop["std"]
+        # The seed-level tests (the unit is a trained model): what the README's conclusion rests on.
+        seed_tests = pd.DataFrame(
+            [
+                {"backbone": backbone, "metric": metric, **seed_level_test(grp.to_numpy())}
+                for (backbone, metric), grp in seed_drops.groupby(["backbone", "metric"])
+            ]
+        ).set_index(["backbone", "metric"])
+        out = out.join(seed_tests.drop(columns=["n_seeds", "mean_delta"]))
     else:
         out["drop"] = out["drop_std"] = np.nan
     out["drop_pct"] = 100 * out["drop"] / out["A_mean"]
@@ -585,6 +594,17 @@ def style_table1(table: pd.DataFrame):
             [f"[{lo:+.3f}, {hi:+.3f}]" if pd.notna(lo) else "–" for lo, hi in zip(table.ci_low, table.ci_high)],
         )
         shown.insert(7, "p (Holm)", table.p_holm)
+    if "t_p" in table:
+        at = shown.columns.get_loc("drop % (ours)") + 1
+        shown.insert(
+            at,
+            "95% CI (paired t over seeds)",
+            [f"[{lo:+.3f}, {hi:+.3f}]" if pd.notna(lo) else "–" for lo, hi in zip(table.t_ci_low, table.t_ci_high)],
+        )
+        shown.insert(at + 1, "p (paired t)", table.t_p)
+        shown.insert(
+            at + 2, "p (sign flips; floor)", [_p_with_floor(p, f) for p, f in zip(table.perm_p, table.perm_p_floor)]
+        )
     num = ["B − A (ours)", "A (paper)", "B (paper)", "B − A (paper)"]
     return (
         shown.style.hide(axis="index")
@@ -594,11 +614,16 @@ def style_table1(table: pd.DataFrame):
                 "drop % (ours)": "{:+.1f}%",
                 "drop % (paper)": "{:+.1f}%",
                 **({"p (Holm)": "{:.4f}"} if "p (Holm)" in shown else {}),
+                **({"p (paired t)": "{:.4f}"} if "p (paired t)" in shown else {}),
             },
             na_rep="–",
         )
         .map(_drop_colour, subset=["B − A (ours)", "B − A (paper)"])
     )
+
+
+def _p_with_floor(p: float, floor: float) -> str:
+    return "–" if pd.isna(p) else f"{p:.4f} (≥ {floor:.4f})"
 
 
 def _drop_colour(value) -> str:
