@@ -387,5 +387,10 @@ def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monke
     assert table.n_near_miss.iloc[0] == 4 and table.run.iloc[0] == "tiny-bert/base-seed42"
     again = g.pooled_nearmiss_auc(runs, near, para, tmp_path)  # cached: not encoded again
     assert len(loads) == 1 and again.value.tolist() == table.value.tolist()
+    # other pairs of the same number and family mix: scored again, never the cached numbers
+    swapped = near.assign(sentence2=["the cat sat under the mat", "the dog ran up", "prices held today", "a red mug"])
+    fresh = g.pooled_nearmiss_auc(runs, swapped, para, tmp_path)
+    assert len(loads) == 2 and fresh.pairs_sha1.nunique() == 1 and fresh.pairs_sha1.iloc[0] != table.pairs_sha1.iloc[0]
+    assert len(g.read_table(tmp_path / "results" / g.NEARMISS_TABLE)) == len(table)  # replaced, not added beside
     with pytest.raises(ValueError, match="near-miss pairs"):
         g.pooled_nearmiss_auc(runs, near.iloc[0:0], para, tmp_path)

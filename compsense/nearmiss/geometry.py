@@ -23,6 +23,7 @@ encoders. `pooled_nearmiss_auc` is notebook 02's near-miss axis of the dose-resp
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 from pathlib import Path
@@ -623,27 +624,29 @@ def pooled_nearmiss_auc(
     `metrics.near_miss_auc`) for every model of `runs` (rows of `training.run_grid`), overall (family
     "all") and per family, with a 95% bootstrap interval over pairs (`metrics.near_miss_auc_interval`):
     the near-miss axis of the dose-response figure. Appended to {work_dir}/results/nearmiss_pooled.parquet;
-    a model already scored on the same pairs (same model stamp and pair counts) is not encoded again."""
+    a model already scored on the same pairs (same model stamp, and the same pair texts: `pairs_sha1`)
+    is not encoded again."""
     if near_misses.empty or paraphrases.empty:
         raise ValueError("pooled_nearmiss_auc needs near-miss pairs (notebook 01) and paraphrase pairs")
     path = workspace(work_dir, "results") / NEARMISS_TABLE
     done = read_table(path) if path.exists() and not force else None
     nm_pairs = list(zip(near_misses.sentence1, near_misses.sentence2, strict=True))
     pos_pairs = list(zip(paraphrases.sentence1, paraphrases.sentence2, strict=True))
-    sizes = dict(n_near_miss=len(nm_pairs), n_paraphrase=len(pos_pairs))
+    # Keyed on content, not counts: other pairs of the same number (a changed generator or source)
+    # must be scored again, not read back.
+    sizes = dict(n_near_miss=len(nm_pairs), n_paraphrase=len(pos_pairs), pairs_sha1=_pairs_sha1(nm_pairs, pos_pairs))
     for run in tqdm(runs.to_dict("records"), desc="near-miss AUC", unit="model"):
         key = model_key(run["variant"], run["seed"])
         name = f"{run['backbone']}/{key}"
         if (
             done is not None
-            and "ci_low" in done
+            and {"ci_low", "pairs_sha1"} <= set(done.columns)
             and (
                 (done.run == name)
                 & (done.metric == AUC)
                 & (done.model_stamp == run["model_stamp"])
                 & done.ci_low.notna()
-                & (done.n_near_miss == len(nm_pairs))
-                & (done.n_paraphrase == len(pos_pairs))
+                & (done.pairs_sha1 == sizes["pairs_sha1"])
             ).any()
         ):
             continue
@@ -679,4 +682,16 @@ def pooled_nearmiss_auc(
         append_results(table, path, key=TABLE_KEY)
     table = read_table(path)
     names = {f"{r['backbone']}/{model_key(r['variant'], r['seed'])}" for r in runs.to_dict("records")}
-    return table[table.run.isin(names) & (table.metric == AUC)].reset_index(drop=True)
+    return table[table.run.isin(names) & (table.metric == AUC) & (table.pairs_sha1 == sizes["pairs_sha1"])].reset_index(
+        drop=True
+    )
+
+
+def _pairs_sha1(*pair_lists) -> str:
+    """One digest of the texts of every pair, in order (lists separated), for keying cached scores."""
+    h = hashlib.sha1()
+    for pairs in pair_lists:
+        for a, b in pairs:
+            h.update(a.encode("utf-8") + b"\x1f" + b.encode("utf-8") + b"\x1e")
+        h.update(b"\x1d")
+    return h.hexdigest()
