@@ -276,12 +276,26 @@ def test_separation_metrics_tidy_columns(scored):
         ("negatives", "binding"),
         ("negatives", "negation"),
         ("negatives", "spatial"),
+        ("negatives", "all"),
         ("sugarcrepe", "swap_att"),
         ("sugarcrepe", "replace_rel"),
     }
     assert auc.value.between(0, 1).all()
     metrics = set(table.metric)
     assert {"positive_cos_mean", "reference_random_cos_mean", PAIRWISE_ACCURACY, "gap_to_positive"} <= metrics
+
+
+def test_all_pools_the_paper_families_only_and_pairwise_accuracy_has_an_anchor_interval(scored):
+    base = scored[scored.model == "base-seed0"]
+    extra = base[(base.kind == "near_miss") & (base.family == "negation")].assign(family="numeric", cosine=0.99)
+    table = g.separation_metrics(pd.concat([scored, extra], ignore_index=True))
+    rows = table[(table.model == "base-seed0") & (table.dataset == "negatives")].set_index(["family", "metric"]).value
+    paper = base[(base.kind == "near_miss") & (base.dataset == "negatives")]
+    assert rows[("all", "n_pairs")] == len(paper)  # the numeric rows stay out of "all"
+    assert rows[("all", AUC)] == pytest.approx(near_miss_auc(base[base.kind == "positive"].cosine, paper.cosine))
+    assert ("numeric", AUC) in rows.index
+    low, high = rows[("all", f"{PAIRWISE_ACCURACY}_ci_low")], rows[("all", f"{PAIRWISE_ACCURACY}_ci_high")]
+    assert low <= rows[("all", PAIRWISE_ACCURACY)] <= high
 
 
 def test_the_table_s_auc_is_the_metric_on_the_score_frame(scored):
@@ -311,7 +325,7 @@ def test_geometry_summary_is_wide_by_metric_and_variant(scored):
         ("near_miss_cos_mean", "base"),
         ("near_miss_cos_mean", "A"),
     ]
-    assert len(wide) == 5
+    assert len(wide) == 6  # five families and "all" (the paper's three pooled)
     default = g.geometry_summary(g.separation_metrics(scored))
     assert list(dict.fromkeys(m for m, _ in default.columns))[:2] == [AUC, PAIRWISE_ACCURACY]
     with pytest.raises(ValueError, match="found"):
@@ -346,7 +360,7 @@ def test_separation_auc_figure_groups_bars_by_variant(scored):
     fig = separation_auc_figure(g.separation_metrics(scored), metric=AUC)
     bars = [t for t in fig.data if t.type == "bar"]
     assert [b.name for b in bars] == ["Base", "Model A", "Base", "Model A"]  # negatives, then SugarCrepe
-    assert list(bars[0].x) == ["negation", "binding", "spatial"]
+    assert list(bars[0].x) == ["negation", "binding", "spatial", "all"]  # "all": the three pooled
 
 
 def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monkeypatch):

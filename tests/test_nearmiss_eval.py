@@ -17,7 +17,7 @@ def test_near_miss_table_on_a_toy_case():
         {
             "sentence1": ["s1", "s1", "s2", "zz"],
             "sentence2": ["n1", "n2", "n3", "n4"],
-            "family": ["negation", "swap", "negation", "swap"],
+            "family": ["negation", "binding", "negation", "binding"],
         }
     )
     fixed = {
@@ -38,7 +38,7 @@ def test_near_miss_table_on_a_toy_case():
     assert get["negation", "auc"] == pytest.approx(3.5 / 6)
     assert get["negation", "pairwise_accuracy"] == pytest.approx((1 + 0.5) / 2)
     assert n["negation", "pairwise_accuracy"] == 2
-    assert get["swap", "pairwise_accuracy"] == pytest.approx(0.0) and n["swap", "pairwise_accuracy"] == 1
+    assert get["binding", "pairwise_accuracy"] == pytest.approx(0.0) and n["binding", "pairwise_accuracy"] == 1
     assert n["all", "pairwise_accuracy"] == 3 and n["all", "auc"] == 4
     # the table's numbers are the metrics module's, on the same scores
     assert get["all", "auc"] == near_miss_auc([0.9, 0.5, 0.7], [0.8, 0.95, 0.5, 0.1])
@@ -48,6 +48,12 @@ def test_near_miss_table_on_a_toy_case():
     N.figure_near_miss_scores(table)  # builds without error
     with pytest.raises(ValueError, match="family"):
         N.near_miss_table({}, positives, near.drop(columns="family"))
+    # a family outside the paper's is reported on its own and stays out of "all"
+    more = pd.concat([near, pd.DataFrame({"sentence1": ["s3"], "sentence2": ["n5"], "family": ["numeric"]})])
+    fixed[("s3", "n5")] = 0.99
+    wider = N.near_miss_table({"toy": lambda pairs: [fixed[p] for p in pairs]}, positives, more)
+    assert wider.set_index(["family", "metric"]).loc[("all", "auc"), "value"] == get["all", "auc"]
+    assert ("numeric", "auc") in wider.set_index(["family", "metric"]).index
 
 
 def test_a_family_whose_queries_have_no_positive_gets_an_auc_but_no_pairwise_accuracy():

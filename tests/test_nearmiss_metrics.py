@@ -169,3 +169,20 @@ def test_the_headline_checks_name_stored_families_and_metrics():
         COPY_VS_NEAR_MISS: (COPY_VS_NEAR_MISS, PAIRWISE_ACCURACY),
     }
     assert set(CHECKS) <= set(LABELS)
+
+
+def test_pairwise_accuracy_interval_resamples_anchors_and_covers_the_estimate():
+    from compsense.nearmiss.metrics import pairwise_accuracy_interval
+
+    rng = np.random.default_rng(3)
+    pos, neg = rng.normal(0.5, 1, 200), rng.normal(0, 1, 200)
+    low, high = pairwise_accuracy_interval(pos, neg, seed=1)
+    assert low < pairwise_accuracy(pos, neg) < high and (low, high) == pairwise_accuracy_interval(pos, neg, seed=1)
+    # every anchor's near-misses all win or all lose: 20 anchors carry the evidence of 20, not of 200
+    anchors = np.repeat(np.arange(20), 10)
+    tied = np.repeat(rng.random(20) < 0.6, 10)
+    clustered = pairwise_accuracy_interval(tied.astype(float), np.full(200, 0.5), anchors, seed=1)
+    naive = pairwise_accuracy_interval(tied.astype(float), np.full(200, 0.5), seed=1)
+    assert clustered[1] - clustered[0] > 2 * (naive[1] - naive[0])
+    with pytest.raises(ValueError, match="at least two anchors"):
+        pairwise_accuracy_interval(pos[:3], neg[:3], anchors=["a", "a", "a"])

@@ -34,6 +34,7 @@ from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
 from compsense.core.storage import TIDY_KEY, tidy
 from compsense.data.datasets import load_condaqa, load_sugarcrepe
+from compsense.data.negatives.families import PAPER_FAMILIES
 from compsense.data.structural import heldout_paraphrase_pairs
 from compsense.nearmiss.geometry import pair_cosines, positive_pairs
 from compsense.nearmiss.metrics import (
@@ -70,7 +71,8 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
       one, NaN when none has.
     - mean_score: the family's mean near-miss score, and (family "paraphrase") the positives' mean:
       the view of the paper's Figure 3. Scales differ between scorers; compare within a scorer.
-    Family "all" pools every family. Each scorer is called once, on positives and near-misses
+    Family "all" pools the paper's families (`PAPER_FAMILIES`) when any is present, else every family
+    of the set. Each scorer is called once, on positives and near-misses
     together (texts are encoded once).
     """
     pos, neg = _as_frame(positives, "positives"), _as_frame(near_misses, "near_misses")
@@ -81,6 +83,10 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
     if pos.empty or neg.empty:
         raise ValueError(f"near_miss_table needs positives and near-misses (got {len(pos)} and {len(neg)})")
     families = neg["family"].astype(str)
+    # "all": the paper's families pooled when the set has any (our generator's other families are
+    # reported each on its own only); a set without them (SugarCrepe's subsets) pools its own.
+    in_paper = families.isin(PAPER_FAMILIES).to_numpy()
+    pooled = in_paper if in_paper.any() else np.ones(len(neg), bool)
     rows = []
     for scorer_name, scorer in scorers.items():
         scores = np.asarray(scorer(as_pairs(pos) + as_pairs(neg)), dtype=float)
@@ -89,7 +95,7 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
             dict(scorer=scorer_name, family=PARAPHRASE, metric=MEAN_SCORE, value=float(pos_scores.mean()), n=len(pos))
         )
         for family in sorted(families.unique()) + [ALL_FAMILIES]:
-            sel = np.ones(len(neg), bool) if family == ALL_FAMILIES else (families == family).to_numpy()
+            sel = pooled if family == ALL_FAMILIES else (families == family).to_numpy()
             fam_scores, fam_keys = neg_scores[sel], neg[match_on].to_numpy()[sel]
             n_matched = int(has_positive(pos[match_on], fam_keys).sum())
             accuracy = pairwise_accuracy(pos_scores, fam_scores, pos[match_on], fam_keys) if n_matched else float("nan")

@@ -45,6 +45,7 @@ from compsense.nearmiss.metrics import (
     near_miss_auc,
     near_miss_auc_interval,
     pairwise_accuracy,
+    pairwise_accuracy_interval,
 )
 
 PAIR_COLUMNS = ["sentence1", "sentence2", "family", "edit", "source_id", "split"]
@@ -61,13 +62,26 @@ SUGARCREPE_FAMILY = {
     "add_att": "addition",
     "add_obj": "addition",
 }
-SCORE_COLUMNS = ["model", "backbone", "variant", "seed", "dataset", "family", "kind", "cosine", "paraphrase_cosine"]
+SCORE_COLUMNS = [
+    "model",
+    "backbone",
+    "variant",
+    "seed",
+    "dataset",
+    "family",
+    "kind",
+    "cosine",
+    "paraphrase_cosine",
+    "anchor",
+]
 TABLE_KEY = ["run", "backbone", "variant", "seed", "dataset", "family", "metric"]
 NEAR_MISS_DATASETS = ("negatives", "sugarcrepe")
 # The columns of `geometry_summary`, in reading order: separation first, then where near-misses sit.
 SUMMARY_METRICS = (
     AUC,
     PAIRWISE_ACCURACY,
+    f"{PAIRWISE_ACCURACY}_ci_low",
+    f"{PAIRWISE_ACCURACY}_ci_high",
     "near_miss_cos_mean",
     "gap_to_positive",
     "random_cos_mean",
@@ -450,6 +464,8 @@ def _job_rows(
             "kind": job["kind"],
             "cosine": cosines.astype(float),
             "paraphrase_cosine": paraphrase_cosine,
+            # the anchor a near-miss edits: intervals resample anchors, not rows
+            "anchor": [a for a, _ in job["pairs"]] if job["kind"] == "near_miss" else None,
         }
     )
 
@@ -469,8 +485,11 @@ def separation_metrics(scores: pd.DataFrame, **labels) -> pd.DataFrame:
     - relative_position: (near-miss mean - random mean) / (paraphrase mean - random mean):
       0 = near-misses look as unrelated as random pairs, 1 = as close as paraphrases;
     - n_matched, pairwise_accuracy (`metrics.pairwise_accuracy`: cos(s, paraphrase) against
-      cos(s, near-miss), ties half), matched_gap (mean of the difference): only where anchors have
-      paraphrases.
+      cos(s, near-miss), ties half) with its 95% interval resampling anchors
+      (pairwise_accuracy_ci_low/high, `metrics.pairwise_accuracy_interval`), matched_gap (mean of
+      the difference): only where anchors have paraphrases.
+    Families: each on its own, and on dataset "negatives" family "all", the paper's families
+    (`PAPER_FAMILIES`) pooled; the other families never enter "all".
     Per model, family "all": n_positive, positive_cos_mean (dataset "paraphrase"), and
     reference_positive_cos_mean, reference_random_cos_mean (the overall anisotropy baseline) and
     reference_auc (dataset "reference"). `labels` become extra constant columns.
@@ -493,16 +512,23 @@ def separation_metrics(scores: pd.DataFrame, **labels) -> pd.DataFrame:
         ]
         rows += _reference_rows(ident, group)
         near = group[group.kind == "near_miss"]
-        for (dataset, family), fam in near.groupby(["dataset", "family"], sort=True):
-            random = group.loc[
-                (group.kind == "family_random") & (group.dataset == dataset) & (group.family == family), "cosine"
-            ].to_numpy()
-            rows += [
-                _row(ident, dataset, family, m, v)
-                for m, v in family_metrics(
-                    positive, fam.cosine.to_numpy(), random, fam.paraphrase_cosine.to_numpy()
-                ).items()
-            ]
+        randoms = group[group.kind == "family_random"]
+        # Each family on its own, and "all": the paper's families pooled (only they; the others are
+        # families Model B never trained on, which would dilute the headline).
+        paper = near[(near.dataset == "negatives") & near.family.isin(PAPER_FAMILIES)]
+        pooled = [(("negatives", ALL_FAMILIES), paper)] if not paper.empty else []
+        for (dataset, family), fam in [*near.groupby(["dataset", "family"], sort=True), *pooled]:
+            families = PAPER_FAMILIES if family == ALL_FAMILIES else (family,)
+            random = randoms.loc[(randoms.dataset == dataset) & randoms.family.isin(families), "cosine"].to_numpy()
+            metrics = family_metrics(
+                positive,
+                fam.cosine.to_numpy(),
+                random,
+                fam.paraphrase_cosine.to_numpy(),
+                anchors=fam.anchor.to_numpy() if "anchor" in fam else None,
+                seed=ident["seed"],
+            )
+            rows += [_row(ident, dataset, family, m, v) for m, v in metrics.items()]
     table = tidy(rows, **labels)
     table["seed"] = table["seed"].astype(int)
     return table
@@ -513,9 +539,12 @@ def family_metrics(
     near_miss: np.ndarray,
     random: np.ndarray | None = None,
     paraphrase_of_anchor: np.ndarray | None = None,
+    anchors: np.ndarray | None = None,
+    seed: int = 0,
 ) -> dict[str, float]:
     """The numbers of one family under one model (see `separation_metrics`); NaN paraphrase
-    cosines mark near-misses whose anchor has no paraphrase."""
+    cosines mark near-misses whose anchor has no paraphrase; `anchors` (one per near-miss) are what
+    the pairwise-accuracy interval resamples (default: each near-miss its own anchor)."""
     near_miss = np.asarray(near_miss, float)
     metrics = {
         "n_pairs": len(near_miss),
@@ -536,6 +565,10 @@ def family_metrics(
             # One paraphrase per anchor here, so the pairs are aligned.
             metrics[PAIRWISE_ACCURACY] = pairwise_accuracy(para[matched], near_miss[matched])
             metrics["matched_gap"] = float(np.mean(para[matched] - near_miss[matched]))
+            groups = None if anchors is None else np.asarray(anchors, dtype=object)[matched]
+            if len(set(range(matched.sum())) if groups is None else set(groups)) >= 2:
+                low, high = pairwise_accuracy_interval(para[matched], near_miss[matched], groups, seed=seed)
+                metrics[f"{PAIRWISE_ACCURACY}_ci_low"], metrics[f"{PAIRWISE_ACCURACY}_ci_high"] = low, high
     return {k: float(v) for k, v in metrics.items()}
 
 

@@ -139,6 +139,40 @@ def pairwise_accuracy(positive_scores, near_miss_scores, positive_keys=None, nea
     return float(wins.groupby(pairs.row).mean().mean())
 
 
+def pairwise_accuracy_interval(
+    positive_scores, near_miss_scores, anchors=None, n: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of aligned `pairwise_accuracy` (near-miss i against its anchor's
+    positive i), resampling anchors: the near-misses of one anchor (`anchors`, e.g. its text; by
+    default every pair is its own anchor) are drawn together, since they share the anchor's positive.
+
+    `scipy.stats.bootstrap` with `paired=True` over per-anchor (wins, near-misses) does the cluster
+    resampling; the statistic, total wins over total near-misses, is `pairwise_accuracy` on the draw."""
+    caller = "pairwise_accuracy_interval"
+    pos, neg = _scores(positive_scores, "positive", caller), _scores(near_miss_scores, "near-miss", caller)
+    if len(pos) != len(neg):
+        raise ValueError(f"{caller}: aligned pairs wanted, got {len(pos)} positive and {len(neg)} near-miss scores")
+    groups = np.arange(len(neg)) if anchors is None else _keys(anchors, len(neg), "anchors")
+    per_anchor = (
+        pd.DataFrame({"anchor": groups, "win": (pos > neg) + 0.5 * (pos == neg)})
+        .groupby("anchor", sort=True)
+        .win.agg(["sum", "size"])
+    )
+    if len(per_anchor) < 2:
+        raise ValueError(f"{caller} needs near-misses of at least two anchors (got {len(per_anchor)})")
+    ci = stats.bootstrap(
+        (per_anchor["sum"].to_numpy(float), per_anchor["size"].to_numpy(float)),
+        lambda wins, sizes, axis=-1: wins.sum(axis=axis) / sizes.sum(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=n,
+        method="percentile",
+        confidence_level=level,
+        random_state=np.random.default_rng(seed),
+    ).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
 def has_positive(positive_keys, near_miss_keys) -> np.ndarray:
     """Which near-misses `pairwise_accuracy` compares: those whose key some positive shares."""
     keys = pd.Series(near_miss_keys, dtype=object)
