@@ -20,6 +20,7 @@ def test_runs_skips_and_reruns_on_change(project, capsys):
     assert runner.reproduce("smoke", out="runs/smoke/first") == 0
     assert (project / "marker.txt").read_text() == "2"  # the profile's value was injected
     assert {k: v["status"] for k, v in _summary(project, "first")["stages"].items()} == {"01": "ok", "02": "ok"}
+    assert "commit" in _summary(project, "first")  # taken at the start: the code the stages ran
     assert (project / "runs/smoke/first/01_first.ipynb").exists()
     report = (project / "runs/smoke/first/report.md").read_text()
     assert "## Stages" in report and "| 01 | ok |" in report

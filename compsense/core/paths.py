@@ -11,6 +11,7 @@ reads the project's own data/smoke; data/MANIFEST.json lists the external datase
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 ENV_DATA_DIR = "COMPSENSE_DATA_DIR"
@@ -94,3 +95,21 @@ def workspace(work_dir: str | os.PathLike, *parts: str) -> Path:
     results/ (tidy tables), cache/ (token embeddings).
     """
     return _ensure(resolve(work_dir).joinpath(*parts))
+
+
+def git_commit() -> str:
+    """HEAD's short hash, with "-dirty" when tracked files differ from it; "unknown" outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo_root(),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import html
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from compsense.core.paths import repo_root, resolve
+from compsense.core.paths import git_commit, repo_root, resolve
 from compsense.core.storage import atomic_path, write_text
 from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
 from compsense.nearmiss.geometry import NEARMISS_TABLE
@@ -66,23 +65,6 @@ class Block:
     figures: tuple[Path, ...] = ()
 
 
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=repo_root(),
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """Mean (and n) over seeds and runs for every other grouping column: one line per result."""
     keys = [c for c in table.columns if c not in GROUP_DROP and table[c].notna().any()]
@@ -124,10 +106,13 @@ def build_report(
 
     # The answer first, then how it was run.
     info = machine()
+    started_at = (summary or {}).get("commit")
+    commit_item = "git commit (at the run's start)" if started_at else "git commit (when the report was written)"
     meta = pd.DataFrame(
         {
-            "item": ["profile", "git commit", "device", "python"] + list(info["versions"]),
-            "value": [profile or "?", git_commit(), info["device"], info["python"]] + list(info["versions"].values()),
+            "item": ["profile", commit_item, "device", "python"] + list(info["versions"]),
+            "value": [profile or "?", started_at or git_commit(), info["device"], info["python"]]
+            + list(info["versions"].values()),
         }
     )
     run_info = [Block("Run metadata", table=meta, name="run_metadata")]

@@ -28,7 +28,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from compsense.core.layout import NOT_OUTPUTS
-from compsense.core.paths import local_data_dir, repo_root, resolve
+from compsense.core.paths import git_commit, local_data_dir, repo_root, resolve
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters
 from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
@@ -161,6 +161,8 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
         run_dir.mkdir(parents=True, exist_ok=True)
         summary = {
             "profile": profile,
+            # the code the stages run, taken before they start (commits made during a run are not it)
+            "commit": git_commit(),
             "run_dir": str(run_dir),
             "started": run_dir.name,
             "stages": {},
