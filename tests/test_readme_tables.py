@@ -129,3 +129,20 @@ def test_separation_with_two_sizes_names_each_size_and_its_parameter_count():
     small = "| F4 Transformer frozen / end2end (model_b, small: 58,433 parameters; 3 seeds) |"
     assert lines[2].startswith(small + " 0.16 ± 0.03 / 0.22 ± 0.04 |")
     assert lines[3].startswith("| F4 Transformer frozen (model_b, paper: 940,065 parameters; 3 seeds) | 0.30 ± 0.01 |")
+
+
+def test_purity_table_is_the_paper_families_per_corpus_and_split(tmp_path):
+    rows = [
+        ("binding", "mrpc", "train", 231, 226),
+        ("binding", "coco", "test", 172, 167),
+        ("negation", "mrpc", "train", 876, 876),
+        ("numeric", "mrpc", "train", 100, 99),  # not a paper family: not in the README table
+    ]
+    df = pd.DataFrame(rows, columns=["family", "source", "split", "pairs", "pure"]).assign(
+        purity=lambda d: d.pure / d.pairs, judged_as="", failing_examples=""
+    )
+    df.to_csv(tmp_path / "purity.csv", index=False)
+    lines = T.render("purity", tmp_path).splitlines()
+    assert lines[0] == "| family | MRPC train | COCO captions held out |"
+    assert lines[2] == "| negation | 876 / 876 (100.0%) | – |"
+    assert lines[3] == "| binding | 226 / 231 (97.8%) | 167 / 172 (97.1%) |" and len(lines) == 4

@@ -254,3 +254,24 @@ def test_a_report_rebuilt_in_its_folder_keeps_no_table_of_the_earlier_one(work, 
     report.build_report(work, tmp_path / "figs", tmp_path / "run")
     assert not (tmp_path / "run" / "tables" / "separation.csv").exists()  # publish would copy a stale table
     assert (tmp_path / "run" / "tables" / "all_geometry.csv").exists()
+
+
+def test_notebook_01s_purity_table_is_read_into_the_report_not_recomputed(work, tmp_path):
+    from compsense.data.structural import write_purity
+
+    purity = pd.DataFrame(
+        {
+            "family": ["binding"],
+            "source": ["mrpc"],
+            "split": ["train"],
+            "pairs": [10],
+            "pure": [7],  # not what a recomputation from pairs would give: there are no pairs here
+            "purity": [0.7],
+            "judged_as": ["binding 70%"],
+            "failing_examples": ["a => b"],
+        }
+    )
+    write_purity(purity, work)
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
+    assert report.PURITY_TITLE in md
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "tables" / "purity.csv"), purity)

@@ -26,7 +26,8 @@ from compsense.core.paths import resolve, workspace
 NEGATIVES, MODELS, VERIFIERS, RESULTS, CACHE = "negatives", "models", "verifiers", "results", "cache"
 # Folders that hold no stage result: deleting them never re-runs a stage (the runner's skip check).
 NOT_OUTPUTS = (CACHE,)
-PAIRS, TRIPLETS = "pairs.parquet", "triplets.parquet"  # notebook 01's two files
+PAIRS, TRIPLETS = "pairs.parquet", "triplets.parquet"  # notebook 01's two data files
+PURITY = "purity.parquet"  # ... and its independent check of them (the report and README read it)
 FINAL = "final"  # the trained model inside a model folder
 _MODEL_KEY = re.compile(r"^(?P<variant>.+)-seed(?P<seed>\d+)$")
 
@@ -50,6 +51,11 @@ def pairs_file(work_dir: str | os.PathLike, create: bool = False) -> Path:
 def triplets_file(work_dir: str | os.PathLike, create: bool = False) -> Path:
     """negatives/triplets.parquet: notebook 01's structural identity triplets (anchor, copy, near-miss)."""
     return _negatives(work_dir, create) / TRIPLETS
+
+
+def purity_file(work_dir: str | os.PathLike, create: bool = False) -> Path:
+    """negatives/purity.parquet: notebook 01's purity table (`structural.family_purity`)."""
+    return _negatives(work_dir, create) / PURITY
 
 
 def _negatives(work_dir: str | os.PathLike, create: bool) -> Path:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from compsense.core.layout import pairs_file, triplets_file
+from compsense.core.layout import pairs_file, purity_file, triplets_file
+from compsense.core.storage import write_table
 from compsense.data.datasets import load_mrpc, load_sentences, load_stsb, load_sugarcrepe
 from compsense.data.negatives import make_pairs, make_triplets, read_pairs, write_pairs
 from compsense.data.negatives.pairs import source_id_of
@@ -95,6 +96,12 @@ def family_purity(pairs: pd.DataFrame, by=("family", "source", "split"), example
     table = purity_table(judged, by=[c for c in by if c in judged.columns], examples=examples)
     table["failing_examples"] = table["failing_examples"].map(" || ".join)
     return table
+
+
+def write_purity(purity: pd.DataFrame, work_dir) -> Path:
+    """Notebook 01's purity table (`family_purity`) to {work_dir}/negatives/purity.parquet, atomically:
+    the one copy the report and the README's purity table read."""
+    return write_table(purity, purity_file(work_dir, create=True))
 
 
 def user_sentences(path: str | os.PathLike) -> list[tuple[str, str]]:

@@ -324,7 +324,33 @@ def rerank(df: pd.DataFrame) -> str:
     return markdown(["method", "regime", f"{METRIC_LABELS.get(metric, metric)}{at}", "− Base [95% CI]", "Holm p"], rows)
 
 
+PURITY_CORPORA = {"mrpc": "MRPC", "stsb": "STS-B", "coco": "COCO captions", "user": "your sentences"}
+PURITY_SPLITS = {"train": "train", "test": "held out"}
+
+
+def purity(df: pd.DataFrame) -> str:
+    """The paper's families x (corpus, split): pure / pairs (purity), from notebook 01's purity table."""
+    from compsense.data.negatives.families import PAPER_FAMILIES
+
+    df = df[df.family.isin(PAPER_FAMILIES)]
+    columns = [(c, s) for c in PURITY_CORPORA for s in PURITY_SPLITS if ((df.source == c) & (df.split == s)).any()]
+    rows = []
+    for family in [f for f in PAPER_FAMILIES if f in set(df.family)]:
+        cells = []
+        for corpus, split in columns:
+            r = df[(df.family == family) & (df.source == corpus) & (df.split == split)]
+            if r.empty:
+                cells.append(DASH)
+                continue
+            r = r.iloc[0]
+            cells.append(f"{int(r.pure):,} / {int(r.pairs):,} ({100 * float(r.purity):.1f}%)")
+        rows.append([family, *cells])
+    header = ["family", *[f"{PURITY_CORPORA[c]} {PURITY_SPLITS[s]}" for c, s in columns]]
+    return markdown(header, rows)
+
+
 TABLES = {
+    "purity": ("purity.csv", purity),
     "table1": ("table1.csv", table1),
     "variants": ("variants.csv", variants),
     "separation": ("separation.csv", separation),

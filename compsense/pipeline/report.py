@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from compsense.core.layout import purity_file
 from compsense.core.paths import git_commit, repo_root, resolve
 from compsense.core.storage import atomic_path, write_text
 from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
@@ -44,6 +45,7 @@ TABLES_DIR = "tables"  # beside report.md: every table of the report, whole, as 
 # Bootstrap settings when the run's profile is unknown: the notebooks' smoke defaults.
 DEFAULT_BOOTSTRAP = {"02_training_ab": 10000, "05_reranking": 1000}
 
+PURITY_TITLE = "Near-miss families: the independent purity check (notebook 01)"
 TABLE1_TITLE = "Table 1 (zero-shot sets only): mean nDCG@10 / Acc@1 over seeds, ours beside the paper's"
 SEPARATION_TITLE = "The separation table (notebook 04): near-miss AUC, self-match AUC and copy > near-miss per set"
 RERANK_TITLE = "Reranking against Base (notebook 05): nDCG@10 at the largest K, paired bootstrap over queries"
@@ -86,6 +88,19 @@ def build_report(
 
     answer: list[Block] = []
     details: list[Block] = []
+    purity = purity_file(work)
+    if purity.exists():
+        details.append(
+            Block(
+                PURITY_TITLE,
+                text="The share of each family's pairs that `compsense.data.purity` (token rules sharing no code "
+                "with the generator) files under the pair's own family, per corpus and split; written by "
+                "notebook 01.",
+                table=pd.read_parquet(purity),
+                name="purity",
+                source=_where(purity),
+            )
+        )
     if "retrieval" in tables:
         answer += _table1_blocks(tables["retrieval"], results, _bootstrap(profile, "02_training_ab"))
         details += _retrieval_details(tables["retrieval"], results, _bootstrap(profile, "02_training_ab"))
