@@ -95,3 +95,15 @@ def test_seed_level_test_is_scipys_paired_t_and_the_exact_sign_flip_test_with_it
     assert np.isnan(seed_level_test(np.array([-0.01]))["t_p"])  # one seed: nothing to test against
     with pytest.raises(ValueError, match="one finite difference per seed"):
         seed_level_test(np.array([[0.1, 0.2]]))
+
+
+def test_holm_floor_and_the_resamples_that_put_it_below_the_threshold():
+    from compsense.core.stats import holm_floor, resamples_for
+
+    assert holm_floor(152, 1000) == pytest.approx(152 * 2 / 1001)  # the committed rerank table's 0.304
+    n = resamples_for(152, 1000)
+    assert holm_floor(152, n) <= 0.005 < holm_floor(152, n - 100)
+    assert resamples_for(2, 10_000) == 10_000  # already enough: never fewer than asked
+    # the floor is attained: every replicate on one side gives the bootstrap's smallest p
+    d = np.full((1, 30), 0.1) + np.random.default_rng(0).normal(0, 0.001, (1, 30))
+    assert hierarchical_bootstrap(d, n=n, seed=0)["p_value"] == pytest.approx(2 / (n + 1))

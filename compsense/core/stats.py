@@ -119,6 +119,19 @@ def seed_level_test(drops, level: float = 0.95) -> dict:
     }
 
 
+def holm_floor(m: int, n: int) -> float:
+    """The smallest Holm-corrected p a table of `m` tests can show when each test's two-sided p is
+    resampled `n` times (floor 2 / (n + 1): `hierarchical_bootstrap`, scipy's permutation_test)."""
+    return float(min(1.0, m * 2 / (n + 1))) if m else float("nan")
+
+
+def resamples_for(m: int, n: int = 0, alpha: float = 0.05, margin: float = 10.0) -> int:
+    """At least `n` resamples, and enough that Holm over `m` tests can reach alpha / margin: a table
+    whose smallest attainable corrected p is above its threshold can only ever say "not significant"
+    (1,000 resamples over 152 comparisons floor at 0.30)."""
+    return max(int(n), int(np.ceil(2 * m * margin / alpha)) - 1)
+
+
 def holm(p_values) -> np.ndarray:
     """Holm-adjusted p-values (step-down, monotone, capped at 1), in the input order."""
     p = np.asarray(p_values, dtype=float)

@@ -43,6 +43,8 @@ GROUP_DROP = {"run", "seed", "value"}
 MAX_ROWS = 80  # rows a report table shows; the rest are counted and the full table is linked
 TABLES_DIR = "tables"  # beside report.md: every table of the report, whole, as CSV
 # Bootstrap settings when the run's profile is unknown: the notebooks' smoke defaults.
+# The columns of a bootstrap test the report carries beside a reranking result.
+BOOT_COLUMNS = ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "p_floor_holm", "n_queries", "n_seeds")
 DEFAULT_BOOTSTRAP = {"02_training_ab": 10000, "05_reranking": 1000}
 
 PURITY_TITLE = "Near-miss families: the independent purity check (notebook 01)"
@@ -200,7 +202,9 @@ def _table1_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block
         f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document of any model occurs in "
         "them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap of B − A resampling "
         f"seeds and queries together ({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm-corrected over "
-        "the table's comparisons."
+        "the table's comparisons; p_floor_holm: the smallest p_holm the table can show (2 x comparisons / "
+        "(samples + 1)); t_p, t_ci_low/high: paired t over the per-seed drops; perm_p: exact sign-flip test "
+        "over them, never below perm_p_floor (2 / 2^seeds)."
     )
     return [
         Block(
@@ -321,13 +325,13 @@ def rerank_answer(
         boot = bootstrap_vs_baseline(per_query, baseline="base", metric=metric, n=n, seed=seed)
         boot = boot[(boot.k == k) & np.isclose(boot.weight.astype(float), weight)]
         out = out.merge(
-            boot[["variant", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries", "n_seeds"]],
+            boot[["variant", *BOOT_COLUMNS]],
             on="variant",
             how="left",
         )
     return out[
         ["variant", "verifier_variant", "verifier", "regime", "k", "weight", metric]
-        + [c for c in ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_queries", "n_seeds") if c in out]
+        + [c for c in BOOT_COLUMNS if c in out]
     ]
 
 
@@ -345,7 +349,9 @@ def _rerank_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block
     note = (
         f"mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same queries, 95% interval "
         f"({boot['n']:,} samples, seed {boot['seed']}): BCa over queries for one verifier seed, hierarchical "
-        "over verifier seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run."
+        "over verifier seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run, "
+        "with enough resamples that its floor p_floor_holm (the smallest p_holm the table can show) is 0.005 or "
+        "below."
     )
     return [Block(RERANK_TITLE, text=note, table=answer, name="rerank", source=_where(results / "rerank.parquet"))]
 

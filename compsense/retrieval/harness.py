@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import RESULTS
 from compsense.core.paths import workspace
-from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas, seed_level_test
+from compsense.core.stats import hierarchical_bootstrap, holm, holm_floor, paired_deltas, seed_level_test
 from compsense.core.storage import append_results, read_table, tidy
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
@@ -422,6 +422,7 @@ def ab_tests(
     out = pd.DataFrame(rows)
     if correct and not out.empty:
         out["p_holm"] = holm(out.p_value)
+        out["p_floor_holm"] = holm_floor(len(out), n)  # the smallest p_holm this table can show
     return out
 
 
@@ -554,8 +555,9 @@ def table1(
         )
         if not tests.empty:
             tests["p_holm"] = holm(tests.p_value)
+            tests["p_floor_holm"] = holm_floor(len(tests), n)  # the smallest p_holm this table can show
             out = out.merge(
-                tests[["backbone", "metric", "ci_low", "ci_high", "p_value", "p_holm", "n_queries"]],
+                tests[["backbone", "metric", "ci_low", "ci_high", "p_value", "p_holm", "p_floor_holm", "n_queries"]],
                 on=["backbone", "metric"],
                 how="left",
             )

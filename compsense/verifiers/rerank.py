@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 from compsense.core import layout
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import results_file, verifier_dir
-from compsense.core.stats import hierarchical_bootstrap, holm, paired_deltas
+from compsense.core.stats import hierarchical_bootstrap, holm, holm_floor, paired_deltas, resamples_for
 from compsense.core.storage import TIDY_KEY, append_results, atomic_path, tidy
 from compsense.nearmiss.evaluation import split_variant
 from compsense.retrieval.harness import (
@@ -748,6 +748,8 @@ def bootstrap_vs_baseline(
     """Paired bootstrap (reranked - encoder-only `baseline`) per method, K and weight, queries paired
     on (dataset, qid): mean delta, 95% CI, p-value, and `p_holm`, Holm-adjusted over every row of the
     table (it makes many comparisons: ~80 in the paper profile). Empty when the baseline has no rows.
+    Each test draws at least `n` resamples and enough that the smallest Holm p the table can show,
+    `p_floor_holm` (`core.stats.holm_floor`), is 0.005 or below (`core.stats.resamples_for`).
 
     A method reranked with one verifier seed gets the BCa interval over queries and a permutation
     p-value (`harness.paired_bootstrap`); with several (notebook 05's `verifier_seeds`), the
@@ -770,13 +772,16 @@ def bootstrap_vs_baseline(
         "p_holm",
         "n_queries",
         "n_seeds",
+        "n_resamples",
+        "p_floor_holm",
     ]
     if base.empty or reranked.empty:
         return pd.DataFrame(columns=columns)
     rows = []
-    for (variant, verifier, regime, k, weight), grp in reranked.groupby(
-        ["variant", "verifier", "regime", "k", "weight"], sort=False
-    ):
+    groups = reranked.groupby(["variant", "verifier", "regime", "k", "weight"], sort=False)
+    # Enough resamples that Holm over every row can reach 0.005, whatever `n` asked for.
+    n = resamples_for(groups.ngroups, n)
+    for (variant, verifier, regime, k, weight), grp in groups:
         if "seed" in grp.columns and grp.seed.nunique() > 1:
             stats = hierarchical_bootstrap(_seed_deltas(base, grp, metric), n=n, seed=seed)
         else:
@@ -795,6 +800,7 @@ def bootstrap_vs_baseline(
         )
     out = pd.DataFrame(rows)
     out["p_holm"] = holm(out.p_value)
+    out["n_resamples"], out["p_floor_holm"] = n, holm_floor(len(out), n)
     if "verifier_variant" in reranked.columns:  # notebook 04's folder of each method (one per label)
         folders = reranked.groupby("variant", sort=False).verifier_variant.first()
         out.insert(1, "verifier_variant", out.variant.map(folders).fillna(""))
