@@ -81,6 +81,25 @@ def test_only_files_an_earlier_publication_wrote_are_removed(run, tmp_path):
     assert (dest / "notes.txt").read_text() == "mine" and "notes.txt" in done["others"]
 
 
+def test_publish_never_deletes_outside_its_destination_nor_a_file_changed_since(run, tmp_path):
+    dest = tmp_path / "figs"
+    publish.publish(run=run, dest=dest)
+    victim, outside = tmp_path / "precious.txt", tmp_path / "elsewhere.txt"
+    victim.write_text("keep me")
+    outside.write_text("me too")
+    manifest = json.loads((dest / publish.MANIFEST).read_text())
+    manifest["files"][str(victim)] = publish._sha256(victim.read_bytes())  # an absolute path
+    manifest["files"]["../elsewhere.txt"] = publish._sha256(outside.read_bytes())  # a way out
+    (dest / "03_bars.html").write_text("edited by hand")  # published, then changed
+    manifest["files"]["03_bars.html"] = json.loads((dest / publish.MANIFEST).read_text())["files"]["03_bars.html"]
+    (dest / publish.MANIFEST).write_text(json.dumps(manifest))
+    (run.parent / "figures" / "03_bars.html").unlink()  # the next run no longer draws it
+    done = publish.publish(run=run, dest=dest)
+    assert victim.read_text() == "keep me" and outside.read_text() == "me too"
+    assert (dest / "03_bars.html").read_text() == "edited by hand" and "03_bars.html" not in done["removed"]
+    assert len(done["kept"]) == 3 and any("changed since" in k for k in done["kept"])
+
+
 def test_latest_run_is_the_last_finished_one(run, tmp_path):
     later = run.parent / "pass-seed42"  # a named --out folder sorts after timestamps by name, not by time
     later.mkdir()

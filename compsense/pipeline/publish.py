@@ -11,8 +11,9 @@ What it writes, each file only when its bytes change: the run's figures (*.html,
 plotly.min.js they load), figures/tables/*.csv (the report's tables), figures/<profile>_report.md (the
 report, its figure links pointing beside it) and figures/published.json (which run, and the sha256 of
 every file). The same run gives byte-identical files (figures carry fixed div ids; nothing here
-stamps a date). A file the previous publication wrote that this run lacks is removed; any other file
-in figures/ is left as it is and named.
+stamps a date). A file the previous publication wrote that this run lacks is removed, if it is inside
+the destination and unchanged since (its sha256 is the manifest's); any other file in figures/ is
+left as it is and named.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def publish(
         "files": {name: _sha256(data) for name, data in sorted(files.items())},
     }
     previous = _previous_files(out / MANIFEST)
-    done = {"run": where, "written": [], "unchanged": [], "removed": [], "others": [], "stale_png": []}
+    done = {"run": where, "written": [], "unchanged": [], "removed": [], "kept": [], "others": [], "stale_png": []}
     for name, data in sorted(files.items()):
         target = out / name
         if target.is_file() and target.read_bytes() == data:
@@ -109,9 +110,16 @@ def publish(
         with atomic_path(target) as tmp:
             tmp.write_bytes(data)
         done["written"].append(name)
+    root = out.resolve()
     for name in sorted(set(previous) - set(files)):
-        if (out / name).is_file():
-            (out / name).unlink()
+        target = (out / name).resolve()
+        if not target.is_relative_to(root) or target == root / MANIFEST:
+            # a manifest entry naming a path outside the destination (absolute, "../"): never touched
+            done["kept"].append(f"{name} (outside {_relative(out)}/: not a file publish wrote)")
+        elif target.is_file() and _sha256(target.read_bytes()) != previous[name]:
+            done["kept"].append(f"{name} (changed since it was published: yours now)")
+        elif target.is_file():
+            target.unlink()
             done["removed"].append(name)
     for path in sorted(out.rglob("*")):
         name = path.relative_to(out).as_posix()
@@ -130,13 +138,16 @@ def _relink(report: str, figures: Path, run_dir: Path) -> str:
     return re.sub(r"\]\(" + re.escape(prefix), "](", report)
 
 
-def _previous_files(path: Path) -> list[str]:
+def _previous_files(path: Path) -> dict[str, str]:
+    """The previous publication's {file name: sha256}; {} when there is none or it is unreadable (then
+    nothing is removed, and the new manifest replaces it)."""
     if not path.exists():
-        return []
+        return {}
     try:
-        return list(read_json(path).get("files", {}))
+        files = read_json(path).get("files", {})
     except (CorruptFile, AttributeError):
-        return []  # an unreadable manifest: remove nothing, the new one replaces it
+        return {}
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
 
 
 def _relative(path: Path) -> str:
@@ -170,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{n} (removed: the previous publication wrote it, this run has none)" for n in done["removed"]
     ]:
         print(f"  {name}")
+    for name in done["kept"]:
+        print(f"  kept {name}")
     if done["others"]:
         print(f"not from this run, left as they are: {', '.join(done['others'])}")
     if done["stale_png"]:
