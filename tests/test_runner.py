@@ -287,11 +287,24 @@ def test_a_profile_writing_into_the_committed_figures_is_refused_before_running(
     _figure_notebook(project, "./figures")
     with pytest.raises(
         runner.Refused,
-        match=r"params/smoke.yaml: `figures_dir: ./figures` is the committed .*"
+        match=r"params/smoke.yaml: `figures_dir: ./figures`: .*figures is inside .*figures.*"
         r"Fix: set `figures_dir: runs/smoke/figures`.*make figures",
     ):
         runner.reproduce("smoke", out="runs/smoke/first")
     assert not (project / "figures").exists() and not (project / "runs").exists()
+
+
+@pytest.mark.parametrize("where", ["figures", "data/smoke/scifact", "compsense", "."])
+def test_out_or_a_figures_dir_in_committed_or_data_folders_is_refused_symlinks_too(project, where, tmp_path):
+    with pytest.raises(runner.Refused, match=r"--out .*must not write into.*Fix:"):
+        runner.reproduce("smoke", out=where)
+    link = tmp_path / "innocent"
+    (project / "figures").mkdir(exist_ok=True)
+    link.symlink_to(project / "figures")
+    _figure_notebook(project, str(link))
+    with pytest.raises(runner.Refused, match=r"figures_dir: .*innocent`: .*is inside .*figures"):
+        runner.reproduce("smoke", out="runs/smoke/first")
+    assert not (project / "runs").exists() and not any((project / "figures").iterdir())
 
 
 def test_without_figures_dir_figures_default_to_the_work_dir(project):

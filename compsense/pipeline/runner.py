@@ -149,6 +149,10 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
         raise Refused(str(err)) from None
     stages = select_stages(only)
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
+    if work_dir is not None:
+        check_writable(work_dir, f"params/{profile}.yaml: `work_dir: {common['work_dir']}`", f"use runs/{profile}")
+    if out:
+        check_writable(out, f"--out {out}", f"leave --out out (a new folder under runs/{profile}/) or name one there")
     figures_dir = run_figures_dir(profile, common)
     profile_dir = resolve(f"runs/{profile}")
     with (
@@ -264,13 +268,40 @@ def run_figures_dir(profile: str, common: dict) -> Path:
     figures there when asked (compsense.pipeline.publish)."""
     default = f"{common['work_dir']}/figures" if "work_dir" in common else f"runs/{profile}/figures"
     figures_dir = Path(os.path.normpath(resolve(common.get("figures_dir") or default)))
-    if figures_dir == Path(os.path.normpath(resolve(COMMITTED_FIGURES))):
-        raise Refused(
-            f"params/{profile}.yaml: `figures_dir: {common.get('figures_dir')}` is the committed "
-            f"figures/ folder, which a run must not rewrite. Fix: set `figures_dir: {default}` (the run's "
-            "own folder), then `make figures` copies the latest run's figures and tables into figures/."
-        )
+    check_writable(
+        figures_dir,
+        f"params/{profile}.yaml: `figures_dir: {common.get('figures_dir')}`",
+        f"set `figures_dir: {default}` (the run's own folder), then `make figures` copies the latest run's "
+        "figures and tables into figures/",
+    )
     return figures_dir
+
+
+# Folders of the repository a run never writes into: what `make figures` publishes, the datasets,
+# and the source (symlinks are followed, so a link to one of them is refused too).
+PROTECTED = (COMMITTED_FIGURES, "data", "compsense", "notebooks", "tests", "params", "benchmarks", "docs", ".git")
+
+
+def check_writable(path: str | os.PathLike, what: str, fix: str) -> Path:
+    """`path` (symlinks followed) unless it is the repository root or inside a protected folder of it
+    (`PROTECTED`) or inside the local data folder; else Refused naming `what` and `fix`."""
+    real = Path(os.path.realpath(resolve(path)))
+    root = Path(os.path.realpath(repo_root()))
+    places = [root / name for name in PROTECTED]
+    try:
+        data = local_data_dir(None, required=False)
+    except FileNotFoundError:  # $COMPSENSE_DATA_DIR names no folder: nothing there to protect
+        data = None
+    if data is not None:
+        places.append(Path(os.path.realpath(data)))
+    hit = next((p for p in places if real == p or real.is_relative_to(p)), root if real == root else None)
+    if hit is not None:
+        inside = "is the repository root" if hit == root else f"is inside {hit}"
+        raise Refused(
+            f"{what}: {real} {inside}, which a run must not write into (committed figures, datasets or "
+            f"source). Fix: {fix}."
+        )
+    return Path(path)
 
 
 def select_stages(only: list[str] | None) -> list[Path]:
