@@ -297,15 +297,42 @@ def test_finished_run_is_skipped(trained):
     assert train_model(replace(config, logging_steps=5), retrieval_rows()) == final  # not part of the recipe
 
 
+def test_the_last_complete_checkpoint_is_resumed_and_incomplete_ones_are_set_aside(tmp_path):
+    from compsense.retrieval.training import CHECKPOINT_FILES, last_complete_checkpoint
+
+    def checkpoint(step, drop=(), state="{}"):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        for name in (*CHECKPOINT_FILES, "model.safetensors"):
+            if name not in drop:
+                (folder / name).write_text(state if name == "trainer_state.json" else "x")
+        return folder
+
+    assert last_complete_checkpoint(tmp_path) is None
+    good = checkpoint(20)
+    checkpoint(40, drop=("trainer_state.json",))  # killed while writing
+    checkpoint(60, state='{"global_st')  # a torn state file (disk full)
+    checkpoint(100, drop=("model.safetensors",))
+    assert last_complete_checkpoint(tmp_path) == str(good)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoint-20",
+        "incomplete-checkpoint-100",
+        "incomplete-checkpoint-40",
+        "incomplete-checkpoint-60",
+    ]
+
+
 @pytest.mark.slow
 def test_interrupted_run_resumes_from_last_checkpoint(trained):
     config, final = trained
-    # Simulate a crash after step 3: the last checkpoint is checkpoint-3, nothing was finished.
+    # Simulate a kill while checkpoint-6 was being written: it lacks its trainer state, nothing was
+    # finished, so the run resumes from checkpoint-3 and checkpoint-6 is set aside, not deleted.
     shutil.rmtree(final)
     (config.run_dir / "DONE.json").unlink()
-    shutil.rmtree(config.run_dir / "checkpoint-6")
+    (config.run_dir / "checkpoint-6" / "trainer_state.json").unlink()
     n_before = len(_log(config))
     train_model(config, retrieval_rows())
+    assert (config.run_dir / "incomplete-checkpoint-6" / "model.safetensors").exists()
     new = _log(config)[n_before:]
     assert new[0]["event"] == "resume" and new[0]["checkpoint"].endswith("checkpoint-3")
     assert [r["step"] for r in new if "loss" in r] == [4, 5, 6]  # steps 1-3 were not redone

@@ -427,10 +427,8 @@ def train_model(
             log.warning("%s: %s; training it again (from its last checkpoint when there is one)", out, problem)
             done.unlink(missing_ok=True)
 
-    from transformers.trainer_utils import get_last_checkpoint
-
     seed_everything(config.seed)
-    resume = get_last_checkpoint(str(out)) if not force else None
+    resume = last_complete_checkpoint(out) if not force else None
     model = load_encoder(config.backbone, device=config.device, max_seq_length=config.max_seq_length, seed=config.seed)
     describe_model_card(model, config, train_df)
     trainer, timer = build_trainer(model, config, train_df, out, callbacks=callbacks)
@@ -486,6 +484,50 @@ def train_model(
         )
     trainer.accelerator.wait_for_everyone()
     return final
+
+
+# What a checkpoint needs for `Trainer.train(resume_from_checkpoint=...)` to continue the same run.
+CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt", "rng_state.pth")
+CHECKPOINT_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+
+
+def last_complete_checkpoint(out: str | os.PathLike) -> str | None:
+    """The newest `checkpoint-<step>` in `out` that holds everything a resume reads (a parseable
+    trainer_state.json, the optimizer, scheduler and RNG states, the weights), or None.
+
+    A kill or a full disk while the trainer writes a checkpoint leaves one without some of these;
+    transformers' `get_last_checkpoint` would pick it, and every resume would then fail. Such a
+    folder is set aside as `incomplete-checkpoint-<step>` (kept, with a warning), so the run resumes
+    from the one before it."""
+    found = []
+    for path in Path(out).glob("checkpoint-*"):
+        step = path.name.removeprefix("checkpoint-")
+        if path.is_dir() and step.isdigit():
+            found.append((int(step), path))
+    for _, path in sorted(found, reverse=True):
+        problem = _checkpoint_problem(path)
+        if problem is None:
+            return str(path)
+        aside = path.with_name(f"incomplete-{path.name}")
+        n = 1
+        while aside.exists():
+            aside, n = path.with_name(f"incomplete-{path.name}.{n}"), n + 1
+        path.rename(aside)
+        log.warning("%s: %s; set aside as %s, resuming from the checkpoint before it if any", path, problem, aside.name)
+    return None
+
+
+def _checkpoint_problem(path: Path) -> str | None:
+    missing = [name for name in CHECKPOINT_FILES if not (path / name).is_file()]
+    if not any((path / name).is_file() for name in CHECKPOINT_WEIGHTS):
+        missing.append(" or ".join(CHECKPOINT_WEIGHTS))
+    if missing:
+        return f"incomplete checkpoint (no {', '.join(missing)})"
+    try:
+        json.loads((path / "trainer_state.json").read_text())
+    except (OSError, ValueError) as err:
+        return f"trainer_state.json is unreadable ({type(err).__name__})"
+    return None
 
 
 # What a trained model's card says about each training source (SOURCES.md of the data folder).
