@@ -297,3 +297,36 @@ def test_nanobeir_sets_come_from_the_named_dataset_id(monkeypatch):
     monkeypatch.setattr(data, "load_nanobeir", fake)
     retrieval.load_eval_datasets(["NanoSciFact", "nanobeir:fiqa2018"], nanobeir_dataset_id="lightonai/NanoBEIR-en")
     assert asked == [("NanoSciFact", "lightonai/NanoBEIR-en"), ("fiqa2018", "lightonai/NanoBEIR-en")]
+
+
+def test_evaluate_runs_skips_only_a_split_with_the_same_content(tmp_path, monkeypatch):
+    from compsense.data.datasets import BeirDataset
+
+    vectors = {"q one": [1.0, 0.0], "q two": [0.0, 1.0], "alpha": [1.0, 0.1], "beta": [0.1, 1.0], "gamma": [0.0, 1.0]}
+    loads = []
+    monkeypatch.setattr(retrieval, "load_encoder", lambda *a, **k: loads.append(a) or FakeEncoder(vectors))
+
+    def split(texts):
+        corpus = {f"d{i}": {"title": "", "text": t} for i, t in enumerate(texts)}
+        return BeirDataset("toy", corpus, {"q1": "q one", "q2": "q two"}, {"q1": {"d0": 1}, "q2": {"d1": 1}}, "test")
+
+    runs = pd.DataFrame(
+        [
+            {
+                "backbone": "m",
+                "variant": "base",
+                "seed": 0,
+                "model": "m",
+                "model_stamp": "pretrained",
+                "structural_share": None,
+            }
+        ]
+    )
+    first, _ = retrieval.evaluate_runs(runs, [split(["alpha", "beta"])], tmp_path)
+    again, _ = retrieval.evaluate_runs(runs, [split(["alpha", "beta"])], tmp_path)
+    assert len(loads) == 1 and again.value.tolist() == first.value.tolist()  # same content: read back
+    # the same size and ids, other texts: d0 now loses to nothing relevant -> scored again, new numbers
+    edited, per_query = retrieval.evaluate_runs(runs, [split(["gamma", "alpha"])], tmp_path)
+    ndcg = lambda t: t[t.metric == "ndcg@10"].value.item()  # noqa: E731
+    assert len(loads) == 2 and ndcg(edited) < ndcg(first) and edited.data_sha1.nunique() == 1
+    assert set(per_query.data_sha1) == set(edited.data_sha1)  # no row of the old content comes back

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import io
 import json
 import logging
@@ -159,6 +160,12 @@ class BeirDataset:
     def query_texts(self) -> list[str]:
         """Texts aligned with `query_ids`."""
         return list(self.queries.values())
+
+    def content_sha1(self) -> str:
+        """One digest of the documents, queries and judgements (not the name): what a cached result
+        on this split is keyed on, so an edited corpus is scored again rather than read back."""
+        payload = json.dumps([self.corpus, self.queries, self.qrels], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha1(payload.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

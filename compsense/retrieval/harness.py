@@ -277,7 +277,8 @@ def evaluate_runs(
     {work_dir}/results/retrieval.parquet (tidy) and retrieval_per_query.parquet.
 
     A (model, dataset) pair already in the table with the same harness, model stamp and dataset
-    size is skipped unless `force`: re-running the notebook costs nothing.
+    content (`BeirDataset.content_sha1`, stored as data_sha1) is skipped unless `force`: re-running
+    the notebook costs nothing, and an edited corpus is scored again, never read back.
     Every row carries `regime` ("zero-shot" or "in-domain", `compsense.retrieval.regime.overlap` of the
     run's training texts, `train_keys`, with this dataset; base models trained on nothing here are
     zero-shot), the overlap counts, and the training rows the run saw (retrieval_rows, structural_rows).
@@ -286,10 +287,11 @@ def evaluate_runs(
     results_dir = workspace(work_dir, RESULTS)
     tidy_path, pq_path = results_dir / "retrieval.parquet", results_dir / "retrieval_per_query.parquet"
     done = read_table(tidy_path) if tidy_path.exists() and not force else None
+    digests = {ds.name: ds.content_sha1() for ds in datasets}
     for run in tqdm(runs.to_dict("records"), desc="evaluate", unit="model"):
         labels = {k: run[k] for k in ("backbone", "variant", "seed")}
         labels["run"] = f"{run['backbone']}/{run['variant']}-seed{run['seed']}"
-        todo = [ds for ds in datasets if not _already_done(done, labels, run["model_stamp"], ds)]
+        todo = [ds for ds in datasets if not _already_done(done, labels, run["model_stamp"], ds, digests[ds.name])]
         if not todo:
             continue
         keys_path = run.get("train_keys")
@@ -307,6 +309,7 @@ def evaluate_runs(
             extra = dict(
                 structural_share=float("nan") if share is None else float(share),
                 model_stamp=run["model_stamp"],
+                data_sha1=digests[ds.name],
                 **overlap(train_keys, ds),
                 source=ds.source,
                 families=run.get("families") or "",
@@ -324,12 +327,15 @@ def evaluate_runs(
     tables = []
     for path in (tidy_path, pq_path):
         df = read_table(path)
-        tables.append(df[df.run.isin(run_names) & df.dataset.isin(names)].reset_index(drop=True))
+        current = df.data_sha1.isin(set(digests.values())) if "data_sha1" in df else True
+        tables.append(df[df.run.isin(run_names) & df.dataset.isin(names) & current].reset_index(drop=True))
     return tables[0], tables[1]
 
 
-def _already_done(done: pd.DataFrame | None, labels: dict, stamp: str, dataset) -> bool:
-    if done is None or not {"model_stamp", "regime"} <= set(done.columns):
+def _already_done(done: pd.DataFrame | None, labels: dict, stamp: str, dataset, digest: str) -> bool:
+    """Whether this model (its stamp) was scored on this very content of the split (`digest`:
+    `BeirDataset.content_sha1`); a result without a digest predates the check and is redone."""
+    if done is None or not {"model_stamp", "regime", "data_sha1"} <= set(done.columns):
         return False
     hit = done[
         (done.run == labels["run"])
@@ -337,8 +343,7 @@ def _already_done(done: pd.DataFrame | None, labels: dict, stamp: str, dataset) 
         & (done.harness == HARNESS)
         & (done.model_stamp == stamp)
         & done.regime.notna()
-        & (done.n_queries == len(dataset.qrels))
-        & (done.n_docs == len(dataset.corpus))
+        & (done.data_sha1 == digest)
     ]
     return set(METRICS) <= set(hit.metric)
 
