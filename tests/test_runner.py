@@ -154,7 +154,8 @@ def test_a_deleted_or_cut_output_reruns_its_stage_and_says_why(project, capsys):
     _notebook(project / "notebooks" / "01_first.ipynb", WRITES_OUTPUT)
     assert runner.reproduce("smoke", out="runs/smoke/a") == 0
     state = json.loads((project / "runs/smoke/stages.json").read_text())
-    assert state["01"]["outputs"] == {"negatives/pairs.txt": 2}  # cache/ and run folders are not outputs
+    assert list(state["01"]["outputs"]) == ["negatives/pairs.txt"]  # cache/ and run folders are not outputs
+    assert state["01"]["outputs"]["negatives/pairs.txt"].startswith("2:")  # size and sha256
     (project / "runs/smoke/cache/c.bin").unlink()
     assert runner.reproduce("smoke", out="runs/smoke/b") == 0
     assert set(_reasons(project, "b").values()) == {"unchanged since its last success"}
@@ -167,7 +168,19 @@ def test_a_deleted_or_cut_output_reruns_its_stage_and_says_why(project, capsys):
 
     (project / "runs/smoke/negatives/pairs.txt").write_text("p")  # cut short
     assert runner.reproduce("smoke", out="runs/smoke/d") == 0
-    assert "changed size (2 -> 1 bytes)" in _reasons(project, "d")["01"]
+    assert "pairs.txt changed since the stage wrote it" in _reasons(project, "d")["01"]
+
+    (project / "runs/smoke/negatives/pairs.txt").write_text("px")  # same size, other bytes
+    assert runner.reproduce("smoke", out="runs/smoke/e") == 0
+    assert "pairs.txt changed since the stage wrote it" in _reasons(project, "e")["01"]
+
+
+def test_an_upstream_output_changed_after_it_was_written_reruns_the_stages_that_read_it(project):
+    _notebook(project / "notebooks" / "01_first.ipynb", WRITES_OUTPUT)
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    (project / "runs/smoke/negatives/pairs.txt").write_text("x")  # cut by hand, 01 not asked to run
+    assert runner.reproduce("smoke", only=["02"], out="runs/smoke/b") == 0
+    assert "upstream stage(s) 01" in _reasons(project, "b")["02"]
 
 
 def test_changed_data_dir_or_libraries_rerun_and_say_why(project, monkeypatch):
@@ -177,7 +190,7 @@ def test_changed_data_dir_or_libraries_rerun_and_say_why(project, monkeypatch):
     assert runner.reproduce("smoke", out="runs/smoke/b") == 0
     reasons = _reasons(project, "b")
     assert reasons["01"] == f"data changed: {data}"
-    assert reasons["02"] == "upstream stage(s) 01 produced new results"
+    assert reasons["02"].startswith("upstream stage(s) 01 produced new results")
 
     other = project / "data2"
     (other / "mrpc").mkdir(parents=True)
@@ -311,3 +324,23 @@ def test_without_figures_dir_figures_default_to_the_work_dir(project):
     assert runner.reproduce("smoke", out="runs/smoke/first") == 0
     assert _summary(project, "first")["figures_dir"] == str(project / "runs/smoke/figures")
     assert "runs/smoke/figures` yet." in (project / "runs/smoke/first/report.md").read_text()  # said, not skipped
+
+
+REUSES_MODEL = (
+    "from pathlib import Path\nmodel = Path('..') / work_dir / 'models' / 'm.bin'\n"
+    "model.parent.mkdir(parents=True, exist_ok=True)\n"
+    "if not model.exists():\n    model.write_text('weights')\n"
+    "(Path('..') / work_dir / 'models' / 'scores.txt').write_text(str(value))"
+)
+
+
+def test_an_output_a_rerun_reused_stays_in_the_record_and_its_loss_reruns_the_stage(project):
+    _notebook(project / "notebooks" / "01_first.ipynb", REUSES_MODEL)
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    (project / "params" / "smoke.yaml").write_text("common:\n  value: 3\n  work_dir: runs/smoke\n")
+    assert runner.reproduce("smoke", out="runs/smoke/b") == 0  # re-runs, reuses m.bin, rewrites scores
+    state = json.loads((project / "runs/smoke/stages.json").read_text())
+    assert set(state["01"]["outputs"]) == {"models/m.bin", "models/scores.txt"}  # the reused file too
+    (project / "runs/smoke/models/m.bin").unlink()
+    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
+    assert "m.bin is missing" in _reasons(project, "c")["01"]

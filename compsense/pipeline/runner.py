@@ -187,7 +187,7 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
             params = notebook_parameters(profile, nb)
             parts = {
                 "code": fingerprint(nb, params, []),
-                "upstream": {d: state.get(d, {}).get("fingerprint", "") for d in DEPENDS_ON.get(key, [])},
+                "upstream": {d: upstream_state(state.get(d)) for d in DEPENDS_ON.get(key, [])},
                 "inputs": stage_inputs(key, params, libraries),
             }
             fp = _digest(parts)
@@ -230,7 +230,7 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
                 )
                 continue
             seconds = round(time.time() - started, 1)
-            written = _written_since(before, _snapshot(stage_work, run_dir))
+            written = stage_outputs(state.get(key), _written_since(before, _snapshot(stage_work, run_dir)), stage_work)
             record = {
                 "fingerprint": fp,
                 "parts": parts,
@@ -387,7 +387,7 @@ def rerun_reason(record: dict | None, parts: dict, fp: str, work_dir: Path | Non
         return "notebook, parameters or compsense code changed"
     changed = [d for d in parts["upstream"] if old.get("upstream", {}).get(d) != parts["upstream"][d]]
     if changed:
-        return f"upstream stage(s) {', '.join(changed)} produced new results"
+        return f"upstream stage(s) {', '.join(changed)} produced new results, or their outputs changed since"
     was, now = old.get("inputs", {}), parts["inputs"]
     if was.get("data_dir") != now["data_dir"]:
         return f"data dir changed: {was.get('data_dir')} -> {now['data_dir']}"
@@ -406,13 +406,38 @@ def rerun_reason(record: dict | None, parts: dict, fp: str, work_dir: Path | Non
     if record.get("fingerprint") != fp:
         return "its record does not match what it ran with"
     base = Path(record.get("work_dir") or work_dir or ".")
-    for rel, size in sorted(record.get("outputs", {}).items()):
+    for rel, digest in sorted(record.get("outputs", {}).items()):
         path = base / rel
+        if not isinstance(digest, str):
+            return "its record predates content checks of its outputs (sizes only)"
         if not path.is_file():
             return f"output {path} is missing"
-        if path.stat().st_size != size:
-            return f"output {path} changed size ({size} -> {path.stat().st_size} bytes)"
+        if file_digest(path) != digest:
+            return f"output {path} changed since the stage wrote it (content differs)"
     return None
+
+
+def stage_outputs(previous: dict | None, written: dict[str, int], work_dir: Path | None) -> dict[str, str]:
+    """{path: "size:sha256"} of a stage's outputs: what it wrote this time, and what its last success
+    recorded that is still there and was not rewritten (a model it reused rather than trained again
+    stays an output, so deleting or damaging it later re-runs the stage)."""
+    base = Path(work_dir or ".")
+    outputs = {rel: file_digest(base / rel) for rel in written if (base / rel).is_file()}
+    for rel in (previous or {}).get("outputs", {}):
+        if rel not in outputs and (base / rel).is_file():
+            outputs[rel] = file_digest(base / rel)
+    return dict(sorted(outputs.items()))
+
+
+def upstream_state(record: dict | None) -> str:
+    """What a downstream stage depends on of an upstream one: its fingerprint and the content of its
+    recorded outputs as they are on disk now, so an upstream output changed or cut after it was
+    written re-runs the stages that read it, even when the upstream stage itself is not re-run."""
+    if not record:
+        return ""
+    base = Path(record.get("work_dir") or ".")
+    now = {rel: file_digest(base / rel) if (base / rel).is_file() else "missing" for rel in record.get("outputs", {})}
+    return _digest({"fingerprint": record.get("fingerprint", ""), "outputs": now})
 
 
 def _snapshot(work_dir: Path | None, run_dir: Path) -> dict[str, tuple[int, int]]:
