@@ -71,3 +71,11 @@ def test_profile_name_with_a_path_is_refused(project, name):
 def test_the_project_profiles_are_clean():
     for name in profiles.PROFILES:
         profiles.load_profile(name)  # no stray keys in the shipped params/*.yaml
+
+
+def test_an_exponent_without_a_dot_is_read_as_a_number(project):
+    path = project / "params" / "smoke.yaml"
+    path.write_text("common:\n  seed: 1\n  work_dir: w\n  max_steps: 1e-3\n")  # as `learning_rate: 1e-3` is
+    common = profiles.load_profile("smoke")["common"]
+    assert common["max_steps"] == 0.001 and isinstance(common["max_steps"], float)
+    assert common["work_dir"] == "w"  # other strings stay strings

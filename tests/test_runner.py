@@ -213,6 +213,12 @@ def test_a_parameter_naming_a_file_or_dataset_is_an_input(project):
     )
     assert set(inputs["files"]) == {str(nq), str(project / "data/mrpc/msr_paraphrase_train.txt")}
     assert inputs["data_dir"] == str((project / "data").resolve())
+    # a dataset named by its path: its files are inputs (an edit re-runs the stage); work_dir is not one
+    (project / "runs/smoke").mkdir(parents=True)
+    (project / "runs/smoke/junk.txt").write_text("x")
+    by_path = runner.stage_inputs("02", {"eval_datasets": ["data/mrpc"], "work_dir": "runs/smoke"}, {})
+    assert str(project / "data/mrpc/msr_paraphrase_train.txt") in by_path["files"]
+    assert not any("junk.txt" in f for f in by_path["files"])
 
 
 def test_only_that_matches_no_stage_is_refused(project):

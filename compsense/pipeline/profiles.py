@@ -46,7 +46,22 @@ def load_profile(profile: str) -> dict:
     if not isinstance(data, dict) or "common" not in data:
         raise ValueError(f"{path}: a profile must be a mapping with a `common` section")
     check_profile_keys(path, data)
-    return data
+    return _numbers(data)
+
+
+# PyYAML follows YAML 1.1, where `1e-3` (no dot) is a string; in a profile it is always meant as a number.
+_FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
+
+
+def _numbers(value):
+    """`value` with strings written as exponent numbers ("1e-3", "2E5") read as floats, recursively."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, str) and _FLOAT.match(value.strip()):
+        return float(value)
+    return value
 
 
 def check_profile_keys(path: Path, data: dict) -> None:

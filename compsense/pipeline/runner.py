@@ -345,6 +345,10 @@ def library_versions() -> dict[str, str]:
     return found
 
 
+# Parameters that say where a stage writes or where the data folder is, not what it reads.
+WHERE_PARAMETERS = ("work_dir", "figures_dir", "data_dir")
+
+
 def stage_inputs(key: str, params: dict, libraries: dict) -> dict:
     """{'data_dir', 'files': {path: 'size:sha256'}, 'libraries'}: the data a stage reads, as resolved now."""
     try:
@@ -352,7 +356,9 @@ def stage_inputs(key: str, params: dict, libraries: dict) -> dict:
     except FileNotFoundError:
         root = None  # the stage itself will say so; the setting is still part of the record
     folders, files = set(STAGE_DATA.get(key, [])), []
-    for value in params.values():
+    for name, value in params.items():
+        if name in WHERE_PARAMETERS:
+            continue
         for item in value if isinstance(value, list) else [value]:
             if not isinstance(item, str) or not item.strip():
                 continue
@@ -360,6 +366,8 @@ def stage_inputs(key: str, params: dict, libraries: dict) -> dict:
                 folders.add(item)
             elif resolve(item).is_file():
                 files.append(resolve(item))
+            elif "/" in item and resolve(item).is_dir():  # a dataset given by its path
+                files += sorted(f for f in resolve(item).rglob("*") if f.is_file())
     for name in sorted(folders):
         if root is not None and (root / name).is_dir():
             files += sorted(f for f in (root / name).rglob("*") if f.is_file())
