@@ -125,14 +125,15 @@ def declared_parameters(notebook: str | Path) -> dict:
     return declared
 
 
-def notebook_parameters(profile: str, notebook: str | Path) -> dict:
-    """The parameters papermill injects into `notebook` for `profile`.
+def notebook_parameters(profile: str, notebook: str | Path, data: dict | None = None) -> dict:
+    """The parameters papermill injects into `notebook` for `profile` (`data`: the profile as
+    `load_profile` read it, so a run reads its profile once, not half before and half after an edit).
 
     Raises when the notebook declares a parameter the profile does not set: a profile must set
     every parameter, or a batch run would silently fall back to the smoke defaults.
     """
     notebook = Path(notebook)
-    data = load_profile(profile)
+    data = load_profile(profile) if data is None else data
     merged = {**(data.get("common") or {}), **(data.get(notebook.stem) or {})}
     declared = declared_parameters(notebook)
     missing = sorted(set(declared) - set(merged))

@@ -144,7 +144,8 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
     from tqdm.auto import tqdm
 
     try:
-        common = load_profile(profile)["common"]  # checks the name (no '/', '..') and every key first
+        profile_data = load_profile(profile)  # checks the name (no '/', '..') and every key first; read once
+        common = profile_data["common"]
     except (ValueError, FileNotFoundError) as err:
         raise Refused(str(err)) from None
     stages = select_stages(only)
@@ -184,7 +185,7 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
                 summary["stages"][key] = {"status": "not run", "reason": f"depends on failed stage(s) {blocked}"}
                 print(f"  [{key}] not run: depends on failed stage(s) {blocked}")
                 continue
-            params = notebook_parameters(profile, nb)
+            params = notebook_parameters(profile, nb, profile_data)
             parts = {
                 "code": fingerprint(nb, params, []),
                 "upstream": {d: upstream_state(state.get(d)) for d in DEPENDS_ON.get(key, [])},
