@@ -117,3 +117,15 @@ def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch):
     monkeypatch.setattr(compsense.core.encoders, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
     with pytest.raises(FileNotFoundError, match="BEIR folder not found"):
         cli(["evaluate", "tiny-bert", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
+
+
+@pytest.mark.slow
+def test_two_model_folders_of_one_name_keep_their_own_rows(tmp_path):
+    folder = _beir_folder(tmp_path / "data" / "scifact")
+    out = tmp_path / "out"
+    for variant, seed in (("A", 1), ("B", 2)):  # two different models, both saved as .../final
+        load_encoder("tiny-bert", seed=seed).save(str(tmp_path / variant / "final"))
+        assert cli(["evaluate", str(tmp_path / variant / "final"), str(folder), "--out", str(out)]) == 0
+    tidy = read_table(out / "results" / "retrieval.parquet")
+    assert tidy.run.nunique() == 2 and all(r.startswith("evaluate/final-") for r in tidy.run)
+    assert len(tidy) == 2 * len(METRICS) and len(list((out / "mteb").glob("final-*"))) == 2

@@ -141,14 +141,37 @@ def tidy(rows: list[dict], **constants) -> pd.DataFrame:
 
 
 def append_results(df: pd.DataFrame, path: str | os.PathLike, key: list[str] | None = None) -> pd.DataFrame:
-    """Merge new tidy rows into the table at `path` (replacing rows with the same key), atomically."""
+    """Merge new tidy rows into the table at `path` (replacing rows with the same key), atomically,
+    and under a lock on the table: two processes appending at once both keep their rows (without it,
+    each reads the old table and the later write drops the other's)."""
     path = Path(path)
     key = key or TIDY_KEY
-    if path.exists():
-        old = read_table(path)
-        merged = pd.concat([old, df], ignore_index=True)
-        merged = merged.drop_duplicates(subset=[k for k in key if k in merged.columns], keep="last")
-    else:
-        merged = df
-    write_table(merged.reset_index(drop=True), path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive(path.parent / f".{path.name}.lock"):
+        if path.exists():
+            old = read_table(path)
+            merged = pd.concat([old, df], ignore_index=True)
+            merged = merged.drop_duplicates(subset=[k for k in key if k in merged.columns], keep="last")
+        else:
+            merged = df
+        write_table(merged.reset_index(drop=True), path)
     return merged
+
+
+@contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive OS lock on `lock_path` (waiting for it), released on exit or when the process dies."""
+    with open(lock_path, "a+b") as fh:
+        try:
+            import fcntl
+        except ImportError:  # Windows: msvcrt retries for 10 s, then raises
+            import msvcrt
+
+            msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -10,6 +10,7 @@ that read MTEB results. They are this harness's numbers, not MTEB's: each file s
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -67,7 +68,7 @@ def evaluate_models(
     on the hub; the paper's is lightonai/NanoBEIR-en). Returns {"metrics": {dataset: {metric:
     value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
     backbone = find_backbone(model)
-    label = backbone.name if backbone else Path(str(model)).name
+    label = model_label(model, backbone)
     labels = {
         "run": f"evaluate/{label}",
         "backbone": backbone.name if backbone else None,
@@ -77,7 +78,7 @@ def evaluate_models(
     out_dir = resolve(out)
     tidy_path = out_dir / "results" / "retrieval.parquet"
     per_query_path = out_dir / "results" / "retrieval_per_query.parquet"
-    mteb_dir = out_dir / "mteb" / _mteb_model_name(model, backbone) / NO_REVISION
+    mteb_dir = out_dir / "mteb" / _mteb_model_name(model, backbone, label) / NO_REVISION
 
     loaded = load_eval_datasets(
         datasets,
@@ -117,7 +118,7 @@ def evaluate_models(
         metrics[ds.name] = result.metrics
     write_json(
         mteb_dir / "model_meta.json",
-        {"name": _mteb_model_name(model, backbone).replace("__", "/", 1), "revision": NO_REVISION},
+        {"name": _mteb_model_name(model, backbone, label).replace("__", "/", 1), "revision": NO_REVISION},
     )
     return {"metrics": metrics, "tidy": tidy_path, "per_query": per_query_path, "mteb": mteb_files}
 
@@ -162,12 +163,25 @@ def main(model: str, datasets: list[str], **kwargs) -> int:
     return 0
 
 
-def _mteb_model_name(model: str, backbone) -> str:
-    """mteb/results names a model folder by its hub id with '/' -> '__'; a local folder by its name."""
+def model_label(model: str, backbone=None) -> str:
+    """What a result of `model` is keyed on: a known backbone's name; a local model folder's name with
+    the start of a digest of its files (README.md left out: the model card gets metrics written into
+    it), so A's `final/` and B's `final/` never replace each other's rows; else the name as given."""
+    if backbone is not None:
+        return backbone.name
+    folder = Path(str(model)).expanduser()
+    if not folder.is_dir():
+        return str(model)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md")
+    digest = hashlib.sha256("".join(f"{p.relative_to(folder)}={file_digest(p)};" for p in files).encode())
+    return f"{folder.name}-{digest.hexdigest()[:12]}"
+
+
+def _mteb_model_name(model: str, backbone, label: str) -> str:
+    """mteb/results names a model folder by its hub id with '/' -> '__'; a local folder by its label."""
     if backbone is not None and backbone.hub_id:
         return backbone.hub_id.replace("/", "__")
-    name = str(model)
-    return Path(name).name if Path(name).expanduser().exists() else name.replace("/", "__")
+    return label if Path(str(model)).expanduser().exists() else str(model).replace("/", "__")
 
 
 def _beir_folder(name: str | os.PathLike, data_dir) -> Path:
