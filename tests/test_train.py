@@ -531,3 +531,17 @@ def test_push_models_is_opt_in_and_uploads_each_trained_model(trained, monkeypat
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RuntimeError, match="HF_HUB_OFFLINE"):
         push_models(runs, "someone/cs")
+
+
+def test_a_torn_log_line_is_left_out_with_a_warning_and_the_next_record_starts_a_line(tmp_path, caplog):
+    from compsense.retrieval.training import _append_jsonl, _log_records
+
+    log = tmp_path / "train_log.jsonl"
+    _append_jsonl(log, {"step": 1, "loss": 2.0})
+    with open(log, "a") as f:
+        f.write('{"step": 2, "lo')  # killed mid-write
+    assert _log_records(log) == [{"step": 1, "loss": 2.0}] and "torn last record" in caplog.text
+    caplog.clear()
+    _append_jsonl(log, {"step": 2, "loss": 1.5})  # the resumed run appends on a line of its own
+    assert _log_records(log) == [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]
+    assert "train_log.jsonl, line 2: not a JSON record" in caplog.text  # said, not silent

@@ -828,8 +828,10 @@ def _read_json(path: Path) -> dict:
 
 
 def _append_jsonl(path: Path, record: dict) -> None:
+    """One JSON line appended; after a torn last line (a kill mid-write) the record starts a line of its own."""
+    torn = path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n")
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, default=str) + "\n")
+        f.write(("\n" if torn else "") + json.dumps(record, default=str) + "\n")
 
 
 def _now() -> str:
@@ -1015,7 +1017,7 @@ def read_train_logs(runs: pd.DataFrame, work_dir) -> pd.DataFrame:
         path = run_dir(work_dir, r["backbone"], r["variant"], r["seed"]) / "train_log.jsonl"
         if not path.exists():
             continue
-        recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        recs = _log_records(path)
         df = pd.DataFrame([x for x in recs if "loss" in x])
         if df.empty:
             continue
@@ -1027,6 +1029,21 @@ def read_train_logs(runs: pd.DataFrame, work_dir) -> pd.DataFrame:
         )
     cols = ["backbone", "variant", "seed", "structural_share", "step", "loss", "learning_rate"]
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
+def _log_records(path: Path) -> list[dict]:
+    """The records of a train_log.jsonl. A line that is not a JSON record (torn by a kill while it was
+    appended; a resumed run then logs on the next line) is left out with a warning naming the file and
+    the line: the log records the training, the model and DONE.json do not depend on it."""
+    records = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            log.warning("%s, line %d: not a JSON record (torn by a kill while writing?); left out", path, n)
+    return records
 
 
 def push_models(runs: pd.DataFrame, repo_prefix: str, api=None, private: bool = True) -> list[str]:
