@@ -540,7 +540,7 @@ def test_a_torn_log_line_is_left_out_with_a_warning_and_the_next_record_starts_a
     _append_jsonl(log, {"step": 1, "loss": 2.0})
     with open(log, "a") as f:
         f.write('{"step": 2, "lo')  # killed mid-write
-    assert _log_records(log) == [{"step": 1, "loss": 2.0}] and "torn last record" in caplog.text
+    assert _log_records(log) == [{"step": 1, "loss": 2.0}] and "line 2: not a JSON record" in caplog.text
     caplog.clear()
     _append_jsonl(log, {"step": 2, "loss": 1.5})  # the resumed run appends on a line of its own
     assert _log_records(log) == [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]
