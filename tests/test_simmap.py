@@ -110,6 +110,15 @@ def test_token_cache_writes_once_and_reads_back(tiny_encoder, tmp_path):
     torch.testing.assert_close(from_cache.embeddings[0, :n], direct.embeddings[3, :n])
     assert from_cache.tokens[1] == direct.tokens[0]
     assert from_cache.embeddings.shape[1] == int(max(direct.lengths[3], direct.lengths[0]))
+
+
+def test_a_truncated_token_cache_is_rebuilt_not_trusted(tiny_encoder, tmp_path, caplog):
+    first = TokenCache(tiny_encoder, TEXTS, tmp_path, show_progress=False)
+    raw = first.path.read_bytes()
+    first.path.write_bytes(raw[: len(raw) // 2])  # a kill or a full disk mid-write
+    again = TokenCache(tiny_encoder, TEXTS, tmp_path, show_progress=False)
+    assert again.encoded == len(TEXTS) and "unreadable token cache" in caplog.text
+    assert TokenCache(tiny_encoder, TEXTS, tmp_path, show_progress=False).encoded == 0  # rebuilt whole
     with pytest.raises(KeyError, match="not in this TokenCache"):
         again.rows(["an unseen sentence"])
 
@@ -173,7 +182,7 @@ def test_encode_tokens_keeps_gradients(tiny_encoder):
     assert np.isfinite(batch.embeddings.detach().numpy()).all()
 
 
-def test_cache_key_is_unambiguous_and_a_mismatched_file_is_refused(tmp_path):
+def test_cache_key_is_unambiguous_and_a_mismatched_file_is_rebuilt(tmp_path, caplog):
     """Joining texts with a separator let ["a\\x00b"] and ["a", "b"] share a key (and a cache)."""
     from compsense.core.encoders import build_tiny_bert
     from compsense.verifiers.simmap import cache_key
@@ -185,6 +194,6 @@ def test_cache_key_is_unambiguous_and_a_mismatched_file_is_refused(tmp_path):
     path = next(tmp_path.glob("tokens-*.safetensors"))
     other = TokenCache(encoder, TEXTS[3:5], tmp_path / "other", show_progress=False)
     shutil.copy(next((tmp_path / "other").glob("tokens-*.safetensors")), path)  # another list's file under this key
-    with pytest.raises(ValueError, match="delete it"):
-        TokenCache(encoder, TEXTS[:3], tmp_path, show_progress=False)
+    rebuilt = TokenCache(encoder, TEXTS[:3], tmp_path, show_progress=False)  # never served as this list's
+    assert rebuilt.encoded == 3 and "does not match its key" in caplog.text
     assert cache.key != other.key

@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 import torch
 
+from compsense.core.storage import CorruptFile
 from compsense.verifiers import architectures as V
 from compsense.verifiers.simmap import pad_to, similarity_map, token_embeddings
 
@@ -160,6 +161,10 @@ def test_save_load_round_trip(name, size, pair_batches, tmp_path):
     assert V.read_info(tmp_path / name)["history"] == {"steps": 3}
     with pytest.raises(FileNotFoundError, match="not a saved verifier"):
         V.load(tmp_path / "nothing")
+    weights = tmp_path / name / V.WEIGHTS_FILE
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # truncated
+    with pytest.raises(CorruptFile, match=rf"{V.WEIGHTS_FILE}: not readable verifier weights.*Fix: re-train"):
+        V.load(tmp_path / name)
 
 
 def test_score_pairs_matches_the_maps(tiny_encoder, pair_batches):

@@ -37,10 +37,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from compsense.core.storage import atomic_path, write_json
+from compsense.core.storage import CorruptFile, atomic_path, write_json
 from compsense.verifiers.simmap import TokenCache, similarity_map
 
 ALIASES = {"mean": "F0", "maxsim": "F1", "align": "F2", "cnn": "F3", "transformer": "F4"}
@@ -515,7 +516,15 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
             "it needs `name` and `config` as verifiers.save writes them. Re-train the verifier "
             "(notebook 04) or restore the file"
         ) from None
-    verifier.load_state_dict(load_file(str(directory / WEIGHTS_FILE)))
+    weights = directory / WEIGHTS_FILE
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError) as err:
+        raise CorruptFile(
+            f"{weights}: not readable verifier weights ({type(err).__name__}: {err}). Fix: re-train the "
+            "verifier (delete its folder and re-run notebook 04), or restore the file"
+        ) from None
+    verifier.load_state_dict(state)
     if device is not None:
         verifier.to(device)
     return verifier.eval()

@@ -38,6 +38,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import pyarrow.parquet as pq
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
@@ -95,7 +96,11 @@ def pooled_embeddings(
     if cache_dir is not None:
         path = Path(cache_dir) / f"pooled-{cache_key(encoder, texts, include_special=False)}.safetensors"
         if path.exists():
-            return load_file(str(path))["embeddings"], 0
+            try:
+                return load_file(str(path))["embeddings"], 0
+            except (SafetensorError, KeyError, OSError) as err:  # a cache is rebuilt, never trusted
+                log.warning("%s: unreadable embedding cache (%s); rebuilding it", path, err)
+                path.unlink(missing_ok=True)
     emb = encode_pooled(encoder, texts, "document", batch_size, show_progress).cpu().contiguous()
     if path is not None:
         with atomic_path(path) as tmp:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,11 +31,13 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from compsense.core.storage import atomic_path
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -219,9 +222,16 @@ class TokenCache:
         self.path = Path(cache_dir) / f"tokens-{self.key}.safetensors" if cache_dir is not None else None
         self.encoded = 0  # texts this cache ran through the encoder (0 when read from disk)
         self._index = {t: i for i, t in enumerate(self.texts)}
+        loaded = False
         if self.path is not None and self.path.exists():
-            self._load(self.path)
-        else:
+            try:
+                self._load(self.path)
+                loaded = True
+            except (SafetensorError, ValueError, KeyError, OSError) as err:
+                # A cache is rebuilt, never trusted: a truncated or foreign file is set aside and recomputed.
+                log.warning("%s: unreadable token cache (%s); rebuilding it", self.path, err)
+                self.path.unlink(missing_ok=True)
+        if not loaded:
             self._compute(encoder, batch_size, device, show_progress)
             if self.path is not None:
                 self._save(self.path)
