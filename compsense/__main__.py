@@ -11,6 +11,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compsense", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     doc = sub.add_parser(
         "doctor",
@@ -81,6 +82,26 @@ def main(argv: list[str] | None = None) -> int:
     est.add_argument("--rate-device", default=None, help="the device the --rate values were measured on")
     est.add_argument("--rate-source", default=None, help="where the --rate values were measured (cite it)")
     args = parser.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except Exception as err:
+        # What a user can cause (a wrong path, a damaged file, a bad value) ends in one line that
+        # names it and the fix; --debug shows where it was raised. Anything else is a bug: traceback.
+        if args.debug or not isinstance(err, _user_errors()):
+            raise
+        print(f"compsense {args.command}: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The errors a user's input causes; imported only when one is raised (the CLI starts light).
+    DataError (a bad dataset row) is a ValueError."""
+    from compsense.core.storage import CorruptFile
+
+    return (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError, CorruptFile)
+
+
+def _dispatch(args) -> int:
     if args.command == "estimate":
         return _estimate(args)
     if args.command == "bundle":

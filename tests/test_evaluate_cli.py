@@ -111,12 +111,30 @@ def test_evaluate_takes_a_nanobeir_set_from_the_data_folder(tmp_path, capsys):
     assert record["scores"]["test"][0]["precision_at_1"] == pytest.approx(expected["acc@1"], abs=1e-6)
 
 
-def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch):
+def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch, capsys):
     import compsense.core.encoders
 
     monkeypatch.setattr(compsense.core.encoders, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
-    with pytest.raises(FileNotFoundError, match="BEIR folder not found"):
-        cli(["evaluate", "tiny-bert", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
+    assert cli(["evaluate", "tiny-bert", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "BEIR folder not found" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(FileNotFoundError, match="BEIR folder not found"):  # --debug: the error itself
+        cli(["--debug", "evaluate", "tiny-bert", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
+
+
+def test_a_wrong_model_path_or_out_is_one_line_naming_it_and_the_fix(tmp_path, capsys):
+    data = _beir_folder(tmp_path / "data" / "scifact")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "a_file").write_text("x")
+    cases = [
+        ([str(tmp_path / "no_such_model"), str(data)], "no such model folder. Fix:"),
+        ([str(tmp_path / "empty"), str(data)], "not a model folder (no modules.json or config.json). Fix:"),
+        (["tiny-bert", str(data), "--out", str(tmp_path / "a_file")], "a file, not a folder. Fix:"),
+    ]
+    for args, message in cases:
+        assert cli(["evaluate", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.slow

@@ -68,6 +68,7 @@ def evaluate_models(
     on the hub; the paper's is lightonai/NanoBEIR-en). Returns {"metrics": {dataset: {metric:
     value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
     backbone = find_backbone(model)
+    _check_model_and_out(model, backbone, out)
     label = model_label(model, backbone)
     labels = {
         "run": f"evaluate/{label}",
@@ -161,6 +162,25 @@ def main(model: str, datasets: list[str], **kwargs) -> int:
     for path in out["mteb"]:
         print(f"MTEB JSON:  {path}")
     return 0
+
+
+def _check_model_and_out(model: str, backbone, out) -> None:
+    """Fail before loading anything: a model path that is not there or holds no model, an --out that is a file."""
+    given = Path(str(model)).expanduser()
+    looks_local = given.is_absolute() or str(model).startswith(".") or given.exists()
+    if backbone is None and looks_local:
+        if not given.exists():
+            raise FileNotFoundError(
+                f"{given}: no such model folder. Fix: pass a saved SentenceTransformer folder (e.g. "
+                "runs/local/models/minilm-l6/A-seed42/final), a short name (minilm-l6) or a hub id"
+            )
+        if not given.is_dir() or not (given / "modules.json").is_file() and not (given / "config.json").is_file():
+            raise FileNotFoundError(
+                f"{given}: not a model folder (no modules.json or config.json). Fix: pass the folder "
+                "training wrote (its final/), not its parent"
+            )
+    if resolve(out).exists() and not resolve(out).is_dir():
+        raise NotADirectoryError(f"--out {out}: a file, not a folder. Fix: name a folder (default runs/evaluate)")
 
 
 def model_label(model: str, backbone=None) -> str:
