@@ -120,3 +120,30 @@ def test_a_folder_that_is_not_a_finished_run_is_refused(tmp_path):
 def test_the_command_says_what_to_run_when_there_is_nothing_to_publish(tmp_path, capsys):
     assert publish.main(["--run", str(tmp_path), "--dest", str(tmp_path / "figs")]) == 2
     assert "is not a finished run" in capsys.readouterr().err
+
+
+def test_two_publishes_at_once_take_turns(run, tmp_path, monkeypatch):
+    import threading
+    import time
+
+    real, active, overlaps = publish._publish, [], []
+
+    def slow(*args):
+        active.append(1)
+        overlaps.append(len(active))
+        time.sleep(0.3)
+        try:
+            return real(*args)
+        finally:
+            active.pop()
+
+    monkeypatch.setattr(publish, "_publish", slow)
+    dest = tmp_path / "figs"
+    threads = [threading.Thread(target=publish.publish, kwargs={"run": run, "dest": dest}) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert overlaps == [1, 1]  # without the lock both write at once: [1, 2]
+    manifest = json.loads((dest / publish.MANIFEST).read_text())
+    assert all(publish._sha256((dest / n).read_bytes()) == sha for n, sha in manifest["files"].items())

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from compsense.core.paths import repo_root, resolve
-from compsense.core.storage import CorruptFile, atomic_path, read_json, write_json
+from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_json, write_json
 from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.profiles import check_profile_name
 from compsense.pipeline.report import TABLES_DIR
@@ -83,6 +83,13 @@ def publish(
     figures = resolve(summary.get("figures_dir") or Path(summary.get("work_dir") or f"runs/{profile}") / "figures")
     out = resolve(dest)
 
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Two publishes at once take turns: each one's files and manifest come from one run.
+    with exclusive(out.parent / f".{out.name}.publish.lock"):
+        return _publish(run_dir, profile, summary, figures, report_path, out)
+
+
+def _publish(run_dir: Path, profile: str, summary: dict, figures: Path, report_path: Path, out: Path) -> dict:
     files: dict[str, bytes] = {}
     drawn = sorted(p for p in figures.iterdir() if p.suffix in FIGURE_SUFFIXES) if figures.is_dir() else []
     for fig in drawn:
