@@ -11,6 +11,7 @@ import pytest
 
 from compsense.figures import export
 from compsense.pipeline import report
+from compsense.retrieval.harness import TABLE1_FILE, table1, write_result_table
 
 
 @pytest.fixture()
@@ -91,6 +92,9 @@ def _retrieval(results, rng):
                 )
     pd.DataFrame(rows).to_parquet(results / "retrieval.parquet")
     pd.DataFrame(per_query).to_parquet(results / "retrieval_per_query.parquet")
+    # notebook 02 writes Table 1 once; the report reads it
+    t1 = table1(pd.DataFrame(rows), per_query=pd.DataFrame(per_query), n=2000, seed=0)
+    write_result_table(t1, results.parent, TABLE1_FILE)
 
 
 def _rerank(results, rng):
@@ -275,3 +279,12 @@ def test_notebook_01s_purity_table_is_read_into_the_report_not_recomputed(work, 
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert report.PURITY_TITLE in md
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "tables" / "purity.csv"), purity)
+
+
+def test_without_notebook_02s_table_the_report_says_how_to_make_it_and_computes_nothing(work, tmp_path):
+    rng = np.random.default_rng(0)
+    _retrieval(work / "results", rng)
+    (work / "results" / TABLE1_FILE).unlink()
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
+    assert "No Table 1 yet" in md and "make reproduce ONLY=02" in md
+    assert not (tmp_path / "run" / "tables" / "table1.csv").exists()

@@ -25,11 +25,10 @@ from compsense.core.layout import purity_file
 from compsense.core.paths import git_commit, repo_root, resolve
 from compsense.core.storage import atomic_path, write_text
 from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
-from compsense.nearmiss.geometry import NEARMISS_TABLE
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import display_frame, estimate, headline
 from compsense.pipeline.profiles import load_profile
-from compsense.retrieval.harness import dose_response, table1, variant_table
+from compsense.retrieval.harness import TABLE1_FILE, VARIANTS_FILE
 from compsense.verifiers.rerank import ENCODER_ONLY, bootstrap_vs_baseline, regime_rank, variant_folders
 
 # Result tables the stages write, with the heading of the section that shows all of them.
@@ -104,8 +103,8 @@ def build_report(
             )
         )
     if "retrieval" in tables:
-        answer += _table1_blocks(tables["retrieval"], results, _bootstrap(profile, "02_training_ab"))
-        details += _retrieval_details(tables["retrieval"], results, _bootstrap(profile, "02_training_ab"))
+        answer += _table1_blocks(tables["retrieval"], results)
+        details += _retrieval_details(tables["retrieval"], results)
     if "verifiers" in tables:
         answer.append(_separation_block(tables["verifiers"], _where(results / "verifiers.parquet")))
     if "rerank" in tables:
@@ -185,61 +184,43 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def _table1_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
-    """Table 1 on the zero-shot sets with its B - A interval over seeds and queries (Holm-corrected)."""
-    if "regime" not in table.columns:
+def _table1_blocks(table: pd.DataFrame, results: Path) -> list[Block]:
+    """Table 1 as notebook 02 wrote it (results/table1.parquet): read, never recomputed here."""
+    path = results / TABLE1_FILE
+    if not path.exists():
         return [
             Block(
                 TABLE1_TITLE,
-                text="No Table 1: the results predate zero-shot checking (no `regime` column); "
-                "re-run notebook 02 with force=True.",
+                text=f"No Table 1 yet: `{_where(path)}` does not exist. Notebook 02 writes it (re-run it: "
+                "`make reproduce ONLY=02`; finished trainings and evaluations are reused).",
             )
         ]
-    per_query = results / "retrieval_per_query.parquet"
-    pq = pd.read_parquet(per_query) if per_query.exists() else None
-    sets = sorted(set(table.dataset) - set(table.dataset[table.regime != "zero-shot"]))
+    zero_shot = table[table.regime == "zero-shot"] if "regime" in table.columns else table.iloc[0:0]
     note = (
-        f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document of any model occurs in "
-        "them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap of B − A resampling "
-        f"seeds and queries together ({boot['n']:,} samples, seed {boot['seed']}); p_holm: Holm-corrected over "
-        "the table's comparisons; p_floor_holm: the smallest p_holm the table can show (2 x comparisons / "
-        "(samples + 1)); t_p, t_ci_low/high: paired t over the per-seed drops; perm_p: exact sign-flip test "
-        "over them, never below perm_p_floor (2 / 2^seeds)."
+        f"Zero-shot sets: {', '.join(sorted(set(zero_shot.dataset))) or 'none'} (no training query or document "
+        "of any model occurs in them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap "
+        "of B − A resampling seeds and queries together; p_holm: Holm-corrected over the table's comparisons; "
+        "p_floor_holm: the smallest p_holm the table can show (2 x comparisons / (samples + 1)); t_p, "
+        "t_ci_low/high: paired t over the per-seed drops; perm_p: exact sign-flip test over them, never below "
+        "perm_p_floor (2 / 2^seeds)."
     )
-    return [
-        Block(
-            TABLE1_TITLE,
-            text=note,
-            table=table1(table, per_query=pq, **boot),
-            name="table1",
-            source=_where(results / "retrieval.parquet"),
-        )
-    ]
+    return [Block(TABLE1_TITLE, text=note, table=pd.read_parquet(path), name="table1", source=_where(path))]
 
 
-def _retrieval_details(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
+def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
     """Every variant against A (with its held-out near-miss AUC gain when notebook 02 measured it) and
     the in-domain reference."""
     if "regime" not in table.columns:
         return []
     blocks = []
-    per_query = results / "retrieval_per_query.parquet"
-    if per_query.exists() and len(set(table.variant) - {"base"}) > 2:
-        variants = variant_table(table, pd.read_parquet(per_query), **boot)
-        nearmiss = results / NEARMISS_TABLE
-        note = ""
-        if nearmiss.exists():
-            gain = (
-                dose_response(table, pd.read_parquet(nearmiss))
-                .groupby(["backbone", "variant"], as_index=False)
-                .auc_gain.mean()
-            )
-            variants = variants.merge(gain, on=["backbone", "variant"], how="left")
-            note = (
-                "auc_gain: held-out near-miss AUC (pooled cosine, all families) minus Model A's of the same "
-                f"seed, mean over seeds (`{_where(nearmiss)}`)."
-            )
-        blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants", source=_where(per_query)))
+    variants_path = results / VARIANTS_FILE
+    if variants_path.exists() and len(set(table.variant) - {"base"}) > 2:
+        note = (
+            "As notebook 02 wrote it. auc_gain: held-out near-miss AUC (pooled cosine, the paper's families) "
+            "minus Model A's of the same seed, mean over seeds."
+        )
+        variants = pd.read_parquet(variants_path)
+        blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants", source=_where(variants_path)))
     in_domain = table[(table.regime == "in-domain") & table.metric.isin(["ndcg@10", "acc@1"])]
     if not in_domain.empty:
         ref = (

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ from compsense.core.encoders import encode_pooled, load_encoder, quiet_transform
 from compsense.core.layout import RESULTS
 from compsense.core.paths import workspace
 from compsense.core.stats import hierarchical_bootstrap, holm, holm_floor, paired_deltas, seed_level_test
-from compsense.core.storage import append_results, read_table, tidy
+from compsense.core.storage import append_results, read_table, tidy, write_table
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
 from compsense.retrieval.regime import overlap, read_training_keys
@@ -567,6 +568,24 @@ def table1(
                 how="left",
             )
     return out
+
+
+# Result tables notebook 02 writes once into {work_dir}/results/ (the report and README read them).
+TABLE1_FILE, VARIANTS_FILE = "table1.parquet", "variants.parquet"
+
+
+def write_result_table(table: pd.DataFrame, work_dir, file: str) -> Path:
+    """A notebook's result table to {work_dir}/results/<file>, atomically (pandas `attrs` are not kept)."""
+    out = table.reset_index(drop=True)
+    out.attrs = {}  # variant_table keeps its tests there: a table of its own, not parquet metadata
+    return write_table(out, workspace(work_dir, RESULTS) / file)
+
+
+def with_auc_gain(variants: pd.DataFrame, results: pd.DataFrame, nearmiss: pd.DataFrame) -> pd.DataFrame:
+    """`variant_table` with each variant's held-out near-miss AUC gain over Model A of the same seed
+    (`dose_response`), mean over seeds: the variants table as notebook 02 writes it."""
+    gain = dose_response(results, nearmiss).groupby(["backbone", "variant"], as_index=False).auc_gain.mean()
+    return variants.merge(gain, on=["backbone", "variant"], how="left")
 
 
 def style_table1(table: pd.DataFrame):
