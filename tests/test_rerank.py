@@ -342,7 +342,7 @@ def test_grid_reranks_with_each_verifier_seed_and_the_bootstrap_covers_seeds(enc
 
 def test_several_notebook04_variants_are_separate_methods_through_every_table(encoder, tmp_path):
     from compsense.data.datasets import BeirDataset
-    from compsense.pipeline import readme_tables, report
+    from compsense.pipeline import readme_tables
 
     ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
     V.save(V.create("F3", seed=1), verifier_dir(tmp_path, "model_b-small", 42, "F3-frozen"))
@@ -420,7 +420,7 @@ def test_several_notebook04_variants_are_separate_methods_through_every_table(en
     assert [(t.name, t.y[0]) for t in fig.data if t.mode == "lines"] == [base]
     bars = R.figure_rerank(res)
     assert {t.name for t in bars.data} == {"frozen, model_b-small", "frozen, balanced-small", "frozen, balanced-paper"}
-    answer = report.rerank_answer(res, grid.per_query, n=100)
+    answer = R.rerank_answer(res, R.bootstrap_vs_baseline(grid.per_query, n=100))
     assert answer.variant.tolist() == [
         "base",
         "F1-frozen@model_b-small",
@@ -430,7 +430,7 @@ def test_several_notebook04_variants_are_separate_methods_through_every_table(en
     ]
     markdown = readme_tables.rerank(answer)
     assert "| F3 CNN (balanced, small) | frozen |" in markdown and "| F4 Transformer (balanced, paper) |" in markdown
-    one = report.rerank_answer(res[res.verifier_variant.isin(["", "model_b-small"])], None)
+    one = R.rerank_answer(res[res.verifier_variant.isin(["", "model_b-small"])])
     assert "(model_b, small)" not in readme_tables.rerank(one)  # one variant: labels as before
 
 

@@ -18,7 +18,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from compsense.core.layout import purity_file
@@ -27,9 +26,8 @@ from compsense.core.storage import atomic_path, write_text
 from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import display_frame, estimate, headline
-from compsense.pipeline.profiles import load_profile
 from compsense.retrieval.harness import TABLE1_FILE, VARIANTS_FILE
-from compsense.verifiers.rerank import ENCODER_ONLY, bootstrap_vs_baseline, regime_rank, variant_folders
+from compsense.verifiers.rerank import RERANK_ANSWER_FILE
 
 # Result tables the stages write, with the heading of the section that shows all of them.
 SECTIONS = [
@@ -41,10 +39,6 @@ SECTIONS = [
 GROUP_DROP = {"run", "seed", "value"}
 MAX_ROWS = 80  # rows a report table shows; the rest are counted and the full table is linked
 TABLES_DIR = "tables"  # beside report.md: every table of the report, whole, as CSV
-# Bootstrap settings when the run's profile is unknown: the notebooks' smoke defaults.
-# The columns of a bootstrap test the report carries beside a reranking result.
-BOOT_COLUMNS = ("mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "p_floor_holm", "n_queries", "n_seeds")
-DEFAULT_BOOTSTRAP = {"02_training_ab": 10000, "05_reranking": 1000}
 
 PURITY_TITLE = "Near-miss families: the independent purity check (notebook 01)"
 TABLE1_TITLE = "Table 1 (zero-shot sets only): mean nDCG@10 / Acc@1 over seeds, ours beside the paper's"
@@ -108,7 +102,7 @@ def build_report(
     if "verifiers" in tables:
         answer.append(_separation_block(tables["verifiers"], _where(results / "verifiers.parquet")))
     if "rerank" in tables:
-        answer += _rerank_blocks(tables["rerank"], results, _bootstrap(profile, "05_reranking"))
+        answer += _rerank_blocks(results)
     figures = tuple(sorted(figs.glob("*.html"))) if figs.exists() else ()
     answer.append(Block("Figures", text="" if figures else f"No figures in `{_where(figs)}` yet.", figures=figures))
 
@@ -160,21 +154,6 @@ def build_report(
 def _where(path: Path) -> str:
     """`path` as the reader knows it: relative to the repository when inside it."""
     return str(path.relative_to(repo_root())) if path.is_relative_to(repo_root()) else str(path)
-
-
-def _bootstrap(profile: str | None, stem: str) -> dict:
-    """The bootstrap samples and seed the notebook `stem` used at `profile` (its `bootstrap_samples`
-    and `seed`), so the report's intervals are the notebook's; the smoke defaults when the profile is
-    unknown or unreadable."""
-    settings = {"n": DEFAULT_BOOTSTRAP[stem], "seed": 0}
-    if profile:
-        try:
-            data = load_profile(profile)
-        except (OSError, ValueError):
-            return settings
-        merged = {**(data.get("common") or {}), **(data.get(stem) or {})}
-        settings = {"n": int(merged.get("bootstrap_samples") or settings["n"]), "seed": int(merged.get("seed", 0))}
-    return settings
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
@@ -262,79 +241,24 @@ def _separation_block(table: pd.DataFrame, where: str) -> Block:
     return Block(SEPARATION_TITLE, table=flat, name="separation", source=where)
 
 
-def rerank_answer(
-    results: pd.DataFrame, per_query: pd.DataFrame | None, n: int = 1000, seed: int = 0, metric: str = "ndcg@10"
-) -> pd.DataFrame:
-    """Notebook 05's answer: each encoder alone and each verifier reranking at the largest K (pure
-    rerank, weight 0, when it ran), `metric` as the mean over datasets, and each reranker against
-    Base (`compsense.verifiers.rerank.bootstrap_vs_baseline`: paired over queries, and over verifier
-    seeds too where there are several; Holm over every K and weight the notebook ran, as the notebook
-    computes it)."""
-    missing = sorted({"variant", "verifier", "regime", "k", "weight", "metric", "value"} - set(results.columns))
-    if missing:
-        raise KeyError(f"rerank results lack columns {missing}; notebook 05 writes them (re-run it)")
-    df = results[results.metric == metric]
-    reranked = df[df.verifier != "none"]
-    alone = (
-        df[df.regime == ENCODER_ONLY]
-        .groupby(["variant"], sort=False, as_index=False)
-        .value.mean()
-        .assign(verifier="none", regime=ENCODER_ONLY, k=np.nan, weight=np.nan)
-    )
-    if reranked.empty:
-        return alone.rename(columns={"value": metric})
-    k = int(reranked.k.max())
-    weights = sorted(reranked.weight.astype(float).unique())
-    weight = 0.0 if 0.0 in weights else weights[0]
-    at = reranked[(reranked.k == k) & np.isclose(reranked.weight.astype(float), weight)]
-    # Notebook 04's variant (training data, size) of each reranker, when notebook 05 says it.
-    at = at.assign(verifier_variant=variant_folders(at))
-    top = (
-        at.groupby(["variant", "verifier", "regime"], sort=False, as_index=False)
-        .agg(value=("value", "mean"), verifier_variant=("verifier_variant", "first"))
-        .assign(k=k, weight=weight)
-    )
-    # Per variant in the order reranked: F0 frozen, F0 end2end, F1 frozen, ...
-    folder_order = {v: i for i, v in enumerate(dict.fromkeys(top.verifier_variant))}
-    top = (
-        top.assign(_f=top.verifier_variant.map(folder_order), _r=regime_rank(top.regime))
-        .sort_values(["_f", "verifier", "_r"], kind="stable")
-        .drop(columns=["_f", "_r"])
-    )
-    out = pd.concat([alone.assign(verifier_variant=""), top], ignore_index=True).rename(columns={"value": metric})
-    if per_query is not None and not per_query.empty:
-        boot = bootstrap_vs_baseline(per_query, baseline="base", metric=metric, n=n, seed=seed)
-        boot = boot[(boot.k == k) & np.isclose(boot.weight.astype(float), weight)]
-        out = out.merge(
-            boot[["variant", *BOOT_COLUMNS]],
-            on="variant",
-            how="left",
-        )
-    return out[
-        ["variant", "verifier_variant", "verifier", "regime", "k", "weight", metric]
-        + [c for c in BOOT_COLUMNS if c in out]
-    ]
-
-
-def _rerank_blocks(table: pd.DataFrame, results: Path, boot: dict) -> list[Block]:
-    per_query = results / "rerank_per_query.parquet"
-    try:
-        answer = rerank_answer(table, pd.read_parquet(per_query) if per_query.exists() else None, **boot)
-    except (KeyError, ValueError) as err:
+def _rerank_blocks(results: Path) -> list[Block]:
+    """Notebook 05's answer table as it wrote it (results/rerank_answer.parquet): read, never recomputed."""
+    path = results / RERANK_ANSWER_FILE
+    if not path.exists():
         return [
             Block(
                 RERANK_TITLE,
-                text=f"No reranking table: {type(err).__name__}: {err} ({_where(results / 'rerank.parquet')}).",
+                text=f"No reranking table yet: `{_where(path)}` does not exist. Notebook 05 writes it "
+                "(`make reproduce ONLY=05`).",
             )
         ]
     note = (
-        f"mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same queries, 95% interval "
-        f"({boot['n']:,} samples, seed {boot['seed']}): BCa over queries for one verifier seed, hierarchical "
-        "over verifier seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run, "
-        "with enough resamples that its floor p_floor_holm (the smallest p_holm the table can show) is 0.005 or "
-        "below."
+        "As notebook 05 wrote it. mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same "
+        "queries, 95% interval (n_resamples): BCa over queries for one verifier seed, hierarchical over verifier "
+        "seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run, with enough "
+        "resamples that its floor p_floor_holm (the smallest p_holm the table can show) is 0.005 or below."
     )
-    return [Block(RERANK_TITLE, text=note, table=answer, name="rerank", source=_where(results / "rerank.parquet"))]
+    return [Block(RERANK_TITLE, text=note, table=pd.read_parquet(path), name="rerank", source=_where(path))]
 
 
 def _estimate_blocks(work: Path) -> list[Block]:

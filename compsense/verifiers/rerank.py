@@ -1099,3 +1099,69 @@ def describe_cache(path: str | os.PathLike) -> dict:
         kind = "pooled" if f.name.startswith("pooled-") else "tokens"
         sizes[kind] += f.stat().st_size / 2**20
     return sizes
+
+
+# Notebook 05's answer table, written once into {work_dir}/results/ (the report and README read it).
+RERANK_ANSWER_FILE = "rerank_answer.parquet"
+# The columns of a bootstrap test carried beside a reranking result.
+BOOT_COLUMNS = (
+    "mean_delta",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "p_floor_holm",
+    "n_resamples",
+    "n_queries",
+    "n_seeds",
+)
+
+
+def rerank_answer(results: pd.DataFrame, boot: pd.DataFrame | None = None, metric: str = "ndcg@10") -> pd.DataFrame:
+    """Notebook 05's answer: each encoder alone and each verifier reranking at the largest K (pure
+    rerank, weight 0, when it ran), `metric` as the mean over datasets, and each reranker against
+    Base from `boot`, the notebook's `bootstrap_vs_baseline` table (paired over queries, and over
+    verifier seeds too where there are several; Holm over every K and weight the notebook ran)."""
+    missing = sorted({"variant", "verifier", "regime", "k", "weight", "metric", "value"} - set(results.columns))
+    if missing:
+        raise KeyError(f"rerank results lack columns {missing}; notebook 05 writes them (re-run it)")
+    df = results[results.metric == metric]
+    reranked = df[df.verifier != "none"]
+    alone = (
+        df[df.regime == ENCODER_ONLY]
+        .groupby(["variant"], sort=False, as_index=False)
+        .value.mean()
+        .assign(verifier="none", regime=ENCODER_ONLY, k=np.nan, weight=np.nan)
+    )
+    if reranked.empty:
+        return alone.rename(columns={"value": metric})
+    k = int(reranked.k.max())
+    weights = sorted(reranked.weight.astype(float).unique())
+    weight = 0.0 if 0.0 in weights else weights[0]
+    at = reranked[(reranked.k == k) & np.isclose(reranked.weight.astype(float), weight)]
+    # Notebook 04's variant (training data, size) of each reranker, when notebook 05 says it.
+    at = at.assign(verifier_variant=variant_folders(at))
+    top = (
+        at.groupby(["variant", "verifier", "regime"], sort=False, as_index=False)
+        .agg(value=("value", "mean"), verifier_variant=("verifier_variant", "first"))
+        .assign(k=k, weight=weight)
+    )
+    # Per variant in the order reranked: F0 frozen, F0 end2end, F1 frozen, ...
+    folder_order = {v: i for i, v in enumerate(dict.fromkeys(top.verifier_variant))}
+    top = (
+        top.assign(_f=top.verifier_variant.map(folder_order), _r=regime_rank(top.regime))
+        .sort_values(["_f", "verifier", "_r"], kind="stable")
+        .drop(columns=["_f", "_r"])
+    )
+    out = pd.concat([alone.assign(verifier_variant=""), top], ignore_index=True).rename(columns={"value": metric})
+    if boot is not None and not boot.empty:
+        boot = boot[(boot.metric == metric) & (boot.k == k) & np.isclose(boot.weight.astype(float), weight)]
+        out = out.merge(
+            boot[["variant", *BOOT_COLUMNS]],
+            on="variant",
+            how="left",
+        )
+    return out[
+        ["variant", "verifier_variant", "verifier", "regime", "k", "weight", metric]
+        + [c for c in BOOT_COLUMNS if c in out]
+    ]
