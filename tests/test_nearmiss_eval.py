@@ -309,3 +309,29 @@ def test_check_correlation_is_spearman_over_the_chosen_scorers():
     assert everything["n"] == 4 and everything["rho"] == pytest.approx(0.2)  # 1 - 6 * 8 / (4 * 15)
     two = N.check_correlation(runs[runs.seed != 44], scorers=["F4"])
     assert two["n"] == 2 and np.isnan(two["rho"]) and np.isnan(two["p"])
+
+
+def test_the_noise_control_is_seeded_per_pair_and_moves_auc_towards_chance():
+    rng = np.random.default_rng(0)
+    positives = pd.DataFrame({"sentence1": [f"s{i}" for i in range(200)], "sentence2": [f"p{i}" for i in range(200)]})
+    near = pd.DataFrame(
+        {"sentence1": [f"s{i}" for i in range(200)], "sentence2": [f"n{i}" for i in range(200)], "family": "negation"}
+    )
+    clean = {**{(f"s{i}", f"p{i}"): 0.8 + rng.normal(0, 0.02) for i in range(200)}}
+    clean.update({(f"s{i}", f"n{i}"): 0.9 + rng.normal(0, 0.02) for i in range(200)})  # near-misses above
+    base = lambda pairs: [clean[p] for p in pairs]  # noqa: E731
+    sigmas = N.noise_sigmas([clean[(f"s{i}", f"p{i}")] for i in range(200)])
+    assert sigmas[2.0] == pytest.approx(2 * sigmas[1.0])
+    noisy = N.noisy_scorer(base, sigmas[4.0], seed=3)
+    pairs = [("s1", "p1"), ("s2", "n2")]
+    assert noisy(pairs).tolist() == noisy(pairs[::-1])[::-1].tolist()  # the same noise for the same pair
+    assert noisy(pairs).tolist() != N.noisy_scorer(base, sigmas[4.0], seed=4)(pairs).tolist()
+
+    def auc(scorer):
+        table = N.near_miss_table({"s": scorer}, positives, near)
+        return table[(table.family == "negation") & (table.metric == "auc")].value.item()
+
+    aucs = [auc(base)] + [auc(N.noisy_scorer(base, sigmas[m], seed=0)) for m in (1.0, 4.0)]
+    assert aucs[0] < 0.01 and aucs[0] < aucs[1] < aucs[2] < 0.5  # more noise: closer to chance, from below
+    with pytest.raises(ValueError, match="sigma must be"):
+        N.noisy_scorer(base, -1.0)

@@ -20,6 +20,7 @@ measures where near-misses sit in the pooled space with its own pairing; the doc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -337,6 +338,39 @@ def verifier_scorer(encoder, verifier: Verifier, batch_size: int = 64, cache_dir
 def cosine_scorer(encoder, batch_size: int = 64):
     """A scorer for `near_miss_table`: pairs -> pooled cosine (what the retriever itself ranks by)."""
     return lambda pairs: pair_cosines(encoder, pairs, batch_size=batch_size)
+
+
+def noisy_scorer(scorer, sigma: float, seed: int = 0):
+    """The noise control: `scorer` plus Gaussian noise of standard deviation `sigma`, the same noise
+    for the same pair whenever it is scored (seeded by `seed` and the pair's texts), so self-match,
+    near-miss AUC and pairwise accuracy see one consistent noisy scorer.
+
+    Frozen MaxSim with noise of a few times the spread of its paraphrase scores traces the line from
+    (near-miss AUC low, self-match high) to (0.5, 0.5) that an under-trained verifier also traces: a
+    trained verifier is evidence of reading the edit only where it leaves that line."""
+    if sigma < 0:
+        raise ValueError(f"noisy_scorer: sigma must be >= 0, got {sigma}")
+
+    def score(pairs):
+        base = np.asarray(scorer(pairs), dtype=float)
+        noise = [
+            np.random.default_rng(
+                int.from_bytes(hashlib.sha256(f"{seed}\x1f{a}\x1f{b}".encode()).digest()[:8], "little")
+            ).normal(0.0, sigma)
+            for a, b in pairs
+        ]
+        return base + np.asarray(noise, dtype=float)
+
+    return score
+
+
+def noise_sigmas(paraphrase_scores, multiples=(1.0, 2.0, 4.0)) -> dict[float, float]:
+    """{multiple: sigma}: noise levels for `noisy_scorer` in units of the base scorer's spread on
+    paraphrase pairs (its standard deviation), so the control is comparable across scorers' scales."""
+    spread = float(np.std(np.asarray(paraphrase_scores, dtype=float)))
+    if not np.isfinite(spread) or spread == 0:
+        raise ValueError("noise_sigmas: the paraphrase scores have no spread to scale the noise by")
+    return {float(m): float(m) * spread for m in multiples}
 
 
 def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=None, batch_size: int = 64):
