@@ -335,3 +335,14 @@ def test_the_noise_control_is_seeded_per_pair_and_moves_auc_towards_chance():
     assert aucs[0] < 0.01 and aucs[0] < aucs[1] < aucs[2] < 0.5  # more noise: closer to chance, from below
     with pytest.raises(ValueError, match="sigma must be"):
         N.noisy_scorer(base, -1.0)
+
+
+def test_noise_controls_ride_along_frozen_maxsim_on_the_heldout_set_only():
+    positives = pd.DataFrame({"sentence1": ["a", "bb", "ccc"], "sentence2": ["a2", "b2", "c2"]})
+    near = pd.DataFrame({"sentence1": ["a"], "sentence2": ["a3"], "family": ["negation"]})
+    f1 = lambda pairs: [len(x) + len(y) / 10 for x, y in pairs]  # noqa: E731 -- any deterministic scorer
+    sets = {"negatives-heldout": (positives, near, "sentence1")}
+    controls = N.noise_controls({"F1-frozen": f1, "F3-frozen": f1}, sets, multiples=(1, 4), seed=0)
+    assert sorted(controls) == ["F1-frozen+noise1x", "F1-frozen+noise4x"]
+    assert N.noise_controls({"F3-frozen": f1}, sets) == {}  # no frozen MaxSim: no control
+    assert N.noise_controls({"F1-frozen": f1}, {"toy": sets["negatives-heldout"]}) == {}

@@ -373,6 +373,21 @@ def noise_sigmas(paraphrase_scores, multiples=(1.0, 2.0, 4.0)) -> dict[float, fl
     return {float(m): float(m) * spread for m in multiples}
 
 
+NOISE_CONTROL_BASE = "F1-frozen"  # frozen MaxSim: nothing learned
+
+
+def noise_controls(scorers: dict, sets: dict, multiples=(1.0, 2.0, 4.0), seed: int = 0) -> dict:
+    """{"F1-frozen+noise<m>x": noisy frozen MaxSim}: the noise control beside trained verifiers, at
+    `multiples` of F1's spread on the held-out paraphrases (`noise_sigmas`); {} without F1-frozen
+    among `scorers` or without the held-out set."""
+    if NOISE_CONTROL_BASE not in scorers or "negatives-heldout" not in sets or not multiples:
+        return {}
+    positives = _as_frame(sets["negatives-heldout"][0], "positives")
+    base = scorers[NOISE_CONTROL_BASE]
+    sigmas = noise_sigmas(base(as_pairs(positives)), multiples)
+    return {f"{NOISE_CONTROL_BASE}+noise{m:g}x": noisy_scorer(base, sigma, seed=seed) for m, sigma in sigmas.items()}
+
+
 def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=None, batch_size: int = 64):
     """Pooled-cosine scorers for Base (`encoder`) and for Model A / Model B where notebook 02 left
     their checkpoints (`layout.load_models`). Returns (scorers, notes on what is missing)."""

@@ -70,6 +70,7 @@ def run_study(
     scorer_batch_size: int = 64,
     constants: dict | None = None,
     size_scope: dict | None = None,
+    noise_multiples: Sequence[float] = (1.0, 2.0, 4.0),
     **train_kwargs,
 ):
     """Train and evaluate every (training data, size, seed), seed by seed. Returns (training summary,
@@ -77,7 +78,9 @@ def run_study(
 
     rows_by_data: {train_data: training rows} (`verifier_data.training_rows`); sets: `nearmiss_eval.eval_sets`.
     Results carry train_data, size, recipe and verifier_variant columns; with `results_path` they
-    are appended there after each variant (`nearmiss.evaluation.NEARMISS_KEY`).
+    are appended there after each variant (`nearmiss.evaluation.NEARMISS_KEY`). Where F1-frozen is
+    trained (nothing to learn), the noise control rides along: F1 plus seeded noise at
+    `noise_multiples` of its paraphrase spread (`nearmiss.evaluation.noise_controls`; () for none).
     """
     summaries, results = [], []
     cache_dir = layout.cache_dir(work_dir)
@@ -104,6 +107,8 @@ def run_study(
                 )
                 summaries.append(summary.assign(train_data=train_data, recipe=recipe))
                 scorers = N.verifier_scorers(fitted, batch_size=scorer_batch_size, cache_dir=cache_dir, device=device)
+                # the noise control: frozen MaxSim plus noise, beside what was trained
+                scorers.update(N.noise_controls(scorers, sets, multiples=noise_multiples, seed=seed))
                 table = N.evaluate_sets(scorers, sets)
                 tidy = N.to_tidy(
                     table,
