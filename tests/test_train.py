@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -545,3 +546,16 @@ def test_a_torn_log_line_is_left_out_with_a_warning_and_the_next_record_starts_a
     _append_jsonl(log, {"step": 2, "loss": 1.5})  # the resumed run appends on a line of its own
     assert _log_records(log) == [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]
     assert "train_log.jsonl, line 2: not a JSON record" in caplog.text  # said, not silent
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("max_steps", -1, "max_steps = -1: must be at least 1"),
+        ("structural_share", 1.5, "structural_share = 1.5: must be between 0.0 and 1.0"),
+        ("learning_rate", "1e-4", "learning_rate = '1e-4': a number is needed"),
+    ],
+)
+def test_a_config_value_a_profile_got_wrong_is_refused_naming_it(field, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TrainConfig(**{field: value})

@@ -80,6 +80,25 @@ class TrainConfig:
     work_dir: str = "runs/smoke"
     device: str | None = None
 
+    def __post_init__(self):
+        """Values a profile can get wrong, refused with the field and the fix (a YAML string where a
+        number belongs, max_steps: -1, a share above 1) before any row is drawn or step taken."""
+        numbers = {
+            "max_steps": (self.max_steps, 1, None),
+            "batch_size": (self.batch_size, 1, None),
+            "max_seq_length": (self.max_seq_length, 1, None),
+            "learning_rate": (self.learning_rate, 0.0, None),
+            "weight_decay": (self.weight_decay, 0.0, None),
+            "warmup_ratio": (self.warmup_ratio, 0.0, 1.0),
+            "structural_share": (self.structural_share, 0.0, 1.0),
+        }
+        for name, (value, low, high) in numbers.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"TrainConfig.{name} = {value!r}: a number is needed (write 1.0e-4, not '1e-4')")
+            if value < low or (high is not None and value > high):
+                bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+                raise ValueError(f"TrainConfig.{name} = {value!r}: must be {bounds}; fix the profile's `{name}`")
+
     @classmethod
     def paper(cls, backbone: str, variant: str = "A", seed: int = 42, **overrides) -> "TrainConfig":
         """The paper's recipe: the backbone's steps/lr/weight decay, batch 128, length 128, scale 10.
