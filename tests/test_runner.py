@@ -350,3 +350,24 @@ def test_an_output_a_rerun_reused_stays_in_the_record_and_its_loss_reruns_the_st
     (project / "runs/smoke/models/m.bin").unlink()
     assert runner.reproduce("smoke", out="runs/smoke/c") == 0
     assert "m.bin is missing" in _reasons(project, "c")["01"]
+
+
+def test_a_dataset_cut_or_altered_against_the_manifest_refuses_the_run(project):
+    import hashlib
+
+    data = project / "data" / "mrpc" / "msr_paraphrase_train.txt"
+    raw = data.read_bytes()
+    manifest = {
+        "datasets": {
+            "mrpc": {
+                "folder": "mrpc",
+                "files": {data.name: {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}},
+            }
+        }
+    }
+    (project / "data" / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert runner.reproduce("smoke", out="runs/smoke/a") == 0  # the release as listed: runs
+    data.write_bytes(raw[: len(raw) // 2])  # half the file
+    with pytest.raises(runner.Refused, match=r"data mrpc: .*msr_paraphrase_train.txt has .* bytes, expected.*Fix"):
+        runner.reproduce("smoke", out="runs/smoke/b")
+    assert not (project / "runs/smoke/b").exists()

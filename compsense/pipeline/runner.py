@@ -149,6 +149,7 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
     except (ValueError, FileNotFoundError) as err:
         raise Refused(str(err)) from None
     stages = select_stages(only)
+    check_stage_data(profile, stages, profile_data)
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     if work_dir is not None:
         check_writable(work_dir, f"params/{profile}.yaml: `work_dir: {common['work_dir']}`", f"use runs/{profile}")
@@ -258,6 +259,24 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
             written = build_report(common["work_dir"], figures_dir, run_dir, summary)
             print(f"report:  {written['html']}\n         {written['md']}")
     return 1 if failed else 0
+
+
+def check_stage_data(profile: str, stages: list[Path], profile_data: dict) -> None:
+    """Refuse to start when a dataset these stages read is not the release data/MANIFEST.json
+    describes (a file cut or altered: sizes and sha256, as `compsense doctor` checks), so a
+    half corpus is never published under the dataset's name. The project's smoke data only needs its
+    files present. A parameter a stage lacks is refused here too, before anything runs."""
+    from compsense.pipeline.doctor import _data_checks
+
+    try:
+        params = {nb: notebook_parameters(profile, nb, profile_data) for nb in stages}
+    except KeyError as err:
+        raise Refused(str(err).strip("'\"")) from None
+    # Only files present but other than the release's: a missing dataset is the stage's own clear error.
+    bad = [c for c in _data_checks(params) if not c.ok and ("expected" in c.detail or "sha256" in c.detail)]
+    if bad:
+        lines = "\n".join(f"  {c.what}: {c.detail}. Fix: {c.fix}" for c in bad)
+        raise Refused(f"the data these stages read is not what {profile}'s runs need:\n{lines}")
 
 
 COMMITTED_FIGURES = "figures"  # the repository's published figures: written by `make figures` only
