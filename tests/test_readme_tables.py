@@ -146,3 +146,32 @@ def test_purity_table_is_the_paper_families_per_corpus_and_split(tmp_path):
     assert lines[0] == "| family | MRPC train | COCO captions held out |"
     assert lines[2] == "| negation | 876 / 876 (100.0%) | – |"
     assert lines[3] == "| binding | 226 / 231 (97.8%) | 167 / 172 (97.1%) |" and len(lines) == 4
+
+
+def test_geometry_table_is_auc_and_pairwise_accuracy_with_its_interval_per_family(tmp_path):
+    rows = []
+    for variant, shift in (("base", 0.0), ("A", 0.01), ("B", 0.5)):
+        for family in ("negation", "binding", "spatial", "all", "numeric"):
+            rows += [
+                (variant, "negatives", family, "auc", 0.2 + shift),
+                (variant, "negatives", family, "pairwise_accuracy", 0.1 + shift),
+                (variant, "negatives", family, "pairwise_accuracy_ci_low", 0.05 + shift),
+                (variant, "negatives", family, "pairwise_accuracy_ci_high", 0.15 + shift),
+            ]
+        rows.append((variant, "sugarcrepe", "swap_att", "auc", 0.1))
+    df = pd.DataFrame(rows, columns=["variant", "dataset", "family", "metric", "mean"]).assign(backbone="m", count=1)
+    df.to_csv(tmp_path / "all_geometry.csv", index=False)
+    lines = T.render("geometry", tmp_path).splitlines()
+    assert [line.split(" | ")[0] for line in lines[2:]] == [
+        "| negation (trained)",
+        "| binding (trained)",
+        "| spatial (trained)",
+        "| the three pooled",
+        "| numeric",
+        "| SugarCrepe swap_att",
+    ]
+    assert (
+        lines[2]
+        == "| negation (trained) | 0.20 | 0.21 | 0.70 | 0.10 [0.05, 0.15] | 0.11 [0.06, 0.16] | 0.60 [0.55, 0.65] |"
+    )
+    assert lines[-1].endswith("| 0.10 | 0.10 | 0.10 | – | – | – |")

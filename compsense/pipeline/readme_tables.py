@@ -349,8 +349,45 @@ def purity(df: pd.DataFrame) -> str:
     return markdown(header, rows)
 
 
+GEOMETRY_VARIANTS = {"base": "Base", "A": "Model A", "B": "Model B"}
+
+
+def geometry(df: pd.DataFrame) -> str:
+    """Notebook 03's separation under pooled cosine, from the report's all_geometry table: per family
+    (the paper's three, their pool "all", the others, then SugarCrepe's swap subsets) the near-miss AUC
+    and the within-anchor pairwise accuracy with its interval, Base / A / B (mean over seeds)."""
+    from compsense.data.negatives.families import PAPER_FAMILIES
+
+    def cell(variant, dataset, family, metric):
+        r = df[(df.variant == variant) & (df.dataset == dataset) & (df.family == family) & (df.metric == metric)]
+        return None if r.empty else float(r["mean"].mean())
+
+    variants = [v for v in GEOMETRY_VARIANTS if v in set(df.variant)]
+    own = set(df[df.dataset == "negatives"].family)
+    families = [("negatives", f) for f in (*PAPER_FAMILIES, "all") if f in own]
+    families += [("negatives", f) for f in sorted(own - set(PAPER_FAMILIES) - {"all"})]
+    families += [("sugarcrepe", f) for f in ("swap_att", "swap_obj") if f in set(df[df.dataset == "sugarcrepe"].family)]
+    rows = []
+    for dataset, family in families:
+        label = {"all": "the three pooled"}.get(family, family)
+        label = f"SugarCrepe {family}" if dataset == "sugarcrepe" else label
+        label += " (trained)" if family in PAPER_FAMILIES else ""
+        aucs = [num(cell(v, dataset, family, "auc"), 2) for v in variants]
+        pairwise = []
+        for v in variants:
+            acc = cell(v, dataset, family, "pairwise_accuracy")
+            low, high = (cell(v, dataset, family, f"pairwise_accuracy_ci_{end}") for end in ("low", "high"))
+            ci = f" [{num(low, 2)}, {num(high, 2)}]" if low is not None else ""
+            pairwise.append(DASH if acc is None else num(acc, 2) + ci)
+        rows.append([label, *aucs, *pairwise])
+    header = ["family", *[f"AUC {GEOMETRY_VARIANTS[v]}" for v in variants]]
+    header += [f"pairwise {GEOMETRY_VARIANTS[v]} [95% CI]" for v in variants]
+    return markdown(header, rows)
+
+
 TABLES = {
     "purity": ("purity.csv", purity),
+    "geometry": ("all_geometry.csv", geometry),
     "table1": ("table1.csv", table1),
     "variants": ("variants.csv", variants),
     "separation": ("separation.csv", separation),
