@@ -214,5 +214,7 @@ def _explore(page, lab):
         f".some(e => e.textContent === {json.dumps(NEW_SENTENCE)})"
     )
     assert _table_texts(page) != table_before
+    # the table and the cleared status are two widget messages: wait for the second, do not race it
+    page.wait_for_function("() => (document.querySelector('.compsense-status')?.innerText ?? '').trim() === ''")
     assert page.locator(".compsense-status").inner_text().strip() == ""
     _shot(page, "edited")
