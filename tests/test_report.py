@@ -286,3 +286,13 @@ def test_without_notebook_02s_table_the_report_says_how_to_make_it_and_computes_
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert "No Table 1 yet" in md and "make reproduce ONLY=02" in md
     assert not (tmp_path / "run" / "tables" / "table1.csv").exists()
+
+
+def test_a_set_some_model_trained_on_is_not_named_zero_shot(work, tmp_path):
+    rng = np.random.default_rng(0)
+    _retrieval(work / "results", rng)
+    table = pd.read_parquet(work / "results" / "retrieval.parquet")
+    in_domain = table.assign(dataset="nfcorpus", regime=np.where(table.variant == "base", "zero-shot", "in-domain"))
+    pd.concat([table, in_domain]).to_parquet(work / "results" / "retrieval.parquet")
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
+    assert "Zero-shot sets: scifact (" in md  # Base is zero-shot on NFCorpus too, A and B are not

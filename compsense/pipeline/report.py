@@ -174,9 +174,10 @@ def _table1_blocks(table: pd.DataFrame, results: Path) -> list[Block]:
                 "`make reproduce ONLY=02`; finished trainings and evaluations are reused).",
             )
         ]
-    zero_shot = table[table.regime == "zero-shot"] if "regime" in table.columns else table.iloc[0:0]
+    # a set is zero-shot when every model's rows on it are (Base alone is zero-shot everywhere)
+    sets = sorted(set(table.dataset) - set(table.dataset[table.regime != "zero-shot"])) if "regime" in table else []
     note = (
-        f"Zero-shot sets: {', '.join(sorted(set(zero_shot.dataset))) or 'none'} (no training query or document "
+        f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document "
         "of any model occurs in them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap "
         "of B − A resampling seeds and queries together; p_holm: Holm-corrected over the table's comparisons; "
         "p_floor_holm: the smallest p_holm the table can show (2 x comparisons / (samples + 1)); t_p, "
