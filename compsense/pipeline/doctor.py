@@ -88,6 +88,7 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    altered: bool = False  # files present but not the release's (sizes or sha256): not merely missing
 
 
 NOTEBOOKS_EXTRA = "pip install -e '.[notebooks]'"
@@ -292,6 +293,7 @@ def manifest_check(name: str, root, entry: dict, used: str = "", checksums: bool
             f"replace the files named with the release's ({get}; {MANIFEST} lists sizes and sha256)"
             if changed and not missing
             else fix,
+            altered=bool(changed),
         )
     state = "files and sha256 as in " + MANIFEST if checksums else "files found"
     return Check(what, True, f"{state} in {folder} {used}".rstrip())
