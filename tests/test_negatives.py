@@ -164,6 +164,39 @@ def test_negation_removes_too(sentence, expected):
     assert expected in texts(sentence, "negation")
 
 
+def test_negation_removal_drops_do_support_for_verbs_outside_the_lexicon():
+    # a kept "did" ("The memo did specify") is emphatic and marks the near-miss for a bag of words
+    assert "The memo specified the terms." in texts("The memo did not specify the terms.", "negation")
+    assert "The clerk rarely answers letters." in texts("The clerk does not rarely answer letters.", "negation")
+    assert "The bus immediately returned to the depot." in texts(
+        "The bus did not immediately return to the depot.", "negation"
+    )
+    assert "Be late for the ferry." in texts("Do not be late for the ferry.", "negation")
+    # the -ed rule is refused where it may be wrong: irregular or doubled-consonant verbs
+    for sentence in (
+        "The twins did not bind the books.",
+        "The guard did not undergo training.",
+        "The judge did not omit the letter.",
+    ):
+        assert not any(t.count(" ") < sentence.count(" ") for t in texts(sentence, "negation")), sentence
+    # an inverted question and an elliptical clause keep their auxiliary
+    assert "Why does the ferry go to the island?" in texts("Why doesn't the ferry go to the island?", "negation")
+    assert "She said she would call, but she did." in texts("She said she would call, but she did not.", "negation")
+    removed = texts("The memo did not specify the terms.", "negation")
+    assert not any(" did " in t for t in removed), removed
+
+
+def test_unlisted_regular_forms():
+    from compsense.data.negatives.lexicons import unlisted_regular_forms
+
+    assert unlisted_regular_forms("specify") == ("specifies", "specified")
+    assert unlisted_regular_forms("happen") == ("happens", "happened")
+    assert unlisted_regular_forms("preach") == ("preaches", "preached")
+    assert unlisted_regular_forms("materialize") == ("materializes", "materialized")
+    for refused in ("admit", "bind", "undergo", "withstand", "prefer", "x1"):
+        assert unlisted_regular_forms(refused) is None, refused
+
+
 def test_negation_of_perfect_with_an_adverb_keeps_the_auxiliary():
     # "has" before an adverb and a participle is the perfect auxiliary, not possession
     produced = texts("The nurse has always trusted the new surgeon.", "negation")

@@ -194,6 +194,36 @@ def _regular_forms(base: str) -> tuple[str, str]:
     return third, past
 
 
+# Irregular verbs that the verb lists above leave out: a verb outside VERBS is conjugated by the
+# regular rules only when it is not one of these and does not end in an irregular base ("undergo",
+# "withstand", "rebuild"), so "did not bind" never becomes "binded".
+UNLISTED_IRREGULAR = frozenset(
+    """bear bind breed cling dwell fling grind hang kneel lay light mislead shine shrink sling slit
+    sow spit spring sting stink stride string strive swear swell swing thrust tread weave weep wind
+    wring""".split()
+)
+_VOWELS = "aeiou"
+
+
+def unlisted_regular_forms(base: str) -> tuple[str, str] | None:
+    """(3rd person, past) of a verb missing from VERBS, or None when the -ed rule may be wrong.
+
+    Written here rather than taken from an inflection library because the only doubt is the
+    doubled consonant ("stop" -> "stopped", "visit" -> "visited", "admit" -> "admitted"), which
+    depends on stress: a base that ends consonant-vowel-consonant is refused unless its ending is
+    one English never doubles (-en, -er but -fer, -on: "happen", "answer", "reckon").
+    """
+    if not base.isalpha() or len(base) < 3 or base in UNLISTED_IRREGULAR:
+        return None
+    if any(base.endswith(known) for known in _IRREGULAR_BASES if len(known) >= 2):
+        return None
+    a, b, c = base[-3], base[-2], base[-1]
+    cvc = a not in _VOWELS and b in _VOWELS and c not in _VOWELS and c not in "wxy"
+    if cvc and not (base.endswith(("en", "on")) or (base.endswith("er") and not base.endswith("fer"))):
+        return None
+    return _regular_forms(base)
+
+
 def _build_verbs() -> dict[str, dict[str, str]]:
     """base -> {"third": ..., "past": ..., "participle": ...} for every verb above."""
     verbs: dict[str, dict[str, str]] = {}
@@ -209,6 +239,7 @@ def _build_verbs() -> dict[str, dict[str, str]]:
 
 
 VERBS = _build_verbs()
+_IRREGULAR_BASES = tuple(e.split()[0] for e in IRREGULAR_VERBS.replace("\n", " ").split(";") if e.strip())
 THIRD_TO_BASE = {forms["third"]: base for base, forms in VERBS.items()}
 PAST_TO_BASE = {forms["past"]: base for base, forms in VERBS.items()}
 PARTICIPLE_TO_BASE = {forms["participle"]: base for base, forms in VERBS.items()}
