@@ -5,6 +5,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PROFILE ?= local
 ONLY    ?=
+SET     ?=
 # The Hugging Face hub is unreachable on this project's machines; online users: make ... HF_HUB_OFFLINE=0
 export HF_HUB_OFFLINE ?= 1
 
@@ -19,7 +20,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 install: $(VENV)/.installed
 
 reproduce: install
-	$(BIN)/python -m compsense reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY))
+	$(BIN)/python -m compsense reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY)) $(foreach s,$(SET),--set '$(s)')
 
 # Runs write figures into their profile's figures_dir (under runs/); figures/ (committed) changes only here:
 # the latest run's figures, tables and report, then the README's result tables from them.

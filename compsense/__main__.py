@@ -57,6 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--only", default=None, help="comma-separated notebook prefixes, e.g. 02,03")
     rep.add_argument("--force", action="store_true", help="re-run stages even when nothing changed")
     rep.add_argument("--out", default=None, help="run folder (default runs/<profile>/<timestamp>)")
+    rep.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="replace one profile value for this run (YAML), e.g. --set 04_verifiers.regimes=[frozen]; repeatable",
+    )
     bun = sub.add_parser("bundle", help="wheels, weights and data a GPU machine with no network needs")
     bun.add_argument("--out", default=".bundle", help="git-ignored folder to write (default .bundle)")
     bun.add_argument(
@@ -131,7 +139,7 @@ def _dispatch(args) -> int:
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     try:
-        return reproduce(args.profile, only=only, force=args.force, out=args.out)
+        return reproduce(args.profile, only=only, force=args.force, out=args.out, overrides=args.overrides)
     except Refused as err:
         print(f"compsense reproduce: {err}", file=sys.stderr)
         return 2

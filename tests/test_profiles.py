@@ -79,3 +79,29 @@ def test_an_exponent_without_a_dot_is_read_as_a_number(project):
     common = profiles.load_profile("smoke")["common"]
     assert common["max_steps"] == 0.001 and isinstance(common["max_steps"], float)
     assert common["work_dir"] == "w"  # other strings stay strings
+
+
+def test_overrides_replace_values_for_one_run(project):
+    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "02_training_ab": {"max_steps": 5}})
+    nb = project / "notebooks" / "02_training_ab.ipynb"
+    data = profiles.load_profile("smoke", ["02_training_ab.max_steps=7", "common.seed=3"])
+    assert profiles.notebook_parameters("smoke", nb, data) == {"seed": 3, "work_dir": "runs/x", "max_steps": 7}
+    # the file itself is untouched: the next run without --set reads it as written
+    assert profiles.load_profile("smoke")["02_training_ab"]["max_steps"] == 5
+    assert profiles.parse_override("04_verifiers.regimes=[frozen]") == ("04_verifiers", "regimes", ["frozen"])
+    assert profiles.parse_override("common.device=") == ("common", "device", None)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("02_training_ab.max_step=7", r"sets no `02_training_ab\.max_step` \(did you mean `02_training_ab\.max_steps`"),
+        ("nosection=3", "write SECTION.KEY=VALUE"),
+        ("02_training_ab.max_steps", "write SECTION.KEY=VALUE"),
+        ("02_training_ab.max_steps=[1,", "VALUE is not YAML"),
+    ],
+)
+def test_a_bad_override_is_an_error_naming_it(project, override, message):
+    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "02_training_ab": {"max_steps": 5}})
+    with pytest.raises(ValueError, match=message):
+        profiles.load_profile("smoke", [override])

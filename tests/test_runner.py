@@ -40,6 +40,17 @@ def test_runs_skips_and_reruns_on_change(project, capsys):
     assert "01" not in _summary(project, "third")["stages"]
 
 
+def test_an_override_reaches_the_stage_reruns_it_and_is_recorded(project):
+    assert runner.reproduce("smoke", out="runs/smoke/first") == 0
+    assert runner.reproduce("smoke", out="runs/smoke/narrow", overrides=["common.value=5"]) == 0
+    assert (project / "marker.txt").read_text() == "5"
+    assert {k: v["status"] for k, v in _summary(project, "narrow")["stages"].items()} == {"01": "ok", "02": "ok"}
+    assert _summary(project, "narrow")["overrides"] == ["common.value=5"]
+    assert (project / "params" / "smoke.yaml").read_text().count("value: 2") == 1  # the profile is untouched
+    with pytest.raises(runner.Refused, match="sets no `common.valeu`"):
+        runner.reproduce("smoke", out="runs/smoke/typo", overrides=["common.valeu=5"])
+
+
 def test_failure_stops_dependents_and_names_the_cell(project):
     (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": -1, "work_dir": "runs/smoke"}}))
     _notebook(project / "notebooks" / "03_third.ipynb", "print('never')")

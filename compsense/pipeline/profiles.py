@@ -12,6 +12,7 @@ import difflib
 import json
 import re
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 
@@ -36,8 +37,13 @@ def check_profile_name(profile: str) -> str:
     return profile
 
 
-def load_profile(profile: str) -> dict:
-    """params/<profile>.yaml, checked: a section or key no notebook declares (a typo) is an error naming it."""
+def load_profile(profile: str, overrides: Sequence[str] = ()) -> dict:
+    """params/<profile>.yaml, checked: a section or key no notebook declares (a typo) is an error naming it.
+
+    `overrides`: "SECTION.KEY=VALUE" strings (VALUE in YAML: `04_verifiers.regimes=[frozen]`) that
+    replace the file's values, checked like the file's own keys, so one run can narrow a profile
+    without a copy of it; the run record keeps them (their values reach each stage's fingerprint).
+    """
     path = params_dir() / f"{check_profile_name(profile)}.yaml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in params_dir().glob("*.yaml")))
@@ -46,7 +52,44 @@ def load_profile(profile: str) -> dict:
     if not isinstance(data, dict) or "common" not in data:
         raise ValueError(f"{path}: a profile must be a mapping with a `common` section")
     check_profile_keys(path, data)
+    if overrides:
+        data = apply_overrides(data, overrides)
+        check_profile_keys(Path(f"{path} with --set {' '.join(overrides)}"), data)
     return _numbers(data)
+
+
+def parse_override(text: str) -> tuple[str, str, object]:
+    """("04_verifiers", "regimes", ["frozen"]) from "04_verifiers.regimes=[frozen]"; ValueError names the fix."""
+    name, sep, raw = str(text).partition("=")
+    section, dot, key = name.strip().rpartition(".")
+    if not sep or not dot or not section or not key:
+        raise ValueError(
+            f"--set {text!r}: write SECTION.KEY=VALUE, e.g. --set 04_verifiers.regimes=[frozen] "
+            "or --set common.device=cpu (VALUE is read as YAML)"
+        )
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as err:
+        raise ValueError(f"--set {text!r}: VALUE is not YAML ({err.__class__.__name__}); quote strings") from None
+    return section, key.strip(), value
+
+
+def apply_overrides(data: dict, overrides: Sequence[str]) -> dict:
+    """A copy of the profile `data` with each "SECTION.KEY=VALUE" applied; a key the section does not
+    set is refused (an override replaces a value, it never adds a parameter the profile forgot)."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    for text in overrides:
+        section, key, value = parse_override(text)
+        values = out.get(section)
+        if not isinstance(values, dict) or key not in values:
+            hint = _did_you_mean(f"{section}.{key}", _dotted(out))
+            raise ValueError(f"--set {text!r}: the profile sets no `{section}.{key}`{hint}; sections: {', '.join(out)}")
+        values[key] = value
+    return out
+
+
+def _dotted(data: dict) -> list[str]:
+    return [f"{s}.{k}" for s, v in data.items() if isinstance(v, dict) for k in v]
 
 
 # PyYAML follows YAML 1.1, where `1e-3` (no dot) is a string; in a profile it is always meant as a number.

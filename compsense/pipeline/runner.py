@@ -139,12 +139,18 @@ class Refused(RuntimeError):
     the message says why and what to do."""
 
 
-def reproduce(profile: str, only: list[str] | None = None, force: bool = False, out: str | None = None) -> int:
+def reproduce(
+    profile: str,
+    only: list[str] | None = None,
+    force: bool = False,
+    out: str | None = None,
+    overrides: list[str] | None = None,
+) -> int:
     import papermill
     from tqdm.auto import tqdm
 
     try:
-        profile_data = load_profile(profile)  # checks the name (no '/', '..') and every key first; read once
+        profile_data = load_profile(profile, overrides or ())  # checks the name and every key first; read once
         common = profile_data["common"]
     except (ValueError, FileNotFoundError) as err:
         raise Refused(str(err)) from None
@@ -171,6 +177,7 @@ def reproduce(profile: str, only: list[str] | None = None, force: bool = False, 
             "commit": git_commit(),
             "run_dir": str(run_dir),
             "started": run_dir.name,
+            "overrides": list(overrides or []),  # --set SECTION.KEY=VALUE on top of params/<profile>.yaml
             "stages": {},
             "work_dir": str(work_dir) if work_dir else None,
             "figures_dir": str(figures_dir),
