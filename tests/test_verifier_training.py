@@ -113,7 +113,13 @@ def test_end_to_end_training_changes_the_encoder():
         show_progress=False,
     )
     assert history["trained"] and history["steps"] == 3 and history["examples_seen"] == 20
-    assert history["texts_encoded"] == 60
+    # each distinct text of a batch is encoded once: the identity rows' positives are their anchors
+    table = _triplets()
+    expected = sum(
+        len({t for i in batch for t in (table.anchor[i], table.positive[i], table.negative[i])})
+        for batch in T._sample_batches(len(table), 20, 8, 42)
+    )
+    assert history["texts_encoded"] == expected < 60
     changed = [
         k for k, v in encoder.state_dict().items() if v.dtype.is_floating_point and not torch.equal(v, before[k])
     ]
@@ -435,3 +441,17 @@ def test_run_study_trains_a_scoped_second_size_into_its_own_folder(tiny_encoder,
     assert not T.verifier_dir(tmp_path, "model_b-paper", 1, "F1-frozen").exists()
     scored = set(zip(results.verifier_variant, results.variant))
     assert scored == {("model_b-small", "F1-frozen"), ("model_b-small", "F4-frozen"), ("model_b-paper", "F4-frozen")}
+
+
+def test_encode_distinct_matches_encoding_every_text(tiny_encoder):
+    from compsense.verifiers.simmap import encode_tokens
+
+    queries = ["The dog is near the box.", "A cat sat."]
+    candidates = ["The dog is near the box.", "A cat sat.", "The dog is not near the box.", "A cat stood."]
+    with torch.no_grad():
+        q, c, encoded = T.encode_distinct(tiny_encoder, queries, candidates, include_special=False)
+        every = encode_tokens(tiny_encoder, queries + candidates)
+    assert encoded == 4
+    torch.testing.assert_close(q.embeddings, every.select([0, 1]).embeddings, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(c.embeddings, every.select([2, 3, 4, 5]).embeddings, atol=1e-5, rtol=1e-5)
+    assert c.tokens == every.select([2, 3, 4, 5]).tokens and torch.equal(c.mask, every.select([2, 3, 4, 5]).mask)

@@ -195,9 +195,8 @@ def train_verifier(
             if regime == "frozen":
                 q, cands = cache.lookup(a, device), cache.lookup(p + n, device)
             else:
-                tokens = encode_tokens(encoder, a + p + n, verifier.include_special, device)
-                history["texts_encoded"] += len(a) * 3
-                q, cands = tokens.select(range(len(a))), tokens.select(range(len(a), 3 * len(a)))
+                q, cands, encoded = encode_distinct(encoder, a, p + n, verifier.include_special, device)
+                history["texts_encoded"] += encoded
             loss, accuracy = contrastive_loss(
                 verifier,
                 q,
@@ -227,6 +226,19 @@ def train_verifier(
     history["trained"] = True
     history["seconds"] = round(time.perf_counter() - start, 3)
     return history
+
+
+def encode_distinct(encoder, queries: Sequence[str], candidates: Sequence[str], include_special: bool, device=None):
+    """(query TokenBatch, candidate TokenBatch, texts encoded): one forward pass over the distinct texts.
+
+    With the paper's identity triplets a batch's positives are its anchors, so encoding anchors,
+    positives and negatives as they come runs every anchor through the encoder twice; a text that
+    recurs is encoded once and its rows gathered (differentiably) wherever it is used.
+    """
+    distinct = list(dict.fromkeys([*queries, *candidates]))
+    row = {t: i for i, t in enumerate(distinct)}
+    tokens = encode_tokens(encoder, distinct, include_special, device)
+    return tokens.select([row[t] for t in queries]), tokens.select([row[t] for t in candidates]), len(distinct)
 
 
 HARD_NEGATIVES = ("all", "own")
