@@ -129,3 +129,30 @@ def test_checks_figure_draws_one_point_per_run_with_the_goal_corner():
     assert len(diagonal) == 1 and (diagonal[0].x0, diagonal[0].y0, diagonal[0].x1, diagonal[0].y1) == (0, 1, 1, 0)
     other_axes = checks_figure(runs, x="copy_vs_near_miss")
     assert not [s for s in other_axes.layout.shapes if s.type in ("rect", "line") and s.line.dash == "dash"]
+
+
+def test_checks_figure_draws_the_noise_control_as_a_line_off_the_run_points():
+    import pandas as pd
+
+    from compsense.figures.verifiers import checks_figure, noise_line
+
+    runs = pd.DataFrame(
+        {
+            "scorer": ["F1", "F1-frozen+noise1x", "F1-frozen+noise4x", "F1-frozen+noise2x", "F4"],
+            "regime": ["frozen", "", "", "", "frozen"],
+            "train_data": [""] * 4 + ["model_b"],
+            "size": [""] * 4 + ["small"],
+            "seed": [42] * 5,
+            "auc": [0.1, 0.2, 0.4, 0.3, 0.15],
+            "self_match": [1.0, 0.9, 0.6, 0.75, 0.88],
+            "copy_vs_near_miss": [1.0, 0.9, 0.7, 0.8, 0.9],
+        }
+    )
+    line = noise_line(runs.assign(regime=runs.regime), "self_match", "auc")
+    assert line.label.tolist() == ["0x", "1x", "2x", "4x"] and line.auc.tolist() == [0.1, 0.2, 0.3, 0.4]
+    fig = checks_figure(runs)
+    noise = [t for t in fig.data if t.name and t.name.startswith("noise control")]
+    assert len(noise) == 1 and list(noise[0].y) == [0.1, 0.2, 0.3, 0.4]
+    scattered = {(x, y) for t in fig.data if t not in noise for x, y in zip(t.x, t.y)}
+    assert scattered == {(1.0, 0.1), (0.88, 0.15)}  # the noisy scorers are the line, not run points
+    assert noise_line(runs[runs.scorer == "F4"], "self_match", "auc").empty

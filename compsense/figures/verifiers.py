@@ -6,8 +6,11 @@ returns a plotly Figure; `compsense.figures.export.save_figure` writes it.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import plotly.express as px
+import plotly.graph_objects as go
 
 from compsense.nearmiss.metrics import AUC, COPY_VS_NEAR_MISS, LABELS, SELF_MATCH
 
@@ -22,6 +25,8 @@ def checks_figure(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, title: 
     learns to distrust near-identical pairs trades one axis for the other, along the dashed line
     y = 1 - x where a near-miss scores as the sentence's copy does."""
     data = runs.assign(regime=runs.regime.replace("", "pooled"))
+    noise = noise_line(data, x, y)
+    data = data[~data.scorer.astype(str).str.contains(NOISE_MARK, regex=False)]
     fig = px.scatter(
         data,
         x=x,
@@ -46,4 +51,43 @@ def checks_figure(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, title: 
         fig.add_shape(type="line", x0=0, y0=1, x1=1, y1=0, line_dash="dash", line_color="grey")
         fig.add_annotation(x=0.3, y=0.7, text="near-miss scored like the copy", showarrow=False, textangle=-35)
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
-    return fig.update_traces(marker_size=10)
+    fig.update_traces(marker_size=10)
+    if not noise.empty:
+        # The noise control: frozen MaxSim (nothing learned) plus seeded Gaussian noise of 1, 2, 4...
+        # times its paraphrase spread. A trained verifier is evidence of reading the edit only off it.
+        fig.add_trace(
+            go.Scatter(
+                x=noise[x],
+                y=noise[y],
+                mode="lines+markers+text",
+                text=noise["label"],
+                textposition="top right",
+                line={"dash": "dot", "color": "black"},
+                marker={"symbol": "x", "size": 8, "color": "black"},
+                name="noise control: frozen MaxSim + noise",
+            )
+        )
+    return fig
+
+
+NOISE_MARK = "+noise"
+_MULTIPLE = re.compile(r"\+noise([0-9.]+)x$")
+
+
+def noise_line(runs: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
+    """The noise control's points, mean over runs, ordered by noise: frozen MaxSim itself ("0x"),
+    then each "F1-frozen+noise<m>x" scorer (`nearmiss.evaluation.noise_controls`). Empty without them."""
+    names = runs.scorer.astype(str)
+    noisy = runs[names.str.contains(NOISE_MARK, regex=False)]
+    if noisy.empty:
+        return pd.DataFrame(columns=[x, y, "label", "multiple"])
+    base_name = names[noisy.index[0]].split(NOISE_MARK)[0]  # "F1-frozen"
+    scorer, _, regime = base_name.rpartition("-")
+    base = runs[(names == scorer) & (runs.regime == regime)]
+    rows = [{"multiple": 0.0, x: base[x].mean(), y: base[y].mean()}] if not base.empty else []
+    for name, group in noisy.groupby(names[noisy.index]):
+        found = _MULTIPLE.search(name)
+        if found:
+            rows.append({"multiple": float(found.group(1)), x: group[x].mean(), y: group[y].mean()})
+    line = pd.DataFrame(rows).sort_values("multiple").reset_index(drop=True)
+    return line.assign(label=[f"{m:g}x" for m in line.multiple])
