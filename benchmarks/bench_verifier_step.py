@@ -97,7 +97,8 @@ def run(args) -> list[dict]:
 
 def table(results: list[dict]) -> str:
     lines = [
-        "| verifier | path | texts encoded a step | encode s | loss s | backward s | optimizer s | step s | every / distinct |",
+        "| verifier | path | texts encoded a step | encode s | loss s | backward s | optimizer s | step s"
+        " | every / distinct |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     by = {(r["verifier"], r["path"]): r for r in results}

@@ -349,3 +349,11 @@ def test_minilm_role_swap_fools_pooled_cosine_and_f1_but_less_f2():
     # F2's position penalty keeps "cat" aligned with B's "dog", so it drops more than F1.
     assert view.alignment[cat] == cat
     assert view.scores["F2 alignment"] < view.scores["F1 MaxSim"] - 0.03
+
+
+@pytest.mark.parametrize("value", [12345, "", "   ", None])
+def test_explorer_refuses_a_sentence_that_is_not_text_naming_the_fix(value, tmp_path):
+    from compsense.explorer.widgets import explorer
+
+    with pytest.raises(TypeError, match=r"sentence_a must be a non-empty sentence.*-p sentence_a"):
+        explorer(value, "The dog chased the cat.", work_dir=tmp_path, interactive=False)

@@ -46,6 +46,12 @@ def explorer(
     checkpoint under `work_dir` is in the selector). `near_misses` (static mode) adds the
     near-miss table of sentence A; live, the "near-misses" button shows it.
     """
+    for name, value in (("sentence_a", sentence_a), ("sentence_b", sentence_b)):
+        if not isinstance(value, str) or not value.strip():
+            raise TypeError(
+                f"explorer: {name} must be a non-empty sentence, got {value!r} ({type(value).__name__}); "
+                f"from papermill pass it as text: -p {name} 'The dog chased the cat.' (a bare number is read as int)"
+            )
     session = Session(work_dir, backbone, device=device, seed=seed)
     if interactive is None:
         interactive = live_frontend()
