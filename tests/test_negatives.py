@@ -89,6 +89,13 @@ def audit() -> list[dict]:
     return load_audit(AUDIT_PATH)
 
 
+def perturb_edits(sentence):
+    from compsense.data.negatives.negation import negation_edits
+    from compsense.data.negatives.text import Sentence
+
+    return negation_edits(Sentence(sentence))
+
+
 # --- API ------------------------------------------------------------------------------------------
 
 
@@ -624,6 +631,24 @@ def test_balanced_pairs_trade_each_marker_as_often_as_its_reverse():
         old, _, new = marker.partition(">")
         assert counts.get((family, f"{new}>{old}"), 0) == n, (family, marker)
     assert (pairs["direction"] == "add").sum() == (pairs["direction"] == "remove").sum()
+
+
+def test_do_support_markers_carry_the_verb_so_pairs_balance_per_verb():
+    # adding and removing draw different verbs ("did not respond" is common, "responded" rare);
+    # with the verb in the marker, balancing trades each verb's two directions equally often
+    markers = {e.marker for e in perturb_edits("The clerk did not return the forms.")}
+    assert "did not return>" in markers
+    assert ">did not return" in {e.marker for e in perturb_edits("The clerk returned the forms.")}
+    sentences = [
+        "The clerk did not return the forms.",
+        "The clerk returned the forms.",
+        "The guard did not notice the van.",
+        "The nurse did not notice the rash.",
+    ]
+    pairs = make_pairs(sentences, families=["negation"], seed=0)
+    did = pairs[pairs["marker"].str.contains("did")]
+    assert set(did["marker"]) <= {"did not return>", ">did not return", "did n't return>", ">did n't return"}
+    assert not did["marker"].str.contains("notice").any()  # "noticed" never gets negated here: no reverse
 
 
 def test_triplets_are_identity_triplets():
