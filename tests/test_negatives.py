@@ -299,6 +299,17 @@ def test_binding_trades_phrases_of_one_kind_only(sentence):
     assert texts(sentence, "binding") == set()
 
 
+def test_binding_never_cuts_a_split_contraction():
+    # MRPC writes "won 't"; spaCy may read its "t" as a noun's compound, and an MRPC role swap cut
+    # "t investigate" as a phrase. The "t" of a split contraction must never move.
+    from compsense.data.negatives.binding import _bad_token
+    from compsense.data.negatives.parse import doc_of
+
+    doc = doc_of("Jones said the board won 't investigate because the two-year limit has expired .")
+    stray = [tok for tok in doc if tok.lower_ == "t"]
+    assert stray and all(_bad_token(tok) for tok in stray)
+
+
 @pytest.mark.parametrize(
     "sentence",
     [

@@ -149,6 +149,7 @@ def _bad_token(tok) -> bool:
         or tok.tag_ in ("WDT", "WP", "WP$", "WRB")
         or (tok.is_punct and not (tok.text == "-" or tok.tag_ == "POS"))  # "blue-green", "the girls' bikes"
         or tok.lower_ in ("'t", "’t", "n't", "n’t", "not")
+        or (tok.lower_ == "t" and tok.i > 0 and tok.nbor(-1).text in ("'", "’"))  # MRPC's "won 't", split
         or tok.dep_ == "advmod"  # "a soccer ball outside": an adverb of the clause, not of the noun
         or tok.lower_ in ("and", "or", "but")
     )
