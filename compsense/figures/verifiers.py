@@ -6,12 +6,11 @@ returns a plotly Figure; `compsense.figures.export.save_figure` writes it.
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from compsense.nearmiss.evaluation import NOISE_MARK, parse_noise_name, split_variant
 from compsense.nearmiss.metrics import AUC, COPY_VS_NEAR_MISS, LABELS, SELF_MATCH
 
 # Issue 14's goal for a verifier that reads the edit: near-miss AUC >= 0.85 and self-match AUC >= 0.9.
@@ -70,24 +69,17 @@ def checks_figure(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, title: 
     return fig
 
 
-NOISE_MARK = "+noise"
-_MULTIPLE = re.compile(r"\+noise([0-9.]+)x$")
-
-
 def noise_line(runs: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
     """The noise control's points, mean over runs, ordered by noise: frozen MaxSim itself ("0x"),
     then each "F1-frozen+noise<m>x" scorer (`nearmiss.evaluation.noise_controls`). Empty without them."""
-    names = runs.scorer.astype(str)
-    noisy = runs[names.str.contains(NOISE_MARK, regex=False)]
+    parsed = runs.scorer.map(parse_noise_name)
+    noisy = runs[parsed.notna()]
     if noisy.empty:
         return pd.DataFrame(columns=[x, y, "label", "multiple"])
-    base_name = names[noisy.index[0]].split(NOISE_MARK)[0]  # "F1-frozen"
-    scorer, _, regime = base_name.rpartition("-")
-    base = runs[(names == scorer) & (runs.regime == regime)]
+    scorer, regime = split_variant(parsed[noisy.index[0]][0])  # ("F1", "frozen")
+    base = runs[(runs.scorer == scorer) & (runs.regime == regime)]
     rows = [{"multiple": 0.0, x: base[x].mean(), y: base[y].mean()}] if not base.empty else []
-    for name, group in noisy.groupby(names[noisy.index]):
-        found = _MULTIPLE.search(name)
-        if found:
-            rows.append({"multiple": float(found.group(1)), x: group[x].mean(), y: group[y].mean()})
+    for multiple, group in noisy.groupby(parsed[noisy.index].map(lambda p: p[1])):
+        rows.append({"multiple": float(multiple), x: group[x].mean(), y: group[y].mean()})
     line = pd.DataFrame(rows).sort_values("multiple").reset_index(drop=True)
     return line.assign(label=[f"{m:g}x" for m in line.multiple])

@@ -374,6 +374,18 @@ def noise_sigmas(paraphrase_scores, multiples=(1.0, 2.0, 4.0)) -> dict[float, fl
 
 
 NOISE_CONTROL_BASE = "F1-frozen"  # frozen MaxSim: nothing learned
+NOISE_MARK = "+noise"  # "F1-frozen+noise2x": the noise control at twice F1's paraphrase spread
+_NOISE_NAME = re.compile(r"^(?P<base>.+)\+noise(?P<multiple>[0-9.]+)x$")
+
+
+def noise_name(multiple: float, base: str = NOISE_CONTROL_BASE) -> str:
+    return f"{base}{NOISE_MARK}{multiple:g}x"
+
+
+def parse_noise_name(scorer: str) -> tuple[str, float] | None:
+    """(base scorer, noise multiple) from "F1-frozen+noise2x"; None for any other scorer."""
+    found = _NOISE_NAME.match(str(scorer))
+    return (found["base"], float(found["multiple"])) if found else None
 
 
 def noise_controls(scorers: dict, sets: dict, multiples=(1.0, 2.0, 4.0), seed: int = 0) -> dict:
@@ -385,7 +397,7 @@ def noise_controls(scorers: dict, sets: dict, multiples=(1.0, 2.0, 4.0), seed: i
     positives = _as_frame(sets["negatives-heldout"][0], "positives")
     base = scorers[NOISE_CONTROL_BASE]
     sigmas = noise_sigmas(base(as_pairs(positives)), multiples)
-    return {f"{NOISE_CONTROL_BASE}+noise{m:g}x": noisy_scorer(base, sigma, seed=seed) for m, sigma in sigmas.items()}
+    return {noise_name(m): noisy_scorer(base, sigma, seed=seed) for m, sigma in sigmas.items()}
 
 
 def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=None, batch_size: int = 64):

@@ -41,7 +41,7 @@ def load_profile(profile: str, overrides: Sequence[str] = ()) -> dict:
     """params/<profile>.yaml, checked: a section or key no notebook declares (a typo) is an error naming it.
 
     `overrides`: "SECTION.KEY=VALUE" strings (VALUE in YAML: `04_verifiers.regimes=[frozen]`) that
-    replace the file's values, checked like the file's own keys, so one run can narrow a profile
+    replace values the file sets (never add one), so one run can narrow a profile
     without a copy of it; the run record keeps them (their values reach each stage's fingerprint).
     """
     path = params_dir() / f"{check_profile_name(profile)}.yaml"
@@ -52,9 +52,8 @@ def load_profile(profile: str, overrides: Sequence[str] = ()) -> dict:
     if not isinstance(data, dict) or "common" not in data:
         raise ValueError(f"{path}: a profile must be a mapping with a `common` section")
     check_profile_keys(path, data)
-    if overrides:
+    if overrides:  # each replaces a key the file sets, so the check above covers it
         data = apply_overrides(data, overrides)
-        check_profile_keys(Path(f"{path} with --set {' '.join(overrides)}"), data)
     return _numbers(data)
 
 

@@ -215,7 +215,7 @@ def unlisted_regular_forms(base: str) -> tuple[str, str] | None:
     """
     if not base.isalpha() or len(base) < 3 or base in UNLISTED_IRREGULAR:
         return None
-    if any(base.endswith(known) for known in _IRREGULAR_BASES if len(known) >= 2):
+    if base.endswith(_IRREGULAR_BASES):
         return None
     a, b, c = base[-3], base[-2], base[-1]
     cvc = a not in _VOWELS and b in _VOWELS and c not in _VOWELS and c not in "wxy"
@@ -224,11 +224,15 @@ def unlisted_regular_forms(base: str) -> tuple[str, str] | None:
     return _regular_forms(base)
 
 
+def _irregular_entries() -> list[tuple[str, str, str]]:
+    """(base, past, participle) of each IRREGULAR_VERBS entry."""
+    return [tuple(entry.split()) for entry in IRREGULAR_VERBS.replace("\n", " ").split(";") if entry.strip()]
+
+
 def _build_verbs() -> dict[str, dict[str, str]]:
     """base -> {"third": ..., "past": ..., "participle": ...} for every verb above."""
     verbs: dict[str, dict[str, str]] = {}
-    for entry in IRREGULAR_VERBS.replace("\n", " ").split(";"):
-        base, past, participle = entry.split()
+    for base, past, participle in _irregular_entries():
         third = _regular_forms(base)[0]
         verbs[base] = {"third": third, "past": past, "participle": participle}
     for raw in REGULAR_VERBS.split():
@@ -239,7 +243,7 @@ def _build_verbs() -> dict[str, dict[str, str]]:
 
 
 VERBS = _build_verbs()
-_IRREGULAR_BASES = tuple(e.split()[0] for e in IRREGULAR_VERBS.replace("\n", " ").split(";") if e.strip())
+_IRREGULAR_BASES = tuple(base for base, _, _ in _irregular_entries())
 THIRD_TO_BASE = {forms["third"]: base for base, forms in VERBS.items()}
 PAST_TO_BASE = {forms["past"]: base for base, forms in VERBS.items()}
 PARTICIPLE_TO_BASE = {forms["participle"]: base for base, forms in VERBS.items()}

@@ -234,8 +234,10 @@ def _without_do_support(sent: Sentence, after: int, aux: str) -> tuple[int, str,
         return k + 1, adverbs + inflect(verb, aux), verb
     if not _tagged_base_verb(sent, k):
         return None
-    if aux == "do" or verb == "be":
-        return (k + 1, adverbs + verb, verb) if aux == "do" else None
+    if aux == "do":  # "do not X" -> "X"
+        return k + 1, adverbs + verb, verb
+    if verb == "be":  # "does not be" is no English to undo
+        return None
     forms = unlisted_regular_forms(verb)
     if forms is None:
         return None
@@ -279,7 +281,7 @@ def _negation_removals(sent: Sentence, i: int) -> list[Edit]:
         if support is None:
             return []
         end, new, lemma = support
-        marker = f"{marker[:-1]} {lemma}>" if marker.endswith(">") else marker
+        marker = f"{aux} {negation} {lemma}>"
     return [
         Edit((sent.replace(i, end, new),), f"removed negation '{sent.substring(i, end)}' -> '{new}'", "remove", marker)
     ]
