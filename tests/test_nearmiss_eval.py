@@ -346,3 +346,20 @@ def test_noise_controls_ride_along_frozen_maxsim_on_the_heldout_set_only():
     assert sorted(controls) == ["F1-frozen+noise1x", "F1-frozen+noise4x"]
     assert N.noise_controls({"F3-frozen": f1}, sets) == {}  # no frozen MaxSim: no control
     assert N.noise_controls({"F1-frozen": f1}, {"toy": sets["negatives-heldout"]}) == {}
+
+
+def test_separation_table_puts_pairwise_accuracy_and_the_papers_mean_score_beside_the_auc():
+    from compsense.nearmiss.metrics import SEPARATION
+
+    rows = [
+        dict(variant="F4-frozen", dataset=d, family=f, metric=m, value=0.25, seed=1, train_data="b", size="small")
+        for d in ("held", "ext")
+        for f, m in SEPARATION.values()
+    ]
+    # a set where no near-miss has a paraphrase of its own sentence: no pairwise accuracy to show
+    rows = [r for r in rows if not (r["dataset"] == "ext" and r["metric"] == "pairwise_accuracy")]
+    rows.append(dict(rows[0], dataset="ext", metric="pairwise_accuracy", value=float("nan")))
+    sep = N.separation_table(pd.DataFrame(rows))
+    assert [c for d, c in sep.columns if d == "held"] == list(SEPARATION)
+    assert ("ext", "pairwise_accuracy") not in sep.columns  # left out, not "nan"
+    assert sep.loc[("F4", "frozen", "b", "small"), ("held", "mean_near_miss")] == "0.250"

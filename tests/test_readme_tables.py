@@ -38,12 +38,14 @@ def test_separation_collapses_agreeing_checks_never_aucs():
         }
     )
     lines = T.separation(df).splitlines()
-    assert lines[2].startswith("| pooled cosine Base / B | 0.06 / 0.25 | – | – | – | 1.00 |")
-    assert lines[3].startswith("| F1 MaxSim frozen / end2end (model_b) | 0.02 / 0.02 | – | – | – | 0.98 |")
-    assert lines[4].startswith("| F4 Transformer frozen / end2end (model_b) | 0.17 / 0.19 | – | – | – | 0.87 / 0.88 |")
+    assert lines[2].startswith("| pooled cosine Base / B | 0.06 / 0.25 | – | – | – | – | 1.00 |")
+    assert lines[3].startswith("| F1 MaxSim frozen / end2end (model_b) | 0.02 / 0.02 | – | – | – | – | 0.98 |")
+    assert lines[4].startswith(
+        "| F4 Transformer frozen / end2end (model_b) | 0.17 / 0.19 | – | – | – | – | 0.87 / 0.88 |"
+    )
     # F1 frozen has no parameters of its own: the same function under balanced, shown once; its
     # end-to-end encoder was fine-tuned on balanced, so that row is shown
-    assert lines[5].startswith("| F1 MaxSim end2end (balanced) | 0.03 | – | – | – | 1.00 |")
+    assert lines[5].startswith("| F1 MaxSim end2end (balanced) | 0.03 | – | – | – | – | 1.00 |")
     assert len(lines) == 6
 
 

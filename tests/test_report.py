@@ -296,3 +296,27 @@ def test_a_set_some_model_trained_on_is_not_named_zero_shot(work, tmp_path):
     pd.concat([table, in_domain]).to_parquet(work / "results" / "retrieval.parquet")
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert "Zero-shot sets: scifact (" in md  # Base is zero-shot on NFCorpus too, A and B are not
+
+
+def test_notebook_04s_budget_curve_is_read_into_the_report_not_recomputed(work, tmp_path):
+    from compsense.retrieval.harness import write_result_table
+    from compsense.verifiers.budget import CURVE_FILE
+
+    curve = pd.DataFrame(
+        {
+            "scorer": ["F4", "F1"],
+            "regime": ["frozen", "frozen"],
+            "size": ["paper", "small"],
+            "recipe": ["equal", "equal"],
+            "budget": [48000, 0],
+            "metric": ["noise_excess", "self_match"],
+            "mean": [0.123, 0.97],  # no results to recompute them from: the report can only read them
+            "ci_low": [0.05, np.nan],
+            "ci_high": [0.2, np.nan],
+            "seeds": [3, 1],
+        }
+    )
+    write_result_table(curve, work, CURVE_FILE)
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
+    assert report.BUDGET_TITLE in md
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "tables" / "verifier_budget.csv"), curve)

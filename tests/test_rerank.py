@@ -492,3 +492,48 @@ def test_regime_rank_puts_frozen_before_end2end_and_unknown_last():
     assert ranks.tolist() == [1.0, 2.0, 0.0, 2.0]
     rows = pd.DataFrame({"regime": ["end2end", "frozen"], "v": [1, 2]})
     assert rows.sort_values("regime", key=R.regime_rank).v.tolist() == [2, 1]
+
+
+def test_the_noise_control_reranks_at_notebook_04s_sigma_and_draws_a_line_on_the_tradeoff(encoder, tmp_path):
+    from compsense.data.datasets import BeirDataset
+
+    ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
+    methods, _ = R.find_methods(tmp_path, ["F1"], ["frozen"], encoder, variant="model_b-small")
+    assert R.noise_methods(methods, tmp_path)[0] == []  # no notebook 04 yet: nothing, with a note
+    sep = []
+    for variant, auc, sigma in [
+        ("F1-frozen", 0.1, None),
+        ("F1-frozen+noise1x", 0.3, 0.05),
+        ("F1-frozen+noise4x", 0.45, 5.0),
+    ]:
+        for dataset in ("negatives-heldout",):
+            sep.append(dict(variant=variant, dataset=dataset, family="all", metric="auc", value=auc, seed=42,
+                            verifier_variant="model_b-small", noise_sigma=sigma))  # fmt: skip
+    separation = pd.DataFrame(sep)
+    (tmp_path / "results").mkdir(exist_ok=True)
+    separation.to_parquet(tmp_path / "results" / "verifiers.parquet")
+    noisy, notes = R.noise_methods(methods, tmp_path, "model_b-small")
+    assert [(m.label, m.noise_sigma, m.seed) for m in noisy] == [
+        ("F1-frozen+noise1x", 0.05, 42),
+        ("F1-frozen+noise4x", 5.0, 42),
+    ] and not notes
+
+    def run():
+        return R.rerank_grid(
+            [ds], {"base": encoder}, methods + noisy, tmp_path, "fake", 42, ks=[4], cost_queries=1, show_progress=False
+        ).results
+
+    res = run()
+    ndcg = res[res.metric == "ndcg@10"].set_index("variant").value
+    assert ndcg["F1-frozen"] == pytest.approx(1.0)  # MaxSim puts d_rel first
+    assert ndcg["F1-frozen+noise4x"] < ndcg["F1-frozen"]  # noise far above the scores' spread reorders
+    again = run()
+    pd.testing.assert_series_equal(res.value, again.value)  # seeded: the same noise for the same pair
+    table = R.tradeoff_table(res, separation)
+    assert set(table[table.kind == "noise"].label) == {"F1-frozen+noise1x", "F1-frozen+noise4x"}
+    line = R.tradeoff_noise_line(table)
+    assert line.multiple.tolist() == [0.0, 1.0, 4.0] and line.auc.tolist() == [0.1, 0.3, 0.45]
+    fig = R.figure_tradeoff(table)
+    drawn = [t for t in fig.data if t.name == "noise control: frozen MaxSim + noise"]
+    assert len(drawn) == 1 and list(drawn[0].x) == [0.1, 0.3, 0.45]
+    assert not any(t.name and "noise" in str(t.name) and t.mode == "markers" for t in fig.data)  # not a point

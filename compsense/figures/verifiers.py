@@ -9,9 +9,18 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from compsense.nearmiss.evaluation import NOISE_MARK, parse_noise_name, split_variant
-from compsense.nearmiss.metrics import AUC, COPY_VS_NEAR_MISS, LABELS, SELF_MATCH
+from compsense.nearmiss.metrics import (
+    AUC,
+    COPY_VS_NEAR_MISS,
+    LABELS,
+    MEAN_NEAR_MISS,
+    MEAN_PARAPHRASE,
+    PAIRWISE_ACCURACY,
+    SELF_MATCH,
+)
 
 # Issue 14's goal for a verifier that reads the edit: near-miss AUC >= 0.85 and self-match AUC >= 0.9.
 GOAL = {AUC: 0.85, SELF_MATCH: 0.9}
@@ -83,3 +92,89 @@ def noise_line(runs: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
         rows.append({"multiple": float(multiple), x: group[x].mean(), y: group[y].mean()})
     line = pd.DataFrame(rows).sort_values("multiple").reset_index(drop=True)
     return line.assign(label=[f"{m:g}x" for m in line.multiple])
+
+
+# The budget curve's panels: (column of `verifiers.budget.budget_table`'s metric, axis title, chance line)
+BUDGET_PANELS = (
+    (AUC, "near-miss AUC (paper families)", 0.5),
+    (PAIRWISE_ACCURACY, "within-anchor pairwise accuracy", 0.5),
+    (SELF_MATCH, "self-match AUC", 0.5),
+    ("noise_excess", "near-miss AUC above the noise line", 0.0),
+    (MEAN_NEAR_MISS, "mean near-miss score (the paper's Figure 3)", None),
+    (MEAN_PARAPHRASE, "mean paraphrase score", None),
+)
+
+
+def budget_figure(table: pd.DataFrame, title: str | None = None):
+    """The budget curve (`verifiers.budget.budget_table`): one panel per check against the triplets a
+    verifier saw (log axis), one line per scorer x regime x size, the seed-level 95% interval as
+    error bars where several seeds ran, the authors' recipe as a separate marker. Frozen MaxSim
+    (nothing learned) and its noise control are the horizontal dotted lines: a trained verifier
+    that stays between them has learned nothing that noise does not explain."""
+    panels = [p for p in BUDGET_PANELS if p[0] in set(table.metric)]
+    fig = make_subplots(rows=(len(panels) + 1) // 2, cols=2, subplot_titles=[p[1] for p in panels])
+    trained = table[table.budget > 0]
+    reference = table[table.budget == 0]
+    palette = px.colors.qualitative.Plotly
+    lines = list(dict.fromkeys(zip(trained.scorer, trained.regime, trained["size"], trained.recipe)))
+    for i, (metric, _, chance) in enumerate(panels):
+        row, col = i // 2 + 1, i % 2 + 1
+        for j, (scorer, regime, size, recipe) in enumerate(lines):
+            sel = trained[
+                (trained.scorer == scorer)
+                & (trained.regime == regime)
+                & (trained["size"] == size)
+                & (trained.recipe == recipe)
+                & (trained.metric == metric)
+            ].sort_values("budget")
+            if sel.empty:
+                continue
+            error = {
+                "type": "data",
+                "symmetric": False,
+                "array": (sel.ci_high - sel["mean"]).fillna(0),
+                "arrayminus": (sel["mean"] - sel.ci_low).fillna(0),
+            }
+            name = f"{scorer}-{regime} ({size}{', authors recipe' if recipe == 'authors' else ''})"
+            fig.add_trace(
+                go.Scatter(
+                    x=sel.budget,
+                    y=sel["mean"],
+                    error_y=error,
+                    mode="markers" if recipe == "authors" else "lines+markers",
+                    marker={
+                        "symbol": "star" if recipe == "authors" else "circle",
+                        "size": 11 if recipe == "authors" else 7,
+                    },
+                    line={"color": palette[j % len(palette)]},
+                    name=name,
+                    legendgroup=name,
+                    showlegend=i == 0,
+                    customdata=sel.seeds,
+                    hovertemplate="%{x} triplets: %{y:.3f} (%{customdata} seed(s))",
+                ),
+                row=row,
+                col=col,
+            )
+        for scorer, value in reference[reference.metric == metric].groupby("scorer")["mean"].mean().items():
+            parsed = parse_noise_name(scorer)
+            label = "frozen MaxSim" if parsed is None else f"MaxSim + noise {parsed[1]:g}x"
+            fig.add_hline(
+                y=value,
+                line_dash="dot",
+                line_color="black" if parsed is None else "grey",
+                annotation_text=label,
+                annotation_font_size=9,
+                row=row,
+                col=col,
+            )
+        if chance is not None:
+            fig.add_hline(y=chance, line_width=1, line_color="lightgrey", row=row, col=col)
+        fig.update_xaxes(type="log", title_text="training triplets", row=row, col=col)
+    fig.update_layout(
+        title=title or "Verifiers against their training budget (held-out near-misses)",
+        template="plotly_white",
+        height=330 * ((len(panels) + 1) // 2),
+        legend={"orientation": "h", "y": -0.08},
+    )
+    return fig

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ from compsense.nearmiss.metrics import (
     PAIRWISE_ACCURACY,
     PARAPHRASE,
     SELF_MATCH,
+    SEPARATION,
     has_positive,
     near_miss_auc,
     pairwise_accuracy,
@@ -340,28 +341,45 @@ def cosine_scorer(encoder, batch_size: int = 64):
     return lambda pairs: pair_cosines(encoder, pairs, batch_size=batch_size)
 
 
-def noisy_scorer(scorer, sigma: float, seed: int = 0):
-    """The noise control: `scorer` plus Gaussian noise of standard deviation `sigma`, the same noise
-    for the same pair whenever it is scored (seeded by `seed` and the pair's texts), so self-match,
-    near-miss AUC and pairwise accuracy see one consistent noisy scorer.
-
-    Frozen MaxSim with noise of a few times the spread of its paraphrase scores traces the line from
-    (near-miss AUC low, self-match high) to (0.5, 0.5) that an under-trained verifier also traces: a
-    trained verifier is evidence of reading the edit only where it leaves that line."""
+def pair_noise(pairs, sigma: float, seed: int = 0) -> np.ndarray:
+    """Gaussian noise of standard deviation `sigma`, one value per (a, b) pair, the same for the same
+    pair and seed in any batch, process or order (seeded by `seed` and the pair's two strings)."""
     if sigma < 0:
-        raise ValueError(f"noisy_scorer: sigma must be >= 0, got {sigma}")
-
-    def score(pairs):
-        base = np.asarray(scorer(pairs), dtype=float)
-        noise = [
+        raise ValueError(f"pair_noise: sigma must be >= 0, got {sigma}")
+    return np.asarray(
+        [
             np.random.default_rng(
                 int.from_bytes(hashlib.sha256(f"{seed}\x1f{a}\x1f{b}".encode()).digest()[:8], "little")
             ).normal(0.0, sigma)
             for a, b in pairs
-        ]
-        return base + np.asarray(noise, dtype=float)
+        ],
+        dtype=float,
+    )
 
-    return score
+
+@dataclass(frozen=True)
+class NoisyScorer:
+    """The noise control: `base` plus `pair_noise` of standard deviation `sigma`, so self-match,
+    near-miss AUC and pairwise accuracy see one consistent noisy scorer. `sigma` is kept so that
+    notebook 05 can rerank with the same control (`verifiers.rerank.noise_methods`).
+
+    Frozen MaxSim with noise of a few times the spread of its paraphrase scores traces the line from
+    (near-miss AUC low, self-match high) to (0.5, 0.5) that an under-trained verifier also traces: a
+    trained verifier is evidence of reading the edit only where it leaves that line."""
+
+    base: object
+    sigma: float
+    seed: int = 0
+
+    def __call__(self, pairs):
+        return np.asarray(self.base(pairs), dtype=float) + pair_noise(pairs, self.sigma, self.seed)
+
+
+def noisy_scorer(scorer, sigma: float, seed: int = 0) -> NoisyScorer:
+    """`scorer` plus seeded Gaussian noise of standard deviation `sigma` (`NoisyScorer`)."""
+    if sigma < 0:
+        raise ValueError(f"noisy_scorer: sigma must be >= 0, got {sigma}")
+    return NoisyScorer(scorer, float(sigma), int(seed))
 
 
 def noise_sigmas(paraphrase_scores, multiples=(1.0, 2.0, 4.0)) -> dict[float, float]:
@@ -554,15 +572,19 @@ def separation_table(results, datasets=None, decimals: int = 3):
     """The result table of notebook 04: one row per scorer x training data x size (verifiers split
     into name and regime), one column per dataset x check, each "mean ± std" over seeds (the value
     alone with one seed). "seeds" counts them; where the results carry them, "parameters" and
-    "examples_seen" say how large each verifier is and how much it trained on. Checks
-    (`metrics.CHECKS`, the column names): near-miss AUC over all families ("auc"), self-match AUC
-    ("self_match": score(s, s) against score(s, paraphrase)) and copy > near-miss
-    ("copy_vs_near_miss": pairwise accuracy of score(s, s) against score(s, near-miss))."""
+    "examples_seen" say how large each verifier is and how much it trained on. Columns
+    (`metrics.SEPARATION`): near-miss AUC over all families ("auc"), within-anchor pairwise
+    accuracy beside it ("pairwise_accuracy": a sentence's own paraphrase against its own near-miss),
+    self-match AUC ("self_match": score(s, s) against score(s, paraphrase)), copy > near-miss
+    ("copy_vs_near_miss": pairwise accuracy of score(s, s) against score(s, near-miss)), and the
+    paper's Figure 3 metric, the mean near-miss score ("mean_near_miss"), with the paraphrases' mean
+    beside it ("mean_paraphrase"). A value a set cannot give (no near-miss with a paraphrase of
+    its own sentence) is left out, not shown as NaN."""
     parts = []
-    for check, (family, metric) in CHECKS.items():
+    for check, (family, metric) in SEPARATION.items():
         sel = results[(results.family == family) & (results.metric == metric)]
         parts.append(sel.assign(check=check))
-    data = pd.concat(parts, ignore_index=True)
+    data = pd.concat(parts, ignore_index=True).dropna(subset=["value"])
     if datasets is not None:
         data = data[data.dataset.isin(datasets)]
     for col in ("train_data", "size"):
@@ -577,7 +599,7 @@ def separation_table(results, datasets=None, decimals: int = 3):
     ]
     wide = stats.pivot_table(index=keys, columns=["dataset", "check"], values="cell", aggfunc="first", sort=False)
     datasets_seen = list(dict.fromkeys(stats["dataset"]))
-    wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(CHECKS).index(c[1])))]
+    wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(SEPARATION).index(c[1])))]
     wide.insert(0, "seeds", stats.groupby(keys, sort=False)["count"].max())
     # What each verifier was (trainable parameters) and what it saw (training examples), where notebook
     # 04's tidy results carry them; blank for the pooled cosines.

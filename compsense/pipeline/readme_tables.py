@@ -220,8 +220,11 @@ SEPARATION_COLUMNS = (
     [("held-out all", "negatives-heldout auc", False)]
     + [(f, f"negatives-heldout:{f} auc", False) for f in PAPER_FAMILIES]
     + [
+        ("pairwise (all)", "negatives-heldout pairwise_accuracy", False),
         ("self-match", "negatives-heldout self_match", True),
         ("copy > nm", "negatives-heldout copy_vs_near_miss", True),
+        ("mean nm score", "negatives-heldout mean_near_miss", False),  # the paper's Figure 3 metric
+        ("mean para score", "negatives-heldout mean_paraphrase", False),
         ("SugarCrepe", "sugarcrepe auc", False),
         ("CondaQA", "condaqa auc", False),
     ]

@@ -27,6 +27,7 @@ from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import display_frame, estimate, headline
 from compsense.retrieval.harness import TABLE1_FILE, VARIANTS_FILE
+from compsense.verifiers.budget import CURVE_FILE
 from compsense.verifiers.rerank import RERANK_ANSWER_FILE
 
 # Result tables the stages write, with the heading of the section that shows all of them.
@@ -42,6 +43,7 @@ TABLES_DIR = "tables"  # beside report.md: every table of the report, whole, as 
 
 PURITY_TITLE = "Near-miss families: the independent purity check (notebook 01)"
 TABLE1_TITLE = "Table 1 (zero-shot sets only): mean nDCG@10 / Acc@1 over seeds, ours beside the paper's"
+BUDGET_TITLE = "The verifier budget curve (notebook 04): held-out checks against training triplets, seed-level 95% CIs"
 SEPARATION_TITLE = "The separation table (notebook 04): near-miss AUC, self-match AUC and copy > near-miss per set"
 RERANK_TITLE = "Reranking against Base (notebook 05): nDCG@10 at the largest K, paired bootstrap over queries"
 VARIANTS_TITLE = "Variants against Model A (zero-shot nDCG@10; p Holm-corrected over all rows)"
@@ -101,6 +103,8 @@ def build_report(
         details += _retrieval_details(tables["retrieval"], results)
     if "verifiers" in tables:
         answer.append(_separation_block(tables["verifiers"], _where(results / "verifiers.parquet")))
+    if (results / CURVE_FILE).exists():
+        answer.append(_budget_block(results / CURVE_FILE))
     if "rerank" in tables:
         answer += _rerank_blocks(results)
     figures = tuple(sorted(figs.glob("*.html"))) if figs.exists() else ()
@@ -240,6 +244,16 @@ def _separation_block(table: pd.DataFrame, where: str) -> Block:
     except (KeyError, ValueError) as err:
         return Block(SEPARATION_TITLE, text=f"No separation table: {type(err).__name__}: {err} ({where}).")
     return Block(SEPARATION_TITLE, table=flat, name="separation", source=where)
+
+
+def _budget_block(path: Path) -> Block:
+    """Notebook 04's budget curve as it wrote it (`verifiers.budget.budget_table`): read, never recomputed."""
+    note = (
+        "As notebook 04 wrote it: per scorer, size, recipe and budget (triplets seen; 0 is frozen MaxSim and its "
+        "noise control, nothing learned), the mean over verifier seeds and a seed-level 95% t interval (blank with "
+        "one seed). noise_excess: near-miss AUC above the noise line at the run's self-match AUC."
+    )
+    return Block(BUDGET_TITLE, text=note, table=pd.read_parquet(path), name="verifier_budget", source=_where(path))
 
 
 def _rerank_blocks(results: Path) -> list[Block]:

@@ -46,8 +46,8 @@ from compsense.core import layout
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import results_file, verifier_dir
 from compsense.core.stats import hierarchical_bootstrap, holm, holm_floor, paired_deltas, resamples_for
-from compsense.core.storage import TIDY_KEY, append_results, atomic_path, tidy
-from compsense.nearmiss.evaluation import split_variant
+from compsense.core.storage import TIDY_KEY, append_results, atomic_path, read_table, tidy
+from compsense.nearmiss.evaluation import NOISE_CONTROL_BASE, noise_name, pair_noise, parse_noise_name, split_variant
 from compsense.retrieval.harness import (
     HARNESS,
     MAX_K,
@@ -361,6 +361,7 @@ class Method:
     source: str  # "notebook 04" or "training-free (untrained)"
     seed: int | None = None  # notebook 04's verifier seed; None: the grid's seed
     verifier_variant: str = ""  # notebook 04's folder verifiers/<train_data>-<size>[-authors]/ it came from
+    noise_sigma: float = 0.0  # the noise control: seeded Gaussian noise added to the verifier's scores
 
 
 def method_label(name_regime: str, verifier_variant: str, variants: Sequence[str]) -> str:
@@ -495,6 +496,48 @@ class GridResult:
     results: pd.DataFrame  # tidy: RERANK_KEY + value, harness, n_queries, n_docs, first_stage, ...
     per_query: pd.DataFrame  # PER_QUERY_KEY + METRICS
     cost: pd.DataFrame  # one row per method (or baseline) x dataset x K
+
+
+def noise_methods(
+    methods: Sequence[Method], work_dir, variants: str | Sequence[str] = ()
+) -> tuple[list[Method], list[str]]:
+    """The noise control as rerankers: for each frozen F1 (MaxSim, nothing learned) among `methods`,
+    one method per noise level notebook 04 scored beside it ("F1-frozen+noise2x"), at the very sigma
+    it used (the `noise_sigma` column of its verifiers.parquet) and the same seed, so a verifier's
+    point on the trade-off figure can be read against what noise alone does to reranking.
+    Returns (methods, notes); none, with a note, where notebook 04 left no noise rows."""
+    path = results_file(work_dir, "verifiers")
+    if not path.exists():
+        return [], [f"noise control: {path} does not exist (run notebook 04): not reranked"]
+    rows = read_table(path)
+    if "noise_sigma" not in rows.columns:
+        return [], [f"noise control: {path} has no noise_sigma column (re-run notebook 04): not reranked"]
+    rows = rows[rows.variant.map(parse_noise_name).notna() & rows.noise_sigma.notna()]
+    levels = rows.assign(folder=variant_folders(rows)).drop_duplicates(["seed", "folder", "variant"])
+    listed = _variants(variants) if variants else []
+    out, notes = [], []
+    for method in methods:
+        if f"{method.name}-{method.regime}" != NOISE_CONTROL_BASE or method.noise_sigma:
+            continue
+        mine = levels[(levels.seed == method.seed) & (levels.folder == method.verifier_variant)]
+        if mine.empty:
+            notes.append(f"noise control: no noise rows for {method.label} seed {method.seed} in {path}")
+        for level in mine.sort_values("variant").itertuples(index=False):
+            multiple = parse_noise_name(level.variant)[1]
+            out.append(
+                Method(
+                    method_label(noise_name(multiple), method.verifier_variant, listed),
+                    method.name,
+                    method.regime,
+                    method.verifier,
+                    method.encoder,
+                    "noise control (frozen MaxSim + seeded noise)",
+                    seed=method.seed,
+                    verifier_variant=method.verifier_variant,
+                    noise_sigma=float(level.noise_sigma),
+                )
+            )
+    return out, notes
 
 
 def rerank_grid(
@@ -638,7 +681,16 @@ def rerank_grid(
             else:
                 reranker, cands = stage(base, "base", token_encoder=method.encoder)
                 first = "base"
-            v_scores = reranker.verifier_scores(method.verifier, queries, cands.top(min(ks[-1], cands.k)))
+            deepest = cands.top(min(ks[-1], cands.k))
+            v_scores = reranker.verifier_scores(method.verifier, queries, deepest)
+            if method.noise_sigma:  # the noise control: the same noise for a (query, document) at every K
+                pairs = [
+                    (queries[q], reranker.doc_ids[i])
+                    for q, row in zip(deepest.qids, deepest.indices.tolist())
+                    for i in row
+                ]
+                noise = pair_noise(pairs, method.noise_sigma, method_seed).reshape(tuple(v_scores.shape))
+                v_scores = v_scores + torch.as_tensor(noise, dtype=v_scores.dtype, device=v_scores.device)
             for k in ks:
                 top = cands.top(min(k, cands.k))
                 for w in weights:
@@ -880,7 +932,8 @@ def tradeoff_table(
     """One row per method: near-miss separation AUC (notebook 04's verifiers.parquet) beside
     reranked `metric` at K and weight (encoder-only for the pooled Base / A / B).
 
-    Columns: label, verifier (F0-F4, "" for pooled), kind (pooled / frozen / end2end),
+    Columns: label, verifier (F0-F4, "" for pooled), kind (pooled / frozen / end2end / noise: the
+    noise control, `noise_methods`),
     verifier_variant ("" for pooled), auc,
     auc_std, seeds, value. AUC is the mean over the seeds notebook 04 trained (`auc_std` their
     standard deviation, NaN for one seed); `auc_dataset` picks the near-miss set (negatives-heldout,
@@ -915,8 +968,12 @@ def tradeoff_table(
     out = pd.concat([auc, value.rename("value")], axis=1, join="inner").reset_index(names="label")
     out = out.join(of_label, on="label")
     parts = [split_variant(v) for v in out.variant]
-    out["verifier"] = [name if regime else "" for name, regime in parts]
-    out["kind"] = [regime or "pooled" for _, regime in parts]  # "cosine Base" has no regime
+    noise = [parse_noise_name(v) for v in out.variant]
+    out["verifier"] = [
+        split_variant(n[0])[0] if n else name if regime else "" for (name, regime), n in zip(parts, noise, strict=True)
+    ]
+    # "cosine Base" has no regime; the noise control (frozen MaxSim + noise) is a kind of its own
+    out["kind"] = ["noise" if n else regime or "pooled" for (_, regime), n in zip(parts, noise, strict=True)]
     return out[["label", "verifier", "kind", "verifier_variant", "auc", "auc_std", "seeds", "value"]]
 
 
@@ -998,6 +1055,23 @@ def figure_k_sweep(results: pd.DataFrame, weight: float = 0.0, metric: str = "nd
     return fig
 
 
+def tradeoff_noise_line(table: pd.DataFrame) -> pd.DataFrame:
+    """The noise control's points of a `tradeoff_table`, ordered by noise: frozen MaxSim itself
+    ("0x", the frozen F1 row of the first variant), then each noise level. Empty without them."""
+    noise = table[table.kind == "noise"]
+    if noise.empty:
+        return pd.DataFrame(columns=["auc", "value", "multiple", "multiple_label"])
+    multiples = [parse_noise_name(label.split("@")[0])[1] for label in noise.label]
+    line = noise.assign(multiple=multiples)
+    base = table[(table.label.str.split("@").str[0] == NOISE_CONTROL_BASE) & table.kind.eq("frozen")]
+    if "verifier_variant" in table.columns and not base.empty:
+        base = base[variant_folders(base).isin(set(variant_folders(noise)))]
+    line = pd.concat([base.head(1).assign(multiple=0.0), line], ignore_index=True).sort_values("multiple")
+    return line.assign(multiple_label=[f"{m:g}x" for m in line.multiple])[
+        ["auc", "value", "multiple", "multiple_label"]
+    ]
+
+
 def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "ndcg@10"):
     """Beyond the paper: x = near-miss separation AUC (± its std over notebook 04's seeds when there
     are several), y = retrieval `metric`, one panel per regime (frozen, end2end). Colour = verifier,
@@ -1009,7 +1083,8 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     error = "auc_std" if "auc_std" in table.columns and table["auc_std"].notna().any() else None
     verifier = table["verifier"] if "verifier" in table.columns else table.label.str.split("-").str[0]
     table = table.assign(verifier=verifier, trained_on=variant_folders(table))
-    pooled, points = table[table.kind == "pooled"], table[table.kind != "pooled"]
+    pooled, noise = table[table.kind == "pooled"], table[table.kind == "noise"]
+    points = table[~table.kind.isin(["pooled", "noise"])]
     folders = list(dict.fromkeys(points.trained_on))
     several = len(folders) > 1
     regimes = points.kind.drop_duplicates().sort_values(key=regime_rank, kind="stable").tolist()
@@ -1040,8 +1115,9 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
     # The encoders alone as lines across every panel, named in the legend: their values are often
     # too close for labels on the plot.
     names = {"base": "Base", "A": "Model A", "B": "Model B"}
-    reach = points.auc + (points["auc_std"].fillna(0) if "auc_std" in points.columns else 0)  # error bars' end
-    high = max(0.55, float(reach.max()) + 0.03) if len(points) else 0.55
+    shown = pd.concat([points, noise])
+    reach = shown.auc + (shown["auc_std"].fillna(0) if "auc_std" in shown.columns else 0)  # error bars' end
+    high = max(0.55, float(reach.max()) + 0.03) if len(shown) else 0.55
     dashes = itertools.cycle(("dot", "dash", "dashdot", "longdash"))
     for (_, row), dash in zip(pooled.iterrows(), dashes):
         for col in range(1, max(len(regimes), 1) + 1):
@@ -1059,10 +1135,28 @@ def figure_tradeoff(table: pd.DataFrame, k: int | None = None, metric: str = "nd
                 row=1,
                 col=col,
             )
+    line = tradeoff_noise_line(table)
+    if not line.empty:
+        # The noise control: frozen MaxSim plus seeded noise of 1, 2, 4... times its paraphrase spread,
+        # in the frozen panel (the first). A trained verifier off this line is more than noise.
+        fig.add_trace(
+            go.Scatter(
+                x=line.auc,
+                y=line.value,
+                mode="lines+markers+text",
+                text=line.multiple_label,
+                textposition="top right",
+                line={"dash": "dot", "color": "black"},
+                marker={"symbol": "x", "size": 8, "color": "black"},
+                name="noise control: frozen MaxSim + noise",
+            ),
+            row=1,
+            col=1,
+        )
     fig.add_vline(
         x=0.5, line_dash="dot", line_color="gray", annotation_text="chance", annotation_position="bottom left"
     )
-    values = pd.concat([points.value, pooled.value]).astype(float)
+    values = pd.concat([points.value, pooled.value, noise.value]).astype(float)
     pad = max(0.01, 0.05 * float(values.max() - values.min())) if len(values) else 0.01
     fig.update_xaxes(range=[-0.03, high])
     if len(values):  # the lines' traces would otherwise let plotly pick a range that hides the points

@@ -71,6 +71,7 @@ def run_study(
     constants: dict | None = None,
     size_scope: dict | None = None,
     noise_multiples: Sequence[float] = (1.0, 2.0, 4.0),
+    variant_suffix: str = "",
     **train_kwargs,
 ):
     """Train and evaluate every (training data, size, seed), seed by seed. Returns (training summary,
@@ -81,6 +82,8 @@ def run_study(
     are appended there after each variant (`nearmiss.evaluation.NEARMISS_KEY`). Where F1-frozen is
     trained (nothing to learn), the noise control rides along: F1 plus seeded noise at
     `noise_multiples` of its paraphrase spread (`nearmiss.evaluation.noise_controls`; () for none).
+    `variant_suffix` is added to each variant's folder name, so runs that differ in a setting the
+    name does not carry (the budget curve's budgets: `verifiers.budget`) never share a folder.
     """
     summaries, results = [], []
     cache_dir = layout.cache_dir(work_dir)
@@ -90,7 +93,7 @@ def run_study(
     for seed in seeds:
         for train_data, rows in rows_by_data.items():
             for size, (size_names, size_regimes) in plan.items():
-                variant = variant_name(train_data, size, recipe)
+                variant = variant_name(train_data, size, recipe) + variant_suffix
                 fitted, summary = fit_grid(
                     size_names,
                     size_regimes,
@@ -126,6 +129,9 @@ def run_study(
                     on="variant",
                     how="left",
                 )
+                # the noise control's level, so notebook 05 reranks with the very same control
+                sigmas = {name: s.sigma for name, s in scorers.items() if isinstance(s, N.NoisyScorer)}
+                tidy["noise_sigma"] = tidy.variant.map(sigmas).astype(float)
                 if results_path is not None:
                     append_results(tidy, results_path, key=N.NEARMISS_KEY)
                 results.append(tidy)

@@ -1,0 +1,202 @@
+"""The verifier budget curve (compsense.verifiers.budget): its plan, its folders, its table."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from compsense.verifiers import architectures as V
+from compsense.verifiers import budget as B
+from compsense.verifiers import training as T
+
+
+def _rows(n=24):
+    people = ["teacher", "pilot", "farmer", "nurse", "baker", "judge"]
+    things = ["kettle", "ladder", "lamp", "bucket"]
+    rows = []
+    for i in range(n):
+        p, t = people[i % len(people)], things[i % len(things)]
+        anchor = f"The {p} carried the {t}."
+        rows.append(
+            dict(
+                anchor=anchor,
+                positive=anchor,
+                negative=f"The {p} did not carry the {t}.",
+                family="negation",
+                source_id=str(i),
+                split="train",
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def _sets(rows):
+    near = rows[["anchor", "negative", "family"]].rename(columns={"anchor": "sentence1", "negative": "sentence2"})[:6]
+    positives = pd.DataFrame(
+        {"sentence1": near.sentence1, "sentence2": [s.replace("The", "A") for s in near.sentence1]}
+    )
+    return {"negatives-heldout": (positives, near, "sentence1")}
+
+
+def test_plan_runs_the_whole_curve_at_the_first_seed_then_more_seeds_at_the_largest():
+    curve = B.BudgetCurve(examples=(8, 16, 32))
+    assert curve.plan([42, 43, 44]) == [(8, 42), (16, 42), (32, 42), (32, 43), (32, 44)]
+    assert B.BudgetCurve(examples=(8, 16), seeds_at_largest=(43,)).plan([42, 43]) == [(8, 42), (16, 42), (16, 43)]
+    assert B.BudgetCurve().plan([42]) == [] and not B.BudgetCurve().enabled
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"examples": [16, 8]}, "ascending"),
+        ({"examples": [0, 8]}, ">= 1"),
+        ({"examples": 8}, "must be a list"),
+        ({"budgets": [8]}, "unknown keys"),
+        ({"examples": [8], "regimes": ["thawed"]}, "unknown"),
+        ({"examples": [8], "verifiers": ["F9"]}, "F9"),
+    ],
+)
+def test_from_params_refuses_a_bad_plan_naming_the_key(params, message):
+    with pytest.raises(ValueError, match=message):
+        B.BudgetCurve.from_params(params)
+
+
+def test_budget_curve_trains_each_budget_into_its_own_folder_beside_the_noise_line(tiny_encoder, tmp_path):
+    rows = _rows()
+    curve = B.BudgetCurve.from_params(
+        {"examples": [8, 16], "verifiers": ["F3"], "sizes": ["small"], "size_scope": {}, "authors_recipe": False}
+    )
+    training, results = B.run_budget_curve(
+        curve,
+        {"model_b": rows},
+        [1, 2],
+        tiny_encoder,
+        tmp_path,
+        _sets(rows),
+        "tiny",
+        results_path=tmp_path / "budget.parquet",
+        batch_size=4,
+        show_progress=False,
+        budget_examples=999,  # notebook 04's own budget: the curve sets its own
+    )
+    trained = training[training.verifier == "F3-frozen"]
+    assert sorted(zip(trained.budget, trained.seed, trained.examples_seen)) == [(8, 1, 8), (16, 1, 16), (16, 2, 16)]
+    for budget, seed in [(8, 1), (16, 1), (16, 2)]:
+        folder = T.verifier_dir(tmp_path, f"model_b-small{B.budget_suffix(budget)}", seed, "F3-frozen")
+        assert (folder / V.CONFIG_FILE).exists()
+    # the noise line once per seed, at budget 0: frozen MaxSim and its noise control
+    zero = results[results.budget == 0]
+    assert set(zero.variant) == {"F1-frozen", "F1-frozen+noise1x", "F1-frozen+noise2x", "F1-frozen+noise4x"}
+    assert set(zero.seed) == {1, 2}
+    # each noise row carries its sigma (notebook 05 reranks with it); 4x is four times 1x
+    sigma = zero[zero.seed == 1].groupby("variant").noise_sigma.first()
+    assert np.isnan(sigma["F1-frozen"]) and sigma["F1-frozen+noise4x"] == pytest.approx(4 * sigma["F1-frozen+noise1x"])
+    saved = pd.read_parquet(tmp_path / "budget.parquet")
+    assert len(saved) == len(results)  # no budget overwrote another
+
+    runs = B.budget_runs(results)
+    assert {"auc", "pairwise_accuracy", "self_match", "copy_vs_near_miss", "mean_near_miss"} <= set(runs.columns)
+    assert "auc:negation" in runs.columns
+    noise = runs[runs.scorer.str.contains("+noise", regex=False) | (runs.scorer == "F1")]
+    assert (noise.noise_excess <= 1e-9).all()  # the line's own points lie on it (or under a level beside them)
+    table = B.budget_table(runs)
+    largest = table[(table.scorer == "F3") & (table.budget == 16) & (table.metric == "mean_near_miss")]
+    assert largest.seeds.item() == 2 and largest.ci_low.item() < largest["mean"].item() < largest.ci_high.item()
+    smallest = table[(table.scorer == "F3") & (table.budget == 8) & (table.metric == "auc")]
+    assert smallest.seeds.item() == 1 and np.isnan(smallest.ci_low.item())
+
+
+def test_a_finished_curve_is_loaded_not_retrained(tiny_encoder, tmp_path):
+    rows = _rows()
+    curve = B.BudgetCurve(examples=(8,), verifiers=("F3",), sizes=("small",), size_scope={}, authors_recipe=False)
+    args = (curve, {"model_b": rows}, [1], tiny_encoder, tmp_path, _sets(rows), "tiny")
+    first, _ = B.run_budget_curve(*args, batch_size=4, show_progress=False)
+    again, _ = B.run_budget_curve(*args, batch_size=4, show_progress=False)
+    assert first[first.verifier == "F3-frozen"].trained.item()
+    assert again[again.verifier == "F3-frozen"].seconds.item() == first[first.verifier == "F3-frozen"].seconds.item()
+
+
+def test_the_authors_recipe_point_uses_their_loss_and_special_tokens(tiny_encoder, tmp_path, monkeypatch):
+    real = T.authors_recipe
+    monkeypatch.setattr(T, "authors_recipe", lambda *a: {**real(*a), "budget_examples": 8, "batch_size": 4})
+    rows = _rows()
+    curve = B.BudgetCurve(examples=(8,), verifiers=("F4",), sizes=("small",), size_scope={})
+    training, results = B.run_budget_curve(
+        curve, {"model_b": rows}, [1], tiny_encoder, tmp_path, _sets(rows), "tiny", batch_size=4
+    )
+    theirs = training[training.recipe == "authors"]
+    assert list(theirs.verifier) == ["F4-frozen"] and theirs["size"].item() == "paper"
+    folder = T.verifier_dir(tmp_path, "model_b-paper-authors", 1, "F4-frozen")
+    history = V.read_info(folder)["history"]
+    assert history["include_special"] is True and history["hard_negatives"] == "own"  # their tokens, their loss
+    assert (history["lr"], history["weight_decay"], history["in_batch_negatives"]) == (1e-4, 0.01, None)
+    assert set(results[results.recipe == "authors"].budget) == {8}
+
+
+def test_noise_excess_measures_the_distance_above_the_line():
+    runs = pd.DataFrame(
+        {
+            "scorer": ["F1", "F1-frozen+noise1x", "F4", "F4"],
+            "regime": ["frozen", "", "frozen", "frozen"],
+            "seed": [1, 1, 1, 1],
+            "budget": [0, 0, 8, 16],
+            "self_match": [1.0, 0.8, 0.9, 0.5],
+            "auc": [0.1, 0.3, 0.6, 0.5],
+        }
+    )
+    out = B.noise_excess(runs)
+    # the line: (0.5, 0.5) - (0.8, 0.3) - (1.0, 0.1); at self-match 0.9 it is 0.2
+    assert out.noise_excess.tolist() == pytest.approx([0.0, 0.0, 0.4, 0.0])
+
+
+def test_budget_figure_draws_a_line_per_verifier_and_the_noise_line_as_references():
+    from compsense.figures.verifiers import budget_figure
+
+    rows = []
+    for scorer, budget, seeds in [("F4", 8, 1), ("F4", 16, 3), ("F1", 0, 1), ("F1-frozen+noise2x", 0, 1)]:
+        regime = "" if "noise" in scorer else "frozen"
+        for metric in ("auc", "self_match"):
+            rows.append(dict(scorer=scorer, regime=regime, size="small", recipe="equal", budget=budget, metric=metric,
+                             mean=0.4, ci_low=0.3 if seeds > 1 else np.nan, ci_high=0.5 if seeds > 1 else np.nan,
+                             seeds=seeds))  # fmt: skip
+    rows.append({**rows[0], "recipe": "authors", "budget": 48, "size": "paper"})
+    fig = budget_figure(pd.DataFrame(rows))
+    names = [t.name for t in fig.data]
+    assert names.count("F4-frozen (small)") == 2 and "F4-frozen (paper, authors recipe)" in names
+    assert list(fig.data[0].x) == [8, 16] and list(fig.data[0].error_y.array) == pytest.approx([0.0, 0.1])
+    labels = {a.text for a in fig.layout.annotations}
+    assert {"frozen MaxSim", "MaxSim + noise 2x"} <= labels
+
+
+def test_a_curve_on_training_data_notebook_04_did_not_build_is_refused():
+    with pytest.raises(ValueError, match="add it to `train_data`"):
+        B.run_budget_curve(B.BudgetCurve(examples=(8,)), {"balanced": _rows()}, [1], None, "unused", {}, "tiny")
+
+
+def test_budget_view_puts_the_interval_beside_the_mean_where_seeds_give_one():
+    table = pd.DataFrame(
+        [
+            dict(scorer="F4", regime="frozen", size="small", recipe="equal", budget=8, metric="self_match",
+                 mean=0.9, ci_low=np.nan, ci_high=np.nan, seeds=1),
+            dict(scorer="F4", regime="frozen", size="small", recipe="equal", budget=16, metric="self_match",
+                 mean=0.8, ci_low=0.7, ci_high=0.85, seeds=3),
+            dict(scorer="F4", regime="frozen", size="small", recipe="equal", budget=16, metric="mean_near_miss",
+                 mean=0.5, ci_low=0.4, ci_high=0.6, seeds=3),
+        ]
+    )  # fmt: skip
+    view = B.budget_view(table)
+    assert list(view.columns) == ["self_match"]
+    assert view.self_match.tolist() == ["0.900", "0.800 [0.700, 0.850]"]
+
+
+def test_where_noise_levels_share_a_self_match_the_line_is_its_highest_auc_there():
+    runs = pd.DataFrame(
+        {
+            "scorer": ["F1", "F1-frozen+noise1x", "F1-frozen+noise4x", "F4"],
+            "regime": ["frozen", "", "", "frozen"],
+            "seed": [1, 1, 1, 1],
+            "budget": [0, 0, 0, 8],
+            "self_match": [1.0, 1.0, 0.8, 1.0],
+            "auc": [0.1, 0.2, 0.3, 0.5],
+        }
+    )
+    assert B.noise_excess(runs).noise_excess.tolist() == pytest.approx([-0.1, 0.0, 0.0, 0.3])
