@@ -5,7 +5,8 @@ sum of the scores, one thread, the runs of all four interleaved and repeated; th
 median ms per map and the paper / small ratio of each verifier. The maps are random cosines of
 sentence-length pairs (token counts drawn from `--min-len`..`--max-len`, default 10..40, as MRPC
 sentences under MiniLM's tokenizer); the paper-size verifiers put every map on the authors' fixed
-128 x 128 canvas, so their cost hardly depends on the lengths.
+128 x 128 canvas. The paper-size F4 runs only the batch's patch box (its `crop`; the same scores in
+eval mode); it is also timed on the whole canvas (`crop = False`, the code before), side by side.
 
 Why it matters: notebook 04 trains `budget_examples` triplets, each anchor scoring its positive, its
 hard negative and `in_batch_negatives` other candidates: 2,048 x 6 = 12,288 maps forward and backward
@@ -60,15 +61,21 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-len", type=int, default=10)
     parser.add_argument("--max-len", type=int, default=40)
     parser.add_argument("--dim", type=int, default=384, help="the encoder's dimension (paper F4's width)")
+    parser.add_argument("--verifiers", default="F3,F4", help="comma-separated: F3, F4 (F3 paper is slow)")
     parser.add_argument("--out", help="write the table as JSON here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     batch = maps(args.maps, args.min_len, args.max_len)
+    names = [n.strip() for n in args.verifiers.split(",") if n.strip()]
     verifiers = {}
-    for name in ("F3", "F4"):
+    for name in names:
         for size in ("small", "paper"):
             kwargs = V.sized_kwargs(name, size, encoder_dim=args.dim, max_seq_length=128)
             verifiers[(name, size)] = V.create(name, seed=0, size=size, **kwargs).train()
+        if name == "F4":  # the authors' F4 on the whole canvas: the same weights, crop off
+            whole = V.create(name, seed=0, size="paper", **V.sized_kwargs(name, "paper", args.dim, 128)).train()
+            whole.crop = False
+            verifiers[(name, "canvas")] = whole
     for verifier in verifiers.values():  # warm-up: allocator and kernels outside the timing
         ms_per_map(verifier, batch)
     times = {key: [] for key in verifiers}
@@ -76,8 +83,9 @@ def main(argv=None) -> dict:
         for key, verifier in verifiers.items():
             times[key].append(ms_per_map(verifier, batch))
     rows = []
-    for name in ("F3", "F4"):
+    for name in names:
         small, paper = (statistics.median(times[(name, s)]) for s in ("small", "paper"))
+        canvas = statistics.median(times[(name, "canvas")]) if (name, "canvas") in times else None
         rows.append(
             {
                 "verifier": name,
@@ -86,15 +94,22 @@ def main(argv=None) -> dict:
                 "small_ms_per_map": round(small, 3),
                 "paper_ms_per_map": round(paper, 3),
                 "ratio": round(paper / small, 1),
+                "paper_whole_canvas_ms_per_map": None if canvas is None else round(canvas, 3),
+                "crop_speedup": None if canvas is None else round(canvas / paper, 1),
             }
         )
     print(f"{args.maps} maps, {args.min_len}-{args.max_len} tokens, {args.threads} thread(s), median of {args.repeats}")
-    print("| verifier | parameters small / paper | ms per map small | ms per map paper | paper / small |")
-    print("| --- | --- | --- | --- | --- |")
+    print(
+        "| verifier | parameters small / paper | ms per map small | ms per map paper | paper / small "
+        "| ms per map paper, whole canvas | whole canvas / patch box |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
+        canvas = "–" if r["paper_whole_canvas_ms_per_map"] is None else r["paper_whole_canvas_ms_per_map"]
+        speedup = "–" if r["crop_speedup"] is None else f"{r['crop_speedup']}x"
         print(
             f"| {r['verifier']} | {r['small_parameters']:,} / {r['paper_parameters']:,} | {r['small_ms_per_map']} "
-            f"| {r['paper_ms_per_map']} | {r['ratio']}x |"
+            f"| {r['paper_ms_per_map']} | {r['ratio']}x | {canvas} | {speedup} |"
         )
     result = {"settings": vars(args), "rows": rows, "torch": torch.__version__}
     if args.out:

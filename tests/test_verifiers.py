@@ -207,3 +207,31 @@ def test_loose_configs_and_pairs_are_refused(tmp_path):
     with pytest.raises(ValueError, match="missing text"):
         V.as_pairs(pd.DataFrame({"sentence1": ["a", None], "sentence2": ["b", "c"]}))
     assert V.as_pairs([("q", "d")]) == [("q", "d")]
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_the_authors_f4_on_the_batch_patch_box_scores_as_on_the_whole_canvas(layers, pair_batches):
+    q, d = pair_batches
+    verifier = V.create("F4", size="paper", canvas=64, dim=16, layers=layers, seed=0).eval()
+    with torch.no_grad():
+        verifier.pos.normal_(0.0, 1.0)  # positions that matter: a patch at the wrong place changes the score
+    M, q_mask, d_mask = similarity_map(q, d)
+    assert 8 < M.shape[1] <= 24 and 8 < M.shape[2] <= 24  # short pairs: a corner of the 8 x 8 patch grid
+    cropped = V.score_maps(verifier, M, q_mask, d_mask)
+    verifier.crop = False
+    canvas = V.score_maps(verifier, M, q_mask, d_mask)
+    assert canvas.abs().max() < 0.99  # tanh not saturated: a difference would show
+    torch.testing.assert_close(cropped, canvas, rtol=0, atol=1e-5)
+    # a map longer than the canvas is trimmed both ways, as the authors' is
+    long_map = torch.rand(2, 80, 70)
+    masks = torch.ones(2, 80, dtype=torch.bool), torch.ones(2, 70, dtype=torch.bool)
+    verifier.crop = True
+    torch.testing.assert_close(V.score_maps(verifier, long_map, *masks), canvas_scores(verifier, long_map, masks))
+
+
+def canvas_scores(verifier, M, masks):
+    verifier.crop = False
+    try:
+        return V.score_maps(verifier, M, *masks)
+    finally:
+        verifier.crop = True

@@ -394,13 +394,27 @@ class PaperPatchTransformerVerifier(Verifier):
         )
         self.head = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(dim, 1))
 
+    # Run only the patches a valid cell of the batch can reach (see `forward`); False: the whole canvas.
+    crop = True
+
     def forward(self, M, q_mask, d_mask):
+        """The authors' geometry on a fixed canvas, computed on the batch's patch box only: patches
+        beyond the longest pair hold no valid cell, so they are masked as attention keys and [CLS]
+        never reads them; each kept patch keeps its canvas position. Scores in eval mode are those
+        of the whole canvas (tests/test_verifiers.py), at a fraction of the cost for sentence pairs
+        (~25 tokens: 4 x 4 of 16 x 16 patches; benchmarks/bench_verifier_sizes.py). In training
+        mode only the dropout draws differ. F3 has no such shortcut: its batch norm and average
+        pooling read the empty canvas."""
         M, q_mask, d_mask = pack_map(M, q_mask, d_mask)
         cells = _cells(q_mask, d_mask)
-        x = _on_canvas(_map_channels(M, cells, q_mask, d_mask), self.canvas)
-        valid = _on_canvas(cells[:, None].float(), self.canvas)
-        tokens = self.patch_embed(x).flatten(2).transpose(1, 2)  # [B, patches, dim]
-        tokens = torch.cat([self.cls.expand(len(tokens), -1, -1), tokens], dim=1) + self.pos
+        p, side = self.patch_size, self.canvas // self.patch_size
+        rows, cols = (min(side, -(-M.shape[1] // p)), min(side, -(-M.shape[2] // p))) if self.crop else (side, side)
+        x = _on_grid(_map_channels(M, cells, q_mask, d_mask), rows * p, cols * p)
+        valid = _on_grid(cells[:, None].float(), rows * p, cols * p)
+        tokens = self.patch_embed(x).flatten(2).transpose(1, 2)  # [B, rows x cols patches, dim]
+        where = (torch.arange(rows, device=M.device)[:, None] * side + torch.arange(cols, device=M.device)).flatten()
+        pos = torch.cat([self.pos[:, :1], self.pos[:, 1 + where]], dim=1)  # each patch's canvas position
+        tokens = torch.cat([self.cls.expand(len(tokens), -1, -1), tokens], dim=1) + pos
         tokens = self.dropout(self.norm(tokens))
         patch_valid = F.max_pool2d(valid, self.patch_size).flatten(1) > 0
         ignore = torch.cat([torch.zeros_like(patch_valid[:, :1]), ~patch_valid], dim=1)
@@ -675,8 +689,13 @@ def _map_channels(M, cells, q_mask, d_mask) -> torch.Tensor:
 
 def _on_canvas(x, canvas: int) -> torch.Tensor:
     """[B, C, H, W] zero-padded or trimmed to [B, C, canvas, canvas] (the authors' fixed input size)."""
-    x = F.pad(x, (0, max(0, canvas - x.shape[3]), 0, max(0, canvas - x.shape[2])))
-    return x[:, :, :canvas, :canvas]
+    return _on_grid(x, canvas, canvas)
+
+
+def _on_grid(x, height: int, width: int) -> torch.Tensor:
+    """[B, C, H, W] zero-padded or trimmed to [B, C, height, width]."""
+    x = F.pad(x, (0, max(0, width - x.shape[3]), 0, max(0, height - x.shape[2])))
+    return x[:, :, :height, :width]
 
 
 def token_positions(mask, normalize: bool) -> torch.Tensor:
