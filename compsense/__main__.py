@@ -141,6 +141,8 @@ def _dispatch(args) -> int:
     try:
         return reproduce(args.profile, only=only, force=args.force, out=args.out, overrides=args.overrides)
     except Refused as err:
+        if args.debug:
+            raise
         print(f"compsense reproduce: {err}", file=sys.stderr)
         return 2
 

@@ -8,11 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from miniproject import CODE, make_project, start_driver, statuses, summary, write_notebook
 
+from compsense.__main__ import main as cli
 from compsense.core import storage as io
 from compsense.data import datasets as data
 from compsense.data.datasets import DataError
@@ -150,6 +153,7 @@ def test_two_runs_at_once_one_refuses_the_other_completes(project):
 WRITER = """
 import sys
 import pandas as pd
+from compsense.__main__ import main as cli
 from compsense.core import storage as io
 i = 0
 while True:
@@ -180,3 +184,70 @@ def test_killed_mid_write_leaves_the_old_or_the_new_file_whole(tmp_path):
         assert len(frame) == 20_000 and frame["i"].nunique() == 1
     visible = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
     assert visible == ["results.parquet", "stages.json"]
+
+
+# ---------------------------------------------------------------------------------------------
+# a folder that cannot be written: refused in one line naming it and the fix, before anything runs
+
+
+def _unwritable(tmp_path) -> Path:
+    """A folder this process cannot write in: a read-only one, or, as root (whom file modes do not
+    stop), a new folder in sysfs, which refuses new entries to everyone."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return folder
+    if not os.path.isdir("/sys/fs"):
+        pytest.skip("root without sysfs: no folder here refuses a write")
+    return Path("/sys/fs/compsense-test")
+
+
+def _one_line(err: str) -> str:
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("where", ["work_dir", "--out"])
+def test_a_read_only_work_dir_or_out_refuses_reproduce_in_one_line(project, tmp_path, capsys, where):
+    folder = _unwritable(tmp_path)
+    args = ["reproduce", "--profile", "smoke"]
+    if where == "--out":
+        args += ["--out", str(folder / "run")]
+    else:
+        (project / "params" / "smoke.yaml").write_text(
+            yaml.safe_dump({"common": {"value": 2, "work_dir": str(folder)}})
+        )
+    assert cli(args) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert f"cannot write in {folder}" in err and "Fix: make it writable" in err, err
+    assert not (project / "runs" / "smoke" / "stages.json").exists()  # no stage ran
+    with pytest.raises(runner.Refused, match="cannot write in"):  # --debug: the error itself
+        cli(["--debug", *args])
+
+
+def test_a_read_only_out_refuses_evaluate_in_one_line_before_the_model_loads(tmp_path, monkeypatch, capsys):
+    import compsense.core.encoders
+
+    monkeypatch.setattr(compsense.core.encoders, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    folder = _unwritable(tmp_path)
+    data_dir = _beir(tmp_path / "data" / "scifact").parent
+    args = ["evaluate", "tiny-bert", "scifact", "--data-dir", str(data_dir), "--out", str(folder / "out")]
+    assert cli(args) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert f"--out {folder / 'out'}: cannot write in {folder / 'out'}" in err and "Fix: pass --out a folder" in err
+
+
+def _beir(folder: Path, n_docs: int = 6) -> Path:
+    """A small BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv."""
+    (folder / "qrels").mkdir(parents=True)
+    docs = "".join(
+        json.dumps({"_id": f"d{i}", "title": "", "text": f"document number {i}"}) + "\n" for i in range(n_docs)
+    )
+    (folder / "corpus.jsonl").write_text(docs)
+    queries = "".join(json.dumps({"_id": f"q{i}", "text": f"number {i}"}) + "\n" for i in range(3))
+    (folder / "queries.jsonl").write_text(queries)
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(3))
+    )
+    return folder

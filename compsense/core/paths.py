@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 ENV_DATA_DIR = "COMPSENSE_DATA_DIR"
@@ -86,6 +87,22 @@ def resolve(path: str | os.PathLike) -> Path:
     (papermill and JupyterLab run notebooks from notebooks/)."""
     path = Path(path).expanduser()
     return path if path.is_absolute() else repo_root() / path
+
+
+def check_can_write(folder: str | os.PathLike, what: str, fix: str) -> Path:
+    """`folder`, once a file could be created in it (or, when it does not exist yet, in the nearest
+    folder above it, where it would be made); else PermissionError naming `what`, the folder and
+    `fix`. Asked before a long job starts, so a read-only folder or disk stops it at once and not at its
+    first write. A real write is tried (an unnamed temporary file: nothing is left, nothing is
+    created), not os.access: root passes every mode check, yet a read-only mount refuses even root."""
+    path = resolve(folder)
+    probe = next((p for p in (path, *path.parents) if p.exists()), path)
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as err:  # EACCES, EPERM, EROFS (read-only file system), ENOSPC ...
+        raise PermissionError(f"{what}: cannot write in {path} ({err.strerror or err}). Fix: {fix}") from None
+    return path
 
 
 def workspace(work_dir: str | os.PathLike, *parts: str) -> Path:

@@ -28,7 +28,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from compsense.core.layout import NOT_OUTPUTS
-from compsense.core.paths import git_commit, local_data_dir, repo_root, resolve
+from compsense.core.paths import check_can_write, git_commit, local_data_dir, repo_root, resolve
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters
 from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
@@ -155,7 +155,6 @@ def reproduce(
     except (ValueError, FileNotFoundError) as err:
         raise Refused(str(err)) from None
     stages = select_stages(only)
-    check_stage_data(profile, stages, profile_data)
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     if work_dir is not None:
         check_writable(work_dir, f"params/{profile}.yaml: `work_dir: {common['work_dir']}`", f"use runs/{profile}")
@@ -163,6 +162,8 @@ def reproduce(
         check_writable(out, f"--out {out}", f"leave --out out (a new folder under runs/{profile}/) or name one there")
     figures_dir = run_figures_dir(profile, common)
     profile_dir = resolve(f"runs/{profile}")
+    check_disk_writes(profile, common, out, figures_dir, profile_dir)
+    check_stage_data(profile, stages, profile_data)
     with (
         run_lock(profile_dir, f"profile {profile}"),
         run_lock(work_dir if work_dir not in (None, profile_dir) else None, f"work_dir {work_dir}"),
@@ -284,6 +285,31 @@ def check_stage_data(profile: str, stages: list[Path], profile_data: dict) -> No
     if bad:
         lines = "\n".join(f"  {c.what}: {c.detail}. Fix: {c.fix}" for c in bad)
         raise Refused(f"the data these stages read is not what {profile}'s runs need:\n{lines}")
+
+
+def check_disk_writes(profile: str, common: dict, out: str | None, figures_dir: Path, profile_dir: Path) -> None:
+    """Refuse to start when a folder the run writes into cannot be written (a read-only folder or
+    disk): runs/<profile> (stages.json and the lock), the work_dir, the run folder and the figures
+    folder, each tried with a real write before any stage runs, rather than failing at its first write
+    with a bare PermissionError."""
+    how = "make it writable (chmod -R u+w, or a disk not mounted read-only)"
+    places = [(profile_dir, f"runs/{profile} (stages.json and the run lock)", how)]
+    if "work_dir" in common:
+        places.append(
+            (
+                common["work_dir"],
+                f"params/{profile}.yaml: `work_dir: {common['work_dir']}`",
+                f"{how}, or set work_dir to a folder you can write",
+            )
+        )
+    if out:
+        places.append((out, f"--out {out}", f"{how}, or pass --out a folder you can write"))
+    places.append((figures_dir, f"params/{profile}.yaml: figures folder", f"{how}, or set figures_dir"))
+    for folder, what, fix in places:
+        try:
+            check_can_write(folder, what, fix)
+        except PermissionError as err:
+            raise Refused(str(err)) from None
 
 
 COMMITTED_FIGURES = "figures"  # the repository's published figures: written by `make figures` only

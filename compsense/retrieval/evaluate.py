@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from compsense.core.encoders import find_backbone, load_encoder, quiet_transformers
-from compsense.core.paths import local_data_dir, resolve
+from compsense.core.paths import check_can_write, local_data_dir, resolve
 from compsense.core.storage import TIDY_KEY, append_results, file_digest, write_json
 from compsense.retrieval.harness import METRICS, evaluate_dataset, is_nanobeir, load_eval_datasets
 
@@ -165,7 +165,8 @@ def main(model: str, datasets: list[str], **kwargs) -> int:
 
 
 def _check_model_and_out(model: str, backbone, out) -> None:
-    """Fail before loading anything: a model path that is not there or holds no model, an --out that is a file."""
+    """Fail before loading anything: a model path that is not there or holds no model, an --out that is
+    a file or cannot be written."""
     given = Path(str(model)).expanduser()
     looks_local = given.is_absolute() or str(model).startswith(".") or given.exists()
     if backbone is None and looks_local:
@@ -181,6 +182,12 @@ def _check_model_and_out(model: str, backbone, out) -> None:
             )
     if resolve(out).exists() and not resolve(out).is_dir():
         raise NotADirectoryError(f"--out {out}: a file, not a folder. Fix: name a folder (default runs/evaluate)")
+    check_can_write(
+        out,
+        f"--out {out}",
+        "pass --out a folder you can write (default runs/evaluate), or make this one writable "
+        "(chmod -R u+w, or a disk not mounted read-only)",
+    )
 
 
 def model_label(model: str, backbone=None) -> str:
