@@ -4,6 +4,7 @@ truncate, delete, corrupt, run twice at once, kill mid-write. None of these may 
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -251,3 +252,43 @@ def _beir(folder: Path, n_docs: int = 6) -> Path:
         "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(3))
     )
     return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# an end-to-end verifier whose encoder/ was deleted: named, and trained again, never the hub
+
+
+def _e2e_triplets(n=16):
+    rows = [
+        (f"The {s} is near the {o}.", f"A {s} near a {o}.", f"The {o} is near the {s}.")
+        for s, o in [("dog", "ball"), ("cat", "box"), ("man", "cup"), ("girl", "tree")] * (n // 4)
+    ]
+    return pd.DataFrame(rows, columns=["anchor", "positive", "negative"])
+
+
+def test_an_end_to_end_verifier_without_its_encoder_is_trained_again(tiny_encoder, tmp_path):
+    from compsense.verifiers import training
+
+    out = tmp_path / "F2-end2end"
+    kwargs = dict(budget_examples=8, batch_size=4, show_progress=False)
+    training.fit_verifier("F2", "end2end", tiny_encoder, _e2e_triplets(), out, **kwargs)
+    shutil.rmtree(out / "encoder")  # the verifier's weights and record remain
+    with pytest.warns(UserWarning, match=r"F2-end2end/encoder: missing .*training it again"):
+        _, encoder, _ = training.fit_verifier("F2", "end2end", tiny_encoder, _e2e_triplets(), out, **kwargs)
+    assert (out / "encoder" / "modules.json").is_file() and encoder is not tiny_encoder
+
+
+def test_reranking_or_exploring_with_a_missing_end_to_end_encoder_names_the_folder(tiny_encoder, tmp_path, caplog):
+    from compsense.core.layout import verifier_dir
+    from compsense.explorer.core import discover_verifiers
+    from compsense.verifiers import architectures as V
+    from compsense.verifiers import rerank
+
+    folder = verifier_dir(tmp_path, "identity-small", 42, "F3-end2end")
+    V.save(V.create("F3", seed=0), folder, extra={"encoder": "encoder/"})  # as training saves it, minus encoder/
+    fix = r"F3-end2end/encoder: missing .* Fix: re-train it: re-run notebook 04 .*--only 04"
+    with pytest.raises(V.MissingEncoder, match=fix):
+        rerank.find_methods(tmp_path, ["F1", "F3"], ["frozen", "end2end"], tiny_encoder)
+    found = discover_verifiers(tmp_path)  # never offered to score maps of the selected encoder instead
+    assert not any("F3-end2end" in label for label in found)
+    assert any("MissingEncoder" in r.message and "F3-end2end/encoder: missing" in r.message for r in caplog.records)

@@ -36,9 +36,11 @@ from compsense.core.layout import FINAL, trained_model_dirs, verifiers_root
 from compsense.data.negatives import perturb
 from compsense.verifiers.architectures import (
     CONFIG_FILE,
+    ENCODER_DIR,
     AlignVerifier,
     create,
     load,
+    own_encoder_dir,
     read_info,
     score_maps,
     token_positions,
@@ -238,15 +240,15 @@ def discover_verifiers(work_dir: str | os.PathLike | None) -> dict[str, Verifier
     root = verifiers_root(work_dir)
     for config in sorted(root.glob(f"**/{CONFIG_FILE}")):
         folder = config.parent
-        if "encoder" in folder.relative_to(root).parts:  # an end-to-end run's encoder, not a verifier
+        if ENCODER_DIR in folder.relative_to(root).parts:  # an end-to-end run's encoder, not a verifier
             continue
-        try:
+        try:  # an end-to-end verifier without its encoder would score maps of the wrong one: MissingEncoder
             verifier, info = load(folder), read_info(folder)
+            encoder_dir = own_encoder_dir(folder, info)
         except Exception as err:
             log.warning("explorer: skipping %s (%s: %s)", folder, err.__class__.__name__, err)
             continue
-        encoder_dir = folder / "encoder"
-        own_encoder = str(encoder_dir) if (encoder_dir / "modules.json").exists() else None
+        own_encoder = str(encoder_dir) if encoder_dir else None
         label = f"{folder.relative_to(root).as_posix()} (trained{', own encoder' if own_encoder else ''})"
         entries[label] = VerifierEntry(label, verifier, own_encoder, folder, info)
     return entries

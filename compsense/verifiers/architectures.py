@@ -48,6 +48,7 @@ ALIASES = {"mean": "F0", "maxsim": "F1", "align": "F2", "cnn": "F3", "transforme
 NAMES = ("F0", "F1", "F2", "F3", "F4")
 CONFIG_FILE = "verifier.json"
 WEIGHTS_FILE = "verifier.safetensors"
+ENCODER_DIR = "encoder"  # an end-to-end verifier's own fine-tuned encoder, beside its weights
 
 
 class Verifier(nn.Module):
@@ -558,6 +559,34 @@ def read_info(directory: str | os.PathLike) -> dict:
     if not isinstance(info, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(info).__name__}; re-train the verifier")
     return info
+
+
+class MissingEncoder(FileNotFoundError):
+    """An end-to-end verifier whose own encoder folder is gone: it cannot score (its weights read the
+    maps of the encoder it was fine-tuned with, no other); the message names the folder and the fix."""
+
+
+def own_encoder_dir(directory: str | os.PathLike, info: dict | None = None, end2end: bool | None = None) -> Path | None:
+    """<directory>/encoder/ for an end-to-end verifier, None for one that reads the backbone's maps.
+    `end2end` None: decided by `info` (the saved JSON; `training.fit_verifier` records "encoder/") or
+    the folder's name (the layout's <F>-end2end). Raises MissingEncoder when an end-to-end verifier's
+    encoder folder (its modules.json) is gone while its weights remain: loading the path then asked
+    the hub for a model named like it ("Repo id must be ...")."""
+    directory = Path(directory)
+    if end2end is None:
+        info = read_info(directory) if info is None else info
+        end2end = info.get("encoder") == f"{ENCODER_DIR}/" or directory.name.endswith("-end2end")
+    if not end2end:
+        return None
+    folder = directory / ENCODER_DIR
+    if not (folder / "modules.json").is_file():
+        raise MissingEncoder(
+            f"{folder}: missing (no modules.json), so the end-to-end verifier {directory.name} cannot score: it "
+            "reads only the maps of the encoder it was fine-tuned with. Fix: re-train it: re-run notebook 04 "
+            "(`python -m compsense reproduce --profile PROFILE --only 04`, or notebooks/04_verifiers.ipynb), "
+            "which trains a verifier whose encoder is missing again"
+        )
+    return folder
 
 
 @torch.no_grad()

@@ -22,9 +22,9 @@ import torch
 from compsense.core.encoders import load_encoder
 from compsense.core.storage import write_json
 from compsense.verifiers import architectures as V
+from compsense.verifiers.architectures import ENCODER_DIR
 
 RERANKER_FILE = "reranker.json"
-ENCODER_DIR = "encoder"
 
 
 class EvaluationRecord:

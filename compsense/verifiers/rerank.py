@@ -432,8 +432,8 @@ def find_methods(
             label = method_label(name_regime, folder_variant, variants)
             folder = verifier_dir(work_dir, folder_variant, verifier_seed, name_regime)
             complete = (folder / V.CONFIG_FILE).exists() and (folder / V.WEIGHTS_FILE).exists()
-            if regime == "end2end":
-                complete = complete and (folder / "encoder" / "modules.json").exists()
+            # an end-to-end verifier saved without its encoder is damaged, not absent: MissingEncoder names the fix
+            own = V.own_encoder_dir(folder, end2end=regime == "end2end") if complete else None
             found = dict(seed=verifier_seed, verifier_variant=folder_variant)
             if complete:
                 verifier = V.load(folder, device=device)
@@ -445,9 +445,9 @@ def find_methods(
                 encoder = base_encoder
                 if regime == "frozen":
                     notes += _encoder_mismatch(label, folder, base_encoder)
-                if regime == "end2end":
+                if own is not None:
                     with quiet_transformers():
-                        encoder = load_encoder(folder / "encoder", device=device, max_seq_length=max_seq_length)
+                        encoder = load_encoder(own, device=device, max_seq_length=max_seq_length)
                 methods.append(Method(label, name, regime, verifier, encoder, "notebook 04", **found))
             elif fallback and folder_variant == variants[0] and regime == "frozen" and name in TRAINING_FREE:
                 verifier = V.create(name, include_special=include_special).eval()

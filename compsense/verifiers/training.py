@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -41,11 +42,14 @@ from compsense.data.datasets import load_mrpc
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.verifiers.architectures import (
     CONFIG_FILE,
+    ENCODER_DIR,
+    MissingEncoder,
     Verifier,
     canonical_name,
     create,
     load,
     n_parameters,
+    own_encoder_dir,
     read_info,
     save,
     sized_kwargs,
@@ -344,11 +348,14 @@ def fit_verifier(
     if not force and (out_dir / CONFIG_FILE).exists():
         info = read_info(out_dir)
         if info.get("settings") == json.loads(json.dumps(settings, default=str)):
-            verifier = load(out_dir, device=device)
-            trained_encoder = encoder
-            if regime == "end2end":
-                trained_encoder = load_encoder(out_dir / "encoder", device=device)
-            return verifier, trained_encoder, info["history"]
+            try:  # a finished end-to-end run lacking its encoder is not finished: it trains again
+                own = own_encoder_dir(out_dir, end2end=regime == "end2end")
+            except MissingEncoder as err:
+                warnings.warn(f"{err}; training it again now", stacklevel=2)
+            else:
+                verifier = load(out_dir, device=device)
+                trained_encoder = load_encoder(own, device=device) if own else encoder
+                return verifier, trained_encoder, info["history"]
     verifier = create(name, seed=seed, **(verifier_kwargs or {}))
     trained_encoder = copy.deepcopy(encoder) if regime == "end2end" else encoder
     history = train_verifier(
@@ -362,14 +369,14 @@ def fit_verifier(
         **train_kwargs,
     )
     if regime == "end2end":
-        _save_encoder(trained_encoder, out_dir / "encoder")
+        _save_encoder(trained_encoder, out_dir / ENCODER_DIR)
     save(
         verifier,
         out_dir,
         extra={
             "settings": settings,
             "history": history,
-            "encoder": "encoder/" if regime == "end2end" else "frozen backbone",
+            "encoder": f"{ENCODER_DIR}/" if regime == "end2end" else "frozen backbone",
         },
     )
     return verifier, trained_encoder, history
