@@ -292,3 +292,22 @@ def test_reranking_or_exploring_with_a_missing_end_to_end_encoder_names_the_fold
     found = discover_verifiers(tmp_path)  # never offered to score maps of the selected encoder instead
     assert not any("F3-end2end" in label for label in found)
     assert any("MissingEncoder" in r.message and "F3-end2end/encoder: missing" in r.message for r in caplog.records)
+
+
+# ---------------------------------------------------------------------------------------------
+# the explorer: a text cut to the encoder's length, or one with no tokens, is said so on screen
+
+
+def test_the_explorer_says_when_it_cut_a_text_or_a_text_has_no_tokens(tiny_encoder, tmp_path):
+    from compsense.explorer.core import Session, scores_html
+
+    session = Session(tmp_path)
+    session.add_encoder("tiny (test)", tiny_encoder, first=True)
+    limit = tiny_encoder.max_seq_length
+    view = session.view(" ".join(["the dog"] * 3000), "The dog chased the cat.")  # 6,000 words
+    assert len(view.query_tokens) == limit - 2  # what the encoder kept: [CLS] and [SEP] are not on the map
+    (note,) = view.notes
+    assert note.startswith("sentence A is 6,002 tokens long, cut to the encoder's max_seq_length of ")
+    assert f"read only its first {limit - 2} tokens" in note and "cut to the encoder" in scores_html(view)
+    view = session.view("", "\u200b\u200b")  # empty, and only characters the tokenizer drops
+    assert [n.split(" has ")[0] for n in view.notes if "has no tokens" in n] == ["sentence A", "sentence B"]

@@ -95,7 +95,7 @@ class PairView:
     scores: dict[str, float]
     alignment: np.ndarray | None = None
     explained: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # shown beside the scores: a sentence cut or without tokens, ...
 
 
 class TextCache:
@@ -109,6 +109,7 @@ class TextCache:
         self.encoded = 0
         self._tokens: OrderedDict = OrderedDict()
         self._pooled: OrderedDict = OrderedDict()
+        self._lengths: OrderedDict = OrderedDict()
 
     def tokens(self, texts: Sequence[str], include_special: bool = False) -> list[tuple[torch.Tensor, list[str]]]:
         """(embeddings [L, D] on the CPU, L2-normalized; tokens) of each text."""
@@ -135,6 +136,16 @@ class TextCache:
             for text, vec in zip(missing, emb):
                 self._put(self._pooled, text, vec)
         return np.stack([self._get(self._pooled, t) for t in texts])
+
+    def length(self, text: str) -> int | None:
+        """Tokens the encoder's tokenizer makes of `text` before any truncation, special tokens
+        included (None for an encoder without a tokenizer to ask)."""
+        tokenizer = getattr(self.encoder, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        if text not in self._lengths:  # verbose=False: no "longer than the maximum" warning, the note says it
+            self._put(self._lengths, text, len(tokenizer(text, truncation=False, verbose=False)["input_ids"]))
+        return self._get(self._lengths, text)
 
     def batch(self, texts: Sequence[str], include_special: bool = False):
         """A packed simmap.TokenBatch of `texts`, padded to the longest of them."""
@@ -166,6 +177,24 @@ def token_map(cache: TextCache, query: str, document: str, include_special: bool
     M, q_mask, d_mask = similarity_map(q, d)
     lq, ld = int(q_mask.sum()), int(d_mask.sum())
     return M[0, :lq, :ld].numpy().copy(), q.tokens[0], d.tokens[0]
+
+
+def text_notes(cache: TextCache, which: str, text: str, kept: int) -> list[str]:
+    """What the view must say about one of its sentences (`which`: "A" or "B"; `kept`: its tokens on
+    the map): that it has none, so its scores are placeholders, or that the encoder cut it to its
+    max_seq_length, so the map and every score read only its start."""
+    if kept == 0:
+        return [
+            f"sentence {which} has no tokens (empty, or only characters the tokenizer drops): its scores are "
+            "placeholders, not judgements; type a sentence"
+        ]
+    total, limit = cache.length(text), getattr(cache.encoder, "max_seq_length", None)
+    if total is not None and limit and total > limit:
+        return [
+            f"sentence {which} is {total:,} tokens long, cut to the encoder's max_seq_length of {limit}: the map "
+            f"and every score read only its first {kept} tokens"
+        ]
+    return []
 
 
 def maxsim_matches(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -323,11 +352,13 @@ class Session:
         """The map of (query, document), MaxSim matches, every score, and the `explain` verifier's
         alignment when it has one (F2)."""
         encoder = encoder or self.default_encoder
-        M, q_tokens, d_tokens = token_map(self.cache(encoder), query, document)
+        cache = self.cache(encoder)
+        M, q_tokens, d_tokens = token_map(cache, query, document)
         cols, values = maxsim_matches(M)
         scores = {k: float(v[0]) for k, v in self.scores(encoder, query, [document]).items()}
         entry = self.verifiers.get(explain) if explain else None
-        alignment, notes = None, list(self.problems.values())
+        notes = text_notes(cache, "A", query, len(q_tokens)) + text_notes(cache, "B", document, len(d_tokens))
+        alignment, notes = None, notes + list(self.problems.values())
         if entry is not None:
             weights = soft_alignment(entry.verifier, M) if entry.encoder is None else None
             alignment = weights.argmax(axis=1) if weights is not None else None
