@@ -311,3 +311,48 @@ def test_the_explorer_says_when_it_cut_a_text_or_a_text_has_no_tokens(tiny_encod
     assert f"read only its first {limit - 2} tokens" in note and "cut to the encoder" in scores_html(view)
     view = session.view("", "\u200b\u200b")  # empty, and only characters the tokenizer drops
     assert [n.split(" has ")[0] for n in view.notes if "has no tokens" in n] == ["sentence A", "sentence B"]
+
+
+# ---------------------------------------------------------------------------------------------
+# a skewed clock: the latest run is the one that ran last, whatever its timestamps say
+
+
+def _run_folder(runs: Path, name: str, **summary) -> Path:
+    folder = runs / "smoke" / name
+    folder.mkdir(parents=True)
+    (folder / "report.md").write_text("# compsense report\n")
+    (folder / "summary.json").write_text(json.dumps({"profile": "smoke", **summary}))
+    return folder
+
+
+def test_a_run_whose_clock_was_ahead_is_not_published_as_the_latest(tmp_path):
+    from compsense.pipeline import publish
+
+    runs = tmp_path / "runs"
+    _run_folder(runs, "20261201-090000", finished="20261201-091000")  # from before runs were numbered
+    _run_folder(runs, "20991231-235959", finished="20991231-235959")  # ... one whose clock was ahead
+    assert publish.latest_run("smoke", runs).name == "20991231-235959"  # old runs: as before, by `finished`
+    _run_folder(runs, "20991231-235960", finished="20991231-235999", sequence=1)  # numbered, its clock ahead
+    newest = _run_folder(runs, "20261202-100000", finished="20261202-101000", sequence=2)
+    assert publish.latest_run("smoke", runs) == newest
+
+
+@pytest.mark.slow
+def test_the_runner_numbers_runs_in_the_order_they_ran_whatever_the_clock(project, monkeypatch):
+    from datetime import datetime
+
+    from compsense.pipeline import publish
+
+    class Ahead(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2099, 1, 1, tzinfo=tz)
+
+    monkeypatch.setattr(runner, "datetime", Ahead)
+    assert runner.reproduce("smoke") == 0
+    monkeypatch.setattr(runner, "datetime", datetime)  # the clock put right
+    assert runner.reproduce("smoke") == 0
+    runs = sorted((p for p in (project / "runs" / "smoke").iterdir() if p.name[:1].isdigit()), key=lambda p: p.name)
+    assert len(runs) == 2 and runs[1].name.startswith("2099")  # the first run's folder sorts last
+    assert [json.loads((p / "summary.json").read_text())["sequence"] for p in runs] == [2, 1]
+    assert publish.latest_run("smoke", project / "runs") == runs[0]

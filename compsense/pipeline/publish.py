@@ -40,24 +40,29 @@ class NothingToPublish(RuntimeError):
 
 
 def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
-    """The run folder under runs/<profile>/ that finished last (its summary.json's `finished`, then its
-    name) among those with a report."""
+    """The run folder under runs/<profile>/ that ran last, among those with a report: the highest
+    `sequence` in its summary.json (the runner numbers a profile's runs under its run lock:
+    `runner.next_run_sequence`); among runs from before that number (sequence 0, all of them before any
+    numbered run) their `finished`, then the folder name. Not `finished` first: it is the wall clock of
+    the machine that ran it, and one clock set ahead (or a run copied from a machine whose clock was)
+    would be published as the latest forever."""
     folder = resolve(runs_dir) / check_profile_name(profile)
     found = []
     for summary in folder.glob("*/summary.json") if folder.is_dir() else []:
         if not (summary.parent / "report.md").exists():
             continue
         try:
-            finished = str(read_json(summary).get("finished", ""))
-        except (CorruptFile, AttributeError):
-            finished = ""
-        found.append((finished, summary.parent.name, summary.parent))
+            record = read_json(summary)
+            sequence, finished = int(record.get("sequence") or 0), str(record.get("finished", ""))
+        except (CorruptFile, AttributeError, TypeError, ValueError):
+            sequence, finished = 0, ""
+        found.append((sequence, finished, summary.parent.name, summary.parent))
     if not found:
         raise NothingToPublish(
             f"{folder}: no run with a report.md and summary.json. Fix: run "
             f"`make reproduce PROFILE={profile}` (or pass --run <run folder>) first."
         )
-    return max(found)[2]
+    return max(found)[3]
 
 
 def publish(

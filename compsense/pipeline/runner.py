@@ -174,6 +174,8 @@ def reproduce(
         run_dir.mkdir(parents=True, exist_ok=True)
         summary = {
             "profile": profile,
+            # this run's place among the profile's runs (latest_run orders by it, not by a clock)
+            "sequence": next_run_sequence(profile_dir),
             # the code the stages run, taken before they start (commits made during a run are not it)
             "commit": git_commit(),
             "run_dir": str(run_dir),
@@ -590,6 +592,20 @@ def new_run_dir(profile_dir: Path) -> Path:
         except FileExistsError:
             continue
     raise Refused(f"{profile_dir}: 999 run folders named {stamp}-*; pass --out")
+
+
+def next_run_sequence(profile_dir: Path) -> int:
+    """One more than the highest `sequence` in the summary.json of the runs under `profile_dir` (0 for
+    runs from before it was recorded). Taken under the profile's run lock, so runs of a profile are
+    numbered in the order they ran whatever their clocks say: `publish.latest_run` orders by it, since
+    a run folder's timestamps come from a clock that may be skewed."""
+    numbers = [0]
+    for path in profile_dir.glob("*/summary.json"):
+        try:
+            numbers.append(int(read_json(path).get("sequence") or 0))
+        except (CorruptFile, AttributeError, TypeError, ValueError):  # a damaged or foreign summary: not a run
+            continue
+    return max(numbers) + 1
 
 
 STATE_RECOVER = (
