@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
     ev.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
     ev.add_argument("--seed", type=int, default=0, help="recorded in the table; tiny-bert's random weights")
+    ev.add_argument(
+        "--allow-subset",
+        action="store_true",
+        help="evaluate a dataset named under the data folder whose files differ from data/MANIFEST.json's "
+        "release (cut or altered) anyway; its results are named <name>-subset (refused otherwise)",
+    )
     rep = sub.add_parser("reproduce", help="run the notebooks in order with papermill")
     rep.add_argument("--profile", default="local", help="smoke, local or paper (params/<profile>.yaml)")
     rep.add_argument("--only", default=None, help="comma-separated notebook prefixes, e.g. 02,03")
@@ -123,6 +129,7 @@ def _dispatch(args) -> int:
     if args.command == "evaluate":
         from compsense.retrieval.evaluate import main as evaluate
 
+        subsets = _evaluate_subsets(args.datasets, args.data_dir, args.allow_subset)
         return evaluate(
             args.model,
             args.datasets,
@@ -134,6 +141,7 @@ def _dispatch(args) -> int:
             device=args.device,
             seed=args.seed,
             nanobeir_dataset_id=args.nanobeir_dataset_id,
+            subsets=subsets,
         )
     from compsense.pipeline.runner import Refused, reproduce
 
@@ -145,6 +153,25 @@ def _dispatch(args) -> int:
             raise
         print(f"compsense reproduce: {err}", file=sys.stderr)
         return 2
+
+
+def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
+    """The datasets given by name whose files are not the release data/MANIFEST.json describes (cut or
+    altered, as `reproduce` checks): refused before anything loads, so half a corpus is never reported
+    under the dataset's name; with --allow-subset, returned, and evaluate names their results
+    <name>-subset."""
+    from compsense.data.datasets import DataError
+    from compsense.pipeline.doctor import release_checks
+    from compsense.retrieval.evaluate import SUBSET_SUFFIX
+
+    altered = {name: c for name, c in release_checks(datasets, data_dir).items() if c.altered}
+    if altered and not allow:
+        raise DataError(
+            "; ".join(f"{c.what}: {c.detail}" for c in altered.values())
+            + f". Fix: {next(iter(altered.values())).fix}; or pass --allow-subset to evaluate it anyway, "
+            f"its results named {', '.join(n + SUBSET_SUFFIX for n in altered)}"
+        )
+    return list(altered)
 
 
 def _estimate(args) -> int:

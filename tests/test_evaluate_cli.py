@@ -112,9 +112,9 @@ def test_evaluate_takes_a_nanobeir_set_from_the_data_folder(tmp_path, capsys):
 
 
 def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch, capsys):
-    import compsense.core.encoders
+    from compsense.retrieval import evaluate  # imported first: patched where it is called, not baked into it
 
-    monkeypatch.setattr(compsense.core.encoders, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
     assert cli(["evaluate", "tiny-bert", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "BEIR folder not found" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -228,12 +228,11 @@ def test_a_read_only_work_dir_or_out_refuses_reproduce_in_one_line(project, tmp_
 
 
 def test_a_read_only_out_refuses_evaluate_in_one_line_before_the_model_loads(tmp_path, monkeypatch, capsys):
-    import compsense.core.encoders
+    from compsense.retrieval import evaluate
 
-    monkeypatch.setattr(compsense.core.encoders, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
     folder = _unwritable(tmp_path)
-    data_dir = _beir(tmp_path / "data" / "scifact").parent
-    args = ["evaluate", "tiny-bert", "scifact", "--data-dir", str(data_dir), "--out", str(folder / "out")]
+    args = ["evaluate", "tiny-bert", str(_beir(tmp_path / "data" / "scifact")), "--out", str(folder / "out")]
     assert cli(args) == 2
     err = _one_line(capsys.readouterr().err)
     assert f"--out {folder / 'out'}: cannot write in {folder / 'out'}" in err and "Fix: pass --out a folder" in err
@@ -356,3 +355,37 @@ def test_the_runner_numbers_runs_in_the_order_they_ran_whatever_the_clock(projec
     assert len(runs) == 2 and runs[1].name.startswith("2099")  # the first run's folder sorts last
     assert [json.loads((p / "summary.json").read_text())["sequence"] for p in runs] == [2, 1]
     assert publish.latest_run("smoke", project / "runs") == runs[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluate: a dataset named under the data folder is checked against data/MANIFEST.json
+
+
+def test_evaluate_refuses_a_cut_dataset_or_names_its_results_a_subset(tmp_path, monkeypatch, capsys):
+    from compsense.core.storage import sha256_file
+    from compsense.pipeline import doctor
+    from compsense.retrieval import evaluate
+
+    folder = _beir(tmp_path / "data" / "scifact", n_docs=12)
+    files = {
+        p.relative_to(folder).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: {"datasets": {"scifact": {"files": files}}})
+    corpus = folder / "corpus.jsonl"
+    corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[:6]))  # half the corpus, whole lines
+    args = ["evaluate", "tiny-bert", "scifact", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+    with monkeypatch.context() as m:
+        m.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+        assert cli(args) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert (
+        f"data scifact: {corpus} has {corpus.stat().st_size:,} bytes, expected {files['corpus.jsonl']['bytes']:,}"
+        in err
+    )
+    assert "Fix: replace the files named with the release's" in err and "--allow-subset" in err
+    assert cli([*args, "--allow-subset"]) == 0  # asked for: evaluated, under a name that says so
+    tidy = io.read_table(tmp_path / "out" / "results" / "retrieval.parquet")
+    assert set(tidy.dataset) == {"scifact-subset"} and set(tidy.n_docs) == {6}
+    assert [p.name for p in (tmp_path / "out" / "mteb").rglob("scifact*.json")] == ["scifact-subset.json"]

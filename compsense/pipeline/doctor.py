@@ -299,6 +299,28 @@ def manifest_check(name: str, root, entry: dict, used: str = "", checksums: bool
     return Check(what, True, f"{state} in {folder} {used}".rstrip())
 
 
+def release_checks(names, data_dir=None, manifest: dict | None = None) -> dict[str, Check]:
+    """{name: Check} of the datasets among `names` given by name (a folder under the data folder: not a
+    path, not a NanoBEIR set) that data/MANIFEST.json lists files for, each against the release as
+    `reproduce` checks its stages' data (sizes and sha256; in the project's smoke data, its layout
+    only). `compsense evaluate` refuses one whose files are present but altered (`Check.altered`)."""
+    from compsense.core.paths import local_data_dir, smoke_data_dir
+
+    listed = (load_manifest() if manifest is None else manifest).get("datasets", {})
+    try:
+        root = local_data_dir(data_dir, required=False)
+    except FileNotFoundError:  # the loader names the missing folder itself
+        return {}
+    if root is None:
+        return {}
+    smoke = smoke_data_dir().exists() and root == smoke_data_dir().resolve()
+    return {
+        name: manifest_check(name, root, listed[name], checksums=not smoke)
+        for name in dict.fromkeys(str(n) for n in names)
+        if "/" not in name and os.sep not in name and listed.get(name, {}).get("files")
+    }
+
+
 def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check]:
     """The local dataset folders each stage reads (`_data_needs`); NanoBEIR and NQ may come from the
     hub instead. A dataset the manifest (data/MANIFEST.json) lists files for is checked file by file,

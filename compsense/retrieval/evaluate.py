@@ -10,6 +10,7 @@ that read MTEB results. They are this harness's numbers, not MTEB's: each file s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
@@ -47,6 +48,7 @@ MTEB_SCORE_KEYS = {
 # The TaskResult shape (scores as {split: [{main_score, hf_subset, languages, ...}]}) dates from
 # mteb 1.11.0; mteb reads files of an older version through a converter for the previous shape.
 MTEB_FORMAT_VERSION = "1.11.0"
+SUBSET_SUFFIX = "-subset"  # a dataset evaluated although its files are not the release's (--allow-subset)
 NO_REVISION = "no_revision_available"  # mteb's own placeholder for a model without a hub revision
 
 
@@ -61,12 +63,14 @@ def evaluate_models(
     device: str | None = None,
     seed: int = 0,
     nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en",
+    subsets=(),
 ) -> dict:
     """Evaluate `model` on each dataset and write the tables and MTEB JSON files under `out`. A
     dataset is a BEIR folder, a name under the data folder ("scifact"), or a NanoBEIR set
     ("NanoSciFact", "nanobeir:scifact": from <data folder>/nanobeir, else `nanobeir_dataset_id`
-    on the hub; the paper's is lightonai/NanoBEIR-en). Returns {"metrics": {dataset: {metric:
-    value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
+    on the hub; the paper's is lightonai/NanoBEIR-en). A dataset named in `subsets` (one whose files
+    differ from the release: the command line checks) is reported as <name>-subset. Returns
+    {"metrics": {dataset: {metric: value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
     backbone = find_backbone(model)
     _check_model_and_out(model, backbone, out)
     label = model_label(model, backbone)
@@ -91,6 +95,8 @@ def evaluate_models(
         encoder = load_encoder(model, device=device, max_seq_length=max_seq_length, seed=seed)
     metrics, mteb_files = {}, []
     for name, ds in zip(datasets, loaded):
+        if name in subsets:  # not the release: never reported under the release's name
+            ds = dataclasses.replace(ds, name=f"{ds.name}{SUBSET_SUFFIX}")
         started = time.monotonic()
         result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=True)
         seconds = time.monotonic() - started
