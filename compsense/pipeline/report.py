@@ -122,10 +122,12 @@ def build_report(
     info = machine()
     started_at = (summary or {}).get("commit")
     commit_item = "git commit (at the run's start)" if started_at else "git commit (when the report was written)"
+    # --set overrides narrow the profile for this run: a table made with them is not the profile's own
+    overrides = "; ".join((summary or {}).get("overrides") or []) or "none"
     meta = pd.DataFrame(
         {
-            "item": ["profile", commit_item, "device", "python"] + list(info["versions"]),
-            "value": [profile or "?", started_at or git_commit(), info["device"], info["python"]]
+            "item": ["profile", "overrides (--set)", commit_item, "device", "python"] + list(info["versions"]),
+            "value": [profile or "?", overrides, started_at or git_commit(), info["device"], info["python"]]
             + list(info["versions"].values()),
         }
     )
