@@ -177,3 +177,23 @@ def test_geometry_table_is_auc_and_pairwise_accuracy_with_its_interval_per_famil
         == "| negation (trained) | 0.20 | 0.21 | 0.70 | 0.10 [0.05, 0.15] | 0.11 [0.06, 0.16] | 0.60 [0.55, 0.65] |"
     )
     assert lines[-1].endswith("| 0.10 | 0.10 | 0.10 | – | – | – |")
+
+
+def test_separation_shows_each_noise_level_once_after_frozen_maxsim():
+    df = pd.DataFrame(
+        {
+            "scorer": ["F1", "F1", "F3", "F1-frozen+noise2x", "F1-frozen+noise1x", "F1-frozen+noise2x", "F1-frozen+noise1x"],
+            "regime": ["frozen", "frozen", "frozen", "", "", "", ""],
+            "train_data": ["model_b", "balanced", "balanced", "model_b", "model_b", "balanced", "balanced"],
+            "size": ["small"] * 7,
+            "negatives-heldout auc": [0.08, 0.08, 0.20, 0.34, 0.23, 0.34, 0.23],
+        }
+    )
+    lines = T.separation(df).splitlines()[2:]
+    assert [line.split(" | ")[0] for line in lines] == [
+        "| F1 MaxSim frozen (model_b)",
+        "| F1 MaxSim frozen + 1x noise (control)",
+        "| F1 MaxSim frozen + 2x noise (control)",
+        "| F3 CNN frozen (balanced)",
+    ]
+    assert lines[1].split(" | ")[1] == "0.23"

@@ -30,6 +30,7 @@ import pandas as pd
 from compsense.core.paths import resolve
 from compsense.core.storage import write_text
 from compsense.data.negatives.families import PAPER_FAMILIES
+from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.pipeline.report import TABLES_DIR
 from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, regime_rank, variant_folders
 
@@ -250,6 +251,22 @@ def _parameter_count(rows: pd.DataFrame) -> str:
     return f": {int(float(counts.pop())):,} parameters"
 
 
+def _noise_groups(noise: pd.DataFrame) -> list:
+    """One row per noise level ("F1 MaxSim frozen + 2x noise (control)"), the first of each scorer's rows
+    (the same control under every training set), in increasing noise."""
+    if noise.empty:
+        return []
+    first = noise.drop_duplicates("scorer")
+    first = first.assign(_m=first.scorer.map(lambda s: parse_noise_name(s)[1])).sort_values("_m", kind="stable")
+    groups = []
+    for scorer, multiple in zip(first.scorer, first._m, strict=True):
+        base = parse_noise_name(scorer)[0]
+        name, _, regime = base.partition("-")
+        label = f"{VERIFIER_LABELS.get(name, name)} {regime} + {multiple:g}x noise (control)"
+        groups.append((label.replace("  ", " "), first[first.scorer == scorer].drop(columns="_m")))
+    return groups
+
+
 def separation(df: pd.DataFrame) -> str:
     """Pooled cosine (Base / A / B) and each verifier frozen / end2end, per training set. Frozen F0-F2
     have no trained parameters of their own (F2's λ and τ are fixed): one function whatever the
@@ -264,6 +281,10 @@ def separation(df: pd.DataFrame) -> str:
         names = [s.removeprefix("cosine ").removeprefix("Model ") for s in pooled.scorer]
         groups.append((f"pooled cosine {' / '.join(names)}", pooled))
     verifiers = df[~df.scorer.str.startswith("cosine ")]
+    # The noise control (frozen MaxSim plus seeded noise) learns nothing: one row per noise level,
+    # after the frozen F1 it is built on, whatever training set the run also scored.
+    is_noise = verifiers.scorer.map(lambda s: parse_noise_name(s) is not None)
+    noise, verifiers = verifiers[is_noise], verifiers[~is_noise]
     train_sets = list(dict.fromkeys(verifiers.train_data))
     sizes = list(dict.fromkeys(verifiers["size"]))
     for train_data in train_sets:
@@ -281,6 +302,10 @@ def separation(df: pd.DataFrame) -> str:
                 sized = len(sizes) > 1 and scorer not in TRAINING_FREE
                 what = train_data + (f", {size}{_parameter_count(rows)}" if sized else "")
                 groups.append((f"{VERIFIER_LABELS.get(scorer, scorer)} {' / '.join(rows.regime)} ({what})", rows))
+                if scorer == "F1" and not noise.empty:
+                    groups += _noise_groups(noise)
+                    noise = noise.iloc[:0]
+    groups += _noise_groups(noise)  # no F1 row to follow
     out = []
     for label, rows in groups:
         seeds = [str(s) for s in rows["seeds"]] if "seeds" in rows else []
@@ -333,8 +358,6 @@ PURITY_SPLITS = {"train": "train", "test": "held out"}
 
 def purity(df: pd.DataFrame) -> str:
     """The paper's families x (corpus, split): pure / pairs (purity), from notebook 01's purity table."""
-    from compsense.data.negatives.families import PAPER_FAMILIES
-
     df = df[df.family.isin(PAPER_FAMILIES)]
     columns = [(c, s) for c in PURITY_CORPORA for s in PURITY_SPLITS if ((df.source == c) & (df.split == s)).any()]
     rows = []
@@ -359,8 +382,6 @@ def geometry(df: pd.DataFrame) -> str:
     """Notebook 03's separation under pooled cosine, from the report's all_geometry table: per family
     (the paper's three, their pool "all", the others, then SugarCrepe's swap subsets) the near-miss AUC
     and the within-anchor pairwise accuracy with its interval, Base / A / B (mean over seeds)."""
-    from compsense.data.negatives.families import PAPER_FAMILIES
-
     def cell(variant, dataset, family, metric):
         r = df[(df.variant == variant) & (df.dataset == dataset) & (df.family == family) & (df.metric == metric)]
         return None if r.empty else float(r["mean"].mean())
