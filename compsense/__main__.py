@@ -160,6 +160,8 @@ def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
     altered, as `reproduce` checks): refused before anything loads, so half a corpus is never reported
     under the dataset's name; with --allow-subset, returned, and evaluate names their results
     <name>-subset."""
+    from pathlib import Path
+
     from compsense.data.datasets import DataError
     from compsense.pipeline.doctor import release_checks
     from compsense.retrieval.evaluate import SUBSET_SUFFIX
@@ -169,7 +171,7 @@ def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
         raise DataError(
             "; ".join(f"{c.what}: {c.detail}" for c in altered.values())
             + f". Fix: {next(iter(altered.values())).fix}; or pass --allow-subset to evaluate it anyway, "
-            f"its results named {', '.join(n + SUBSET_SUFFIX for n in altered)}"
+            f"its results named {', '.join(Path(n).name + SUBSET_SUFFIX for n in altered)}"
         )
     return list(altered)
 

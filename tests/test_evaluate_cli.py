@@ -31,7 +31,11 @@ def _beir_folder(root, n_docs=60, n_queries=12):
 
 
 @pytest.mark.slow
-def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys):
+def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys, monkeypatch):
+    from compsense.pipeline import doctor
+
+    # A made-up folder named scifact (MTEB's task name is the point here): no release to check it against
+    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: {})
     folder = _beir_folder(tmp_path / "data" / "scifact")
     out = tmp_path / "out"
     args = ["evaluate", "tiny-bert", str(folder), "--out", str(out), "--batch-size", "16"]
@@ -123,7 +127,7 @@ def test_missing_dataset_fails_before_loading_the_model(tmp_path, monkeypatch, c
 
 
 def test_a_wrong_model_path_or_out_is_one_line_naming_it_and_the_fix(tmp_path, capsys):
-    data = _beir_folder(tmp_path / "data" / "scifact")
+    data = _beir_folder(tmp_path / "data" / "toy")
     (tmp_path / "empty").mkdir()
     (tmp_path / "a_file").write_text("x")
     cases = [
@@ -139,7 +143,7 @@ def test_a_wrong_model_path_or_out_is_one_line_naming_it_and_the_fix(tmp_path, c
 
 @pytest.mark.slow
 def test_two_model_folders_of_one_name_keep_their_own_rows(tmp_path):
-    folder = _beir_folder(tmp_path / "data" / "scifact")
+    folder = _beir_folder(tmp_path / "data" / "toy")
     out = tmp_path / "out"
     for variant, seed in (("A", 1), ("B", 2)):  # two different models, both saved as .../final
         load_encoder("tiny-bert", seed=seed).save(str(tmp_path / variant / "final"))

@@ -232,7 +232,7 @@ def test_a_read_only_out_refuses_evaluate_in_one_line_before_the_model_loads(tmp
 
     monkeypatch.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
     folder = _unwritable(tmp_path)
-    args = ["evaluate", "tiny-bert", str(_beir(tmp_path / "data" / "scifact")), "--out", str(folder / "out")]
+    args = ["evaluate", "tiny-bert", str(_beir(tmp_path / "data" / "toy")), "--out", str(folder / "out")]
     assert cli(args) == 2
     err = _one_line(capsys.readouterr().err)
     assert f"--out {folder / 'out'}: cannot write in {folder / 'out'}" in err and "Fix: pass --out a folder" in err
@@ -389,3 +389,51 @@ def test_evaluate_refuses_a_cut_dataset_or_names_its_results_a_subset(tmp_path, 
     tidy = io.read_table(tmp_path / "out" / "results" / "retrieval.parquet")
     assert set(tidy.dataset) == {"scifact-subset"} and set(tidy.n_docs) == {6}
     assert [p.name for p in (tmp_path / "out" / "mteb").rglob("scifact*.json")] == ["scifact-subset.json"]
+
+
+def test_evaluate_checks_a_dataset_given_by_path_under_a_released_name(tmp_path, monkeypatch, capsys):
+    from compsense.core.storage import sha256_file
+    from compsense.pipeline import doctor
+    from compsense.retrieval import evaluate
+
+    folder = _beir(tmp_path / "copy" / "scifact", n_docs=12)
+    files = {
+        p.relative_to(folder).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: {"datasets": {"scifact": {"files": files}}})
+    mine = _beir(tmp_path / "copy" / "my-corpus", n_docs=4)  # not a released name: the user's own, unchecked
+    assert doctor.release_checks([str(mine)]) == {}
+    assert doctor.release_checks([str(folder)])[str(folder)].ok  # the release's files, by path
+    corpus = folder / "corpus.jsonl"
+    corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[:6]))
+    args = ["evaluate", "tiny-bert", str(folder), "--out", str(tmp_path / "out")]
+    with monkeypatch.context() as m:
+        m.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+        assert cli(args) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert f"data scifact: {corpus.resolve()} has {corpus.stat().st_size:,} bytes" in err and "--allow-subset" in err
+    assert cli([*args, "--allow-subset"]) == 0
+    tidy = io.read_table(tmp_path / "out" / "results" / "retrieval.parquet")
+    assert set(tidy.dataset) == {"scifact-subset"}
+
+
+def test_a_profile_dataset_given_by_path_is_checked_against_the_release(tmp_path):
+    from compsense.core.storage import sha256_file
+    from compsense.pipeline import doctor
+
+    folder = _beir(tmp_path / "copy" / "scifact", n_docs=12)
+    corpus = folder / "corpus.jsonl"
+    manifest = {
+        "datasets": {
+            "scifact": {"files": {"corpus.jsonl": {"bytes": corpus.stat().st_size, "sha256": sha256_file(corpus)}}}
+        }
+    }
+    stage = {Path("02_training_ab.ipynb"): {"eval_datasets": [str(folder), str(tmp_path / "nowhere")]}}
+    checks = {c.what: c for c in doctor._data_checks(stage, manifest)}
+    assert checks["data scifact"].ok and str(folder.resolve()) in checks["data scifact"].detail
+    assert not checks[f"data {tmp_path / 'nowhere'}"].ok  # a path that is not there: named, not altered
+    corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[:6]))  # half the corpus
+    cut = {c.what: c for c in doctor._data_checks(stage, manifest)}["data scifact"]
+    assert cut.altered and str(corpus.resolve()) in cut.detail and "(stages 02)" in cut.detail

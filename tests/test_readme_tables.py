@@ -182,7 +182,15 @@ def test_geometry_table_is_auc_and_pairwise_accuracy_with_its_interval_per_famil
 def test_separation_shows_each_noise_level_once_after_frozen_maxsim():
     df = pd.DataFrame(
         {
-            "scorer": ["F1", "F1", "F3", "F1-frozen+noise2x", "F1-frozen+noise1x", "F1-frozen+noise2x", "F1-frozen+noise1x"],
+            "scorer": [
+                "F1",
+                "F1",
+                "F3",
+                "F1-frozen+noise2x",
+                "F1-frozen+noise1x",
+                "F1-frozen+noise2x",
+                "F1-frozen+noise1x",
+            ],
             "regime": ["frozen", "frozen", "frozen", "", "", "", ""],
             "train_data": ["model_b", "balanced", "balanced", "model_b", "model_b", "balanced", "balanced"],
             "size": ["small"] * 7,

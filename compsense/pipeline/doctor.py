@@ -16,7 +16,7 @@ import os
 import platform
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -300,25 +300,47 @@ def manifest_check(name: str, root, entry: dict, used: str = "", checksums: bool
 
 
 def release_checks(names, data_dir=None, manifest: dict | None = None) -> dict[str, Check]:
-    """{name: Check} of the datasets among `names` given by name (a folder under the data folder: not a
-    path, not a NanoBEIR set) that data/MANIFEST.json lists files for, each against the release as
-    `reproduce` checks its stages' data (sizes and sha256; in the project's smoke data, its layout
-    only). `compsense evaluate` refuses one whose files are present but altered (`Check.altered`)."""
+    """{name: Check} of the datasets among `names` that data/MANIFEST.json lists files for, each
+    against the release as `reproduce` checks its stages' data (sizes and sha256; in the project's
+    smoke data, its layout only): one given by name (a folder under the data folder), and one given by
+    path whose folder is named as a released dataset ("/tmp/copy/scifact" is checked as SciFact: its
+    results would carry that name). NanoBEIR sets and folders of other names are not checked.
+    `compsense evaluate` refuses one whose files are present but altered (`Check.altered`)."""
     from compsense.core.paths import local_data_dir, smoke_data_dir
 
     listed = (load_manifest() if manifest is None else manifest).get("datasets", {})
+    by_folder = {entry.get("folder", key): key for key, entry in listed.items() if entry.get("files")}
+    smoke_root = smoke_data_dir().resolve() if smoke_data_dir().exists() else None
     try:
         root = local_data_dir(data_dir, required=False)
     except FileNotFoundError:  # the loader names the missing folder itself
-        return {}
-    if root is None:
-        return {}
-    smoke = smoke_data_dir().exists() and root == smoke_data_dir().resolve()
-    return {
-        name: manifest_check(name, root, listed[name], checksums=not smoke)
-        for name in dict.fromkeys(str(n) for n in names)
-        if "/" not in name and os.sep not in name and listed.get(name, {}).get("files")
-    }
+        root = None
+    checks = {}
+    for name in dict.fromkeys(str(n) for n in names):
+        if "/" in name or os.sep in name:
+            folder = Path(name).expanduser()
+            key = by_folder.get(folder.name)
+            if key is None or not folder.is_dir():
+                continue
+            where = folder.resolve().parent
+            # A copy may carry only what evaluation reads (no train qrels): its present files are
+            # compared; a missing one the loader names itself.
+            entry = listed[key]
+            present = {rel: f for rel, f in entry["files"].items() if (folder / rel).is_file()}
+            if not present:
+                continue
+            checks[name] = manifest_check(key, where, {**entry, "files": present}, checksums=not _is(where, smoke_root))
+            continue
+        elif root is not None and listed.get(name, {}).get("files"):
+            key, where = name, root
+        else:
+            continue
+        checks[name] = manifest_check(key, where, listed[key], checksums=not _is(where, smoke_root))
+    return checks
+
+
+def _is(folder, other) -> bool:
+    return other is not None and Path(folder).resolve() == other
 
 
 def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check]:
@@ -362,6 +384,15 @@ def _data_checks(stage_params: dict, manifest: dict | None = None) -> list[Check
             continue
         if root is not None and listed.get(name, {}).get("files"):
             checks.append(manifest_check(name, root, listed[name], used, checksums=not smoke))
+            continue
+        if "/" in name or os.sep in name:  # a dataset given by its path
+            given = release_checks([name], manifest=manifest).get(name)  # named as a released dataset
+            if given is not None:
+                checks.append(replace(given, detail=f"{given.detail} {used}"))
+            else:
+                found = resolve(name).is_dir()
+                detail = f"{'found' if found else 'no folder'} {resolve(name)} {used}"
+                checks.append(Check(what, found, detail, f"check the path {name} in the profile"))
             continue
         found = complete.get(name, bool(root and (root / name).is_dir()))
         if name == "nanobeir" and not found and not hub_offline():

@@ -382,6 +382,7 @@ def geometry(df: pd.DataFrame) -> str:
     """Notebook 03's separation under pooled cosine, from the report's all_geometry table: per family
     (the paper's three, their pool "all", the others, then SugarCrepe's swap subsets) the near-miss AUC
     and the within-anchor pairwise accuracy with its interval, Base / A / B (mean over seeds)."""
+
     def cell(variant, dataset, family, metric):
         r = df[(df.variant == variant) & (df.dataset == dataset) & (df.family == family) & (df.metric == metric)]
         return None if r.empty else float(r["mean"].mean())
