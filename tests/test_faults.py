@@ -312,6 +312,22 @@ def test_the_explorer_says_when_it_cut_a_text_or_a_text_has_no_tokens(tiny_encod
     assert [n.split(" has ")[0] for n in view.notes if "has no tokens" in n] == ["sentence A", "sentence B"]
 
 
+def test_the_explorer_near_miss_table_says_when_the_edits_fall_after_the_cut(tiny_encoder, tmp_path):
+    from compsense.explorer.core import Session, table_html
+
+    session = Session(tmp_path)
+    session.add_encoder("tiny (test)", tiny_encoder, first=True)
+    short = session.near_miss_table("The dog chased the cat across the yard.")
+    assert len(short) > 1 and short.attrs["notes"] == []
+    table = session.near_miss_table("so " * 1000 + "The dog chased the cat across the yard.")
+    near = len(table) - 1
+    assert near > 0
+    cut, hidden = table.attrs["notes"]
+    assert cut.startswith("sentence A is 1,") and "cut to the encoder's max_seq_length" in cut
+    assert hidden.startswith(f"{near} of {near} near-misses differ from sentence A only after the cut")
+    assert "only after the cut" in table_html(table)
+
+
 # ---------------------------------------------------------------------------------------------
 # a skewed clock: the latest run is the one that ran last, whatever its timestamps say
 

@@ -383,11 +383,22 @@ class Session:
     ):
         """Near-misses of `sentence` (up to `max_per_family` per family), one row each: family, text, edit,
         pooled cosine and each verifier's score against `sentence`, sorted by pooled cosine
-        (highest first). A first row scores the sentence against itself, for scale."""
+        (highest first). A first row scores the sentence against itself, for scale. `table.attrs["notes"]`
+        says what the view must: the sentence was cut to the encoder's length, and how many near-misses
+        differ from it only after the cut (every scorer sees those as the sentence itself)."""
         encoder = encoder or self.default_encoder
         near = perturb(sentence, families=families, seed=seed, max_per_family=max_per_family)
         texts = [sentence] + [n.text for n in near]
         scores = self.scores(encoder, sentence, texts)
+        cache = self.cache(encoder)
+        kept = [list(tokens) for _, tokens in cache.tokens(texts, False)]
+        notes = text_notes(cache, "A", sentence, len(kept[0]))
+        hidden = sum(tokens == kept[0] for tokens in kept[1:])
+        if notes and hidden:
+            notes.append(
+                f"{hidden} of {len(near)} near-misses differ from sentence A only after the cut: every score "
+                "reads them as the sentence itself"
+            )
         rows = pd.DataFrame(
             {
                 "family": ["(itself)"] + [n.family for n in near],
@@ -397,7 +408,9 @@ class Session:
             }
         )
         itself, rest = rows.iloc[:1], rows.iloc[1:].sort_values(POOLED, ascending=False, kind="stable")
-        return pd.concat([itself, rest], ignore_index=True)
+        table = pd.concat([itself, rest], ignore_index=True)
+        table.attrs["notes"] = notes + list(self.problems.values())
+        return table
 
 
 def score_columns(table) -> list[str]:
@@ -548,7 +561,7 @@ def table_html(table) -> str:
         f'<table class="compsense-near-misses" style="border-collapse:collapse">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
         f"<tfoot><tr><td colspan=2><b>mean drop from itself ({n} near-misses)</b></td>{foot}</tr></tfoot>"
-        "</table>"
+        "</table>" + "".join(f'<p style="color:#a60">{html.escape(n)}</p>' for n in table.attrs.get("notes", []))
     )
 
 
