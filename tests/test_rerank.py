@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from compsense.core import stats as S
 from compsense.retrieval.harness import HARNESS, evaluate
 from compsense.verifiers import architectures as V
 from compsense.verifiers import rerank as R
@@ -537,3 +538,19 @@ def test_the_noise_control_reranks_at_notebook_04s_sigma_and_draws_a_line_on_the
     drawn = [t for t in fig.data if t.name == "noise control: frozen MaxSim + noise"]
     assert len(drawn) == 1 and list(drawn[0].x) == [0.1, 0.3, 0.45]
     assert not any(t.name and "noise" in str(t.name) and t.mode == "markers" for t in fig.data)  # not a point
+
+
+def test_the_noise_control_is_holm_corrected_in_a_family_of_its_own():
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({"dataset": "toy", "qid": [f"q{i}" for i in range(40)], "ndcg@10": rng.uniform(0.2, 0.8, 40)})
+    rows = [base.assign(variant="base", verifier="none", regime=R.ENCODER_ONLY, k=100, weight=1.0)]
+    labels = ["F3-frozen", "F4-frozen", "F1-frozen+noise1x", "F1-frozen+noise2x@model_b-small"]
+    for i, label in enumerate(labels):
+        shifted = base["ndcg@10"] + 0.02 * (i + 1) + rng.normal(0, 0.05, 40)
+        name, regime = ("F1", "frozen") if "noise" in label else (label[:2], "frozen")
+        rows.append(base.assign(**{"ndcg@10": shifted}, variant=label, verifier=name, regime=regime, k=10, weight=0.0))
+    boot = R.bootstrap_vs_baseline(pd.concat(rows), n=500).set_index("variant")
+    for family in (labels[:2], labels[2:]):
+        part = boot.loc[family]
+        assert np.allclose(part.p_holm, np.minimum(S.holm(part.p_value), 1.0))  # two tests per family, not four
+        assert set(part.p_floor_holm) == {S.holm_floor(2, int(part.n_resamples.iloc[0]))}

@@ -804,7 +804,8 @@ def bootstrap_vs_baseline(
 ) -> pd.DataFrame:
     """Paired bootstrap (reranked - encoder-only `baseline`) per method, K and weight, queries paired
     on (dataset, qid): mean delta, 95% CI, p-value, and `p_holm`, Holm-adjusted over every row of the
-    table (it makes many comparisons: ~80 in the paper profile). Empty when the baseline has no rows.
+    table (it makes many comparisons: ~80 in the paper profile), the noise-control rerankers
+    (`noise_methods`) in a family of their own. Empty when the baseline has no rows.
     Each test draws at least `n` resamples and enough that the smallest Holm p the table can show,
     `p_floor_holm` (`core.stats.holm_floor`), is 0.005 or below (`core.stats.resamples_for`).
 
@@ -856,8 +857,15 @@ def bootstrap_vs_baseline(
             )
         )
     out = pd.DataFrame(rows)
-    out["p_holm"] = holm(out.p_value)
-    out["n_resamples"], out["p_floor_holm"] = n, holm_floor(len(out), n)
+    # The noise control ("F1-frozen+noise2x") answers another question (what noise alone does): it is
+    # corrected in a family of its own, so it neither dilutes nor joins the verifiers' comparisons.
+    control = out.variant.map(lambda v: parse_noise_name(str(v).split("@")[0]) is not None)
+    out["p_holm"], out["p_floor_holm"] = np.nan, np.nan
+    for family in (control, ~control):
+        if family.any():
+            out.loc[family, "p_holm"] = holm(out.p_value[family])
+            out.loc[family, "p_floor_holm"] = holm_floor(int(family.sum()), n)
+    out["n_resamples"] = n
     if "verifier_variant" in reranked.columns:  # notebook 04's folder of each method (one per label)
         folders = reranked.groupby("variant", sort=False).verifier_variant.first()
         out.insert(1, "verifier_variant", out.variant.map(folders).fillna(""))
