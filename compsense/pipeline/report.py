@@ -273,7 +273,8 @@ def _rerank_blocks(results: Path) -> list[Block]:
         "As notebook 05 wrote it. mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same "
         "queries, 95% interval (n_resamples): BCa over queries for one verifier seed, hierarchical over verifier "
         "seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run (the noise-control "
-        "rerankers, F1-frozen+noise, corrected as a family of their own), with enough resamples that its floor p_floor_holm (the smallest p_holm the table can show) is 0.005 or below."
+        "rerankers, F1-frozen+noise, corrected as a family of their own), with enough resamples that its floor "
+        "p_floor_holm (the smallest p_holm the table can show) is 0.005 or below."
     )
     return [Block(RERANK_TITLE, text=note, table=pd.read_parquet(path), name="rerank", source=_where(path))]
 
