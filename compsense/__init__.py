@@ -7,11 +7,8 @@ A thin helper package for the numbered notebooks in notebooks/. Submodules are i
 
 from __future__ import annotations
 
-import os
-
-# The Hugging Face hub is often unreachable where this runs; a failed lookup hangs ~70 s.
-# Users who are online can export HF_HUB_OFFLINE=0 before importing compsense.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Importing compsense changes nothing in the environment: the command line (`python -m compsense`,
+# `compsense.__main__.offline_defaults`) and the Makefile choose offline mode, and the library asks
+# the hub only after a fast reachability check (`compsense.core.encoders.hub_reachable`).
 
 __version__ = "0.1.0"

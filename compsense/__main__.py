@@ -9,7 +9,23 @@ import argparse
 import sys
 
 
+def offline_defaults() -> None:
+    """What the command line sets for itself and the notebook kernels it starts, never `import
+    compsense`: HF_HUB_OFFLINE=1 when the variable is unset and the hub cannot be reached (a fast
+    check; a failed hub lookup would hang ~70 s per model), and no tokenizer threads in forked workers.
+    A variable already set is left as it is."""
+    import os
+
+    if "HF_HUB_OFFLINE" not in os.environ:
+        from compsense.core.encoders import hub_reachable
+
+        if hub_reachable() is not None:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
 def main(argv: list[str] | None = None) -> int:
+    offline_defaults()
     parser = argparse.ArgumentParser(prog="compsense", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -1,6 +1,7 @@
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from pathlib import Path
 

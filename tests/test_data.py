@@ -425,7 +425,10 @@ class FakeDatasets:
 
 
 def test_hub_paths_when_online(tmp_path, monkeypatch):
+    from compsense.core import encoders
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(encoders, "hub_reachable", lambda timeout=3.0: None)  # as if online
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path))
     nano = {name: table.to_pylist() for name, table in nano_tables(False).items()}
     glue = [{"sentence1": "A.", "sentence2": "B.", "label": 1, "idx": 0}]
@@ -600,3 +603,14 @@ def test_beir_id_with_a_lone_surrogate_is_rejected(tmp_path):
     with pytest.raises(DataError) as e:
         data.load_beir(str(root))
     check_error(e, root / "corpus.jsonl", 3, "lone surrogate")
+
+
+def test_an_unreachable_hub_is_a_fast_named_error_not_a_hang(tmp_path, monkeypatch):
+    from compsense.core import encoders
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(encoders, "hub_reachable", lambda timeout=3.0: "the hub (test) cannot be reached")
+    monkeypatch.setitem(sys.modules, "datasets", FakeDatasets({}))  # never asked
+    with pytest.raises(MissingDataError, match="no local copy, and the hub .test. cannot be reached. Fix: "):
+        data.load_mrpc("all_train")

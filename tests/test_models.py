@@ -64,9 +64,58 @@ def test_unreachable_hub_id_fails_without_touching_the_network(monkeypatch):
 
 def test_unreachable_hub_when_online_mode_probes_instead_of_hanging(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
     monkeypatch.setattr(models, "HUB_HOST", ("127.0.0.1", 9))  # nothing listens on the discard port
-    with pytest.raises(models.BackboneUnavailable, match="unreachable"):
+    with pytest.raises(models.BackboneUnavailable, match="127.0.0.1:9. cannot be reached.*HF_HUB_OFFLINE=1"):
         models.load_encoder("Alibaba-NLP/gte-modernbert-base")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline by choice: the advice is how to go online
+    with pytest.raises(models.BackboneUnavailable, match="HF_HUB_OFFLINE is set.*export HF_HUB_OFFLINE=0"):
+        models.load_encoder("Alibaba-NLP/gte-modernbert-base")
+
+
+def test_hf_endpoint_names_the_host_the_check_tries(monkeypatch):
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    assert models.hub_host() == models.HUB_HOST
+    monkeypatch.setenv("HF_ENDPOINT", "http://mirror.example:8080")
+    assert models.hub_host() == ("mirror.example", 8080)
+    monkeypatch.setenv("HF_ENDPOINT", "https://hf-mirror.example")
+    assert models.hub_host() == ("hf-mirror.example", 443)
+
+
+def test_import_compsense_leaves_the_environment_untouched(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM")}
+    code = (
+        "import os, json; before = dict(os.environ); import compsense, compsense.core.encoders, "
+        "compsense.data.datasets, compsense.pipeline.runner; "
+        "print(json.dumps({k: os.environ.get(k) for k in set(before) ^ set(os.environ)}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {}
+
+
+def test_the_command_line_goes_offline_only_when_unset_and_the_hub_is_unreachable(monkeypatch):
+    import os
+
+    from compsense import __main__ as cli
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(models, "hub_reachable", lambda timeout=3.0: "no network (test)")
+    cli.offline_defaults()
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # the user's choice stays
+    cli.offline_defaults()
+    assert os.environ["HF_HUB_OFFLINE"] == "0"
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(models, "hub_reachable", lambda timeout=3.0: None)  # online: nothing set
+    cli.offline_defaults()
+    assert "HF_HUB_OFFLINE" not in os.environ
 
 
 @pytest.mark.slow

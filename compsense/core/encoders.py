@@ -18,7 +18,7 @@ from pathlib import Path
 
 from compsense.core.storage import atomic_path, sha256_file
 
-HUB_HOST = ("huggingface.co", 443)
+HUB_HOST = ("huggingface.co", 443)  # HF_ENDPOINT, when set, names another host
 
 
 @dataclass(frozen=True)
@@ -208,24 +208,51 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}
 
 
+def hub_host() -> tuple[str, int]:
+    """(host, port) of the hub: HF_ENDPOINT's when set (a mirror), else huggingface.co:443."""
+    from urllib.parse import urlsplit
+
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip()
+    if not endpoint:
+        return HUB_HOST
+    parts = urlsplit(endpoint if "//" in endpoint else f"https://{endpoint}")
+    return parts.hostname or HUB_HOST[0], parts.port or (80 if parts.scheme == "http" else 443)
+
+
+def hub_reachable(timeout: float = 3.0) -> str | None:
+    """None when a TCP connection to the hub opens within `timeout` seconds; else why not. The fast
+    check that stands in for the ~70 s a hub lookup hangs where there is no network."""
+    host, port = hub_host()
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        return f"the Hugging Face hub ({host}:{port}) cannot be reached ({err.__class__.__name__})"
+    return None
+
+
+def hub_problem(timeout: float = 3.0) -> str | None:
+    """Why the hub will not be asked (HF_HUB_OFFLINE set, or no connection), or None when it can be."""
+    if hub_offline():
+        return "HF_HUB_OFFLINE is set"
+    return hub_reachable(timeout)
+
+
 def _check_hub_reachable(hub_id: str, timeout: float = 3.0) -> None:
     """Fail fast, with the offline alternatives, when `hub_id` cannot be fetched."""
     if _in_hub_cache(hub_id):
         return
-    reason = None
-    if hub_offline():
-        reason = "HF_HUB_OFFLINE is set and the model is not in the local hub cache"
-    else:
-        try:
-            socket.create_connection(HUB_HOST, timeout=timeout).close()
-        except OSError as err:
-            reason = f"the Hugging Face hub is unreachable ({err.__class__.__name__})"
+    reason = hub_problem(timeout)
     if reason:
         offline = [n for n, s in offline_status().items() if not s.startswith("unavailable")]
+        online = (
+            "On a machine that is online: export HF_HUB_OFFLINE=0."
+            if hub_offline()
+            else "Check the network (or HF_ENDPOINT); export HF_HUB_OFFLINE=1 to skip the hub without waiting."
+        )
         raise BackboneUnavailable(
-            f"cannot load {hub_id!r}: {reason}. Offline alternatives: {', '.join(offline)}, "
-            "or a local directory holding a saved SentenceTransformer (model.save(dir)). "
-            "Online users: unset HF_HUB_OFFLINE (compsense sets it to 1 by default)."
+            f"cannot load {hub_id!r}: {reason} and the model is not in the local hub cache. Offline "
+            f"alternatives: {', '.join(offline)}, or a local directory holding a saved SentenceTransformer "
+            f"(model.save(dir)). {online}"
         )
 
 

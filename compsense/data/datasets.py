@@ -884,11 +884,16 @@ def _glue_from_hub(task: str, split: str) -> list[SentencePair]:
 
 def _hub_datasets(what: str, fix: str):
     """The `datasets` module, when the hub may be used; otherwise fail now rather than hang."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+    from compsense.core.encoders import hub_offline, hub_reachable
+
+    if hub_offline():
         raise MissingDataError(
             f"{what}: no local copy, and HF_HUB_OFFLINE is set so the hub is not tried. "
             f"Fix: {fix} (or export HF_HUB_OFFLINE=0 when online)"
         )
+    unreachable = hub_reachable()  # a few seconds, not the ~70 s a failed hub lookup hangs
+    if unreachable:
+        raise MissingDataError(f"{what}: no local copy, and {unreachable}. Fix: {fix}")
     try:
         import datasets
     except ImportError:
