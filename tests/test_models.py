@@ -188,3 +188,14 @@ def test_encode_pooled_uses_the_models_query_and_document_encoders():
     assert torch.allclose(emb, torch.tensor([[0.6, 0.8]]))  # normalised again in float32
     with pytest.raises(ValueError, match="kind='passage'"):
         models.encode_pooled(fake, ["x"], "passage")
+
+
+def test_push_to_hub_offline_says_how_to_go_online(monkeypatch):
+    import pandas as pd
+
+    from compsense.retrieval import training
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    runs = pd.DataFrame({"variant": ["A"], "model": ["nowhere"], "backbone": ["m"], "seed": [42]})
+    with pytest.raises(RuntimeError, match="HF_HUB_OFFLINE is set. Fix: .*export HF_HUB_OFFLINE=0"):
+        training.push_models(runs, "me/compsense")

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from compsense.core.encoders import BACKBONES, hub_offline, load_encoder, quiet_transformers
+from compsense.core.encoders import BACKBONES, hub_problem, load_encoder, quiet_transformers
 from compsense.core.layout import model_dir, triplets_file
 from compsense.core.seed import seed_everything
 from compsense.core.storage import read_json, read_table, write_json
@@ -588,7 +588,7 @@ def describe_model_card(model, config: TrainConfig, train_df: pd.DataFrame) -> N
     families = sorted(set(train_df.loc[kinds == "structural", "source"])) if "source" in train_df else []
     card.language = ["en"]
     card.generate_widget_examples = False
-    card.local_files_only = hub_offline()
+    card.local_files_only = hub_problem() is not None  # the card asks the hub about the base model only when it can
     backbone = BACKBONES.get(config.backbone)
     base = backbone.hub_id if backbone is not None and backbone.hub_id else config.backbone
     card.model_name = f"{base} fine-tuned by compsense: Model {config.variant}, seed {config.seed}"
@@ -1078,10 +1078,11 @@ def push_models(runs: pd.DataFrame, repo_prefix: str, api=None, private: bool = 
     if api is None:
         from huggingface_hub import HfApi
 
-        if hub_offline():
+        problem = hub_problem()
+        if problem:
             raise RuntimeError(
-                "push_to_hub with HF_HUB_OFFLINE set: the hub cannot be reached. Unset it "
-                "(HF_HUB_OFFLINE=0) on a machine that is online, or leave push_to_hub = None"
+                f"push_to_hub: {problem}. Fix: on a machine that is online, export HF_HUB_OFFLINE=0; "
+                "or leave push_to_hub = None"
             )
         api = HfApi()
     pushed = []
