@@ -9,7 +9,8 @@ numbers are `compsense.nearmiss.metrics`'s (near-miss AUC, pairwise accuracy, se
 
 - `near_miss_table`, `self_match_table`: the metrics per scorer and family (a long table);
 - `paraphrase_positives` / `heldout_positives`, `sugarcrepe_pairs`, `condaqa_pairs`, `eval_sets`: the pairs;
-- `cosine_scorer`, `pooled_cosine_scorers`, `verifier_scorer`, `verifier_scorers`: the scorers;
+- `cosine_scorer`, `pooled_cosine_scorers`: the pooled scorers (verifiers' own:
+  `compsense.verifiers.study.verifier_scorers`, a layer above);
 - `evaluate_sets`, `to_tidy`, `separation_table`, `figure_near_miss_scores`: results and views.
 
 This notebook's protocol: the query is always a pair's sentence1 (a verifier is not symmetric), and a
@@ -34,7 +35,7 @@ from scipy.stats import spearmanr
 from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
 from compsense.core.storage import TIDY_KEY, tidy
-from compsense.data.datasets import load_condaqa, load_sugarcrepe
+from compsense.data.datasets import as_pairs, load_condaqa, load_sugarcrepe
 from compsense.data.negatives.families import PAPER_FAMILIES
 from compsense.data.structural import heldout_paraphrase_pairs
 from compsense.nearmiss.geometry import pair_cosines, positive_pairs
@@ -53,7 +54,6 @@ from compsense.nearmiss.metrics import (
     pairwise_accuracy,
     self_match_auc,
 )
-from compsense.verifiers.architectures import Verifier, as_pairs, score_pairs
 
 TABLE_COLUMNS = ["scorer", "family", "metric", "value", "n"]
 # Columns of notebook 04's tidy rows (`verifiers.study.run_study`) the separation table carries beside
@@ -329,13 +329,6 @@ def _sugarcrepe_images(examples, data_dir) -> dict[str, str]:
     return images
 
 
-def verifier_scorer(encoder, verifier: Verifier, batch_size: int = 64, cache_dir=None, device=None):
-    """A scorer for `near_miss_table`: pairs -> verifier scores."""
-    return lambda pairs: score_pairs(
-        encoder, verifier, pairs, batch_size=batch_size, cache_dir=cache_dir, device=device
-    )
-
-
 def cosine_scorer(encoder, batch_size: int = 64):
     """A scorer for `near_miss_table`: pairs -> pooled cosine (what the retriever itself ranks by)."""
     return lambda pairs: pair_cosines(encoder, pairs, batch_size=batch_size)
@@ -456,24 +449,6 @@ def _as_frame(data, what: str) -> pd.DataFrame:
     if not {"sentence1", "sentence2"} <= set(frame.columns):
         raise ValueError(f"{what} needs sentence1 and sentence2 columns, got {list(frame.columns)}")
     return frame
-
-
-def verifier_scorers(fitted: dict, batch_size: int = 64, cache_dir=None, device=None) -> dict:
-    """{label: scorer} for `near_miss_table` from `fit_grid`'s result (each with its own encoder).
-
-    Frozen verifiers share the backbone, so their token embeddings are cached on disk once for all;
-    an end-to-end encoder serves one verifier only, so its embeddings stay in memory.
-    """
-    return {
-        label: verifier_scorer(
-            enc,
-            verifier,
-            batch_size=batch_size,
-            device=device,
-            cache_dir=cache_dir if history["regime"] == "frozen" else None,
-        )
-        for label, (verifier, enc, history) in fitted.items()
-    }
 
 
 def heldout_positives(heldout, data_dir=None, split: str = "test", max_unmatched: int | None = None, seed: int = 0):

@@ -42,6 +42,7 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from compsense.core.storage import CorruptFile, atomic_path, write_json
+from compsense.data.datasets import as_pairs
 from compsense.verifiers.simmap import TokenCache, similarity_map
 
 ALIASES = {"mean": "F0", "maxsim": "F1", "align": "F2", "cnn": "F3", "transformer": "F4"}
@@ -632,35 +633,6 @@ def score_pairs(
         d = cache.batch(rows_d[start : start + batch_size], device=target)
         scores.append(score_maps(verifier, *similarity_map(q, d)).float().cpu())
     return torch.cat(scores).numpy()
-
-
-def as_pairs(pairs) -> list[tuple[str, str]]:
-    """(query, document) tuples from tuples, SentencePair-like records or a DataFrame."""
-    if hasattr(pairs, "columns"):
-        missing = {"sentence1", "sentence2"} - set(pairs.columns)
-        if missing:
-            raise ValueError(f"pairs table lacks columns {sorted(missing)}; it needs sentence1 and sentence2")
-        missing_text = pairs["sentence1"].isna() | pairs["sentence2"].isna()
-        if missing_text.any():
-            raise ValueError(
-                f"pairs table: {int(missing_text.sum())} row(s) with a missing text (first at row "
-                f"{pairs.index[missing_text.to_numpy()][0]!r}); drop or fill them before scoring"
-            )
-        return list(zip(pairs["sentence1"].astype(str), pairs["sentence2"].astype(str)))
-    if isinstance(pairs, (str, bytes)):
-        raise TypeError("pairs must be a list of (query, document) pairs, not one string")
-    out = []
-    for i, p in enumerate(pairs):
-        pair = (p.sentence1, p.sentence2) if hasattr(p, "sentence1") else p
-        if isinstance(pair, (str, bytes)) or len(pair) != 2:
-            raise ValueError(f"pairs[{i}] is {p!r}: each pair must be two texts (query, document)")
-        if not all(isinstance(t, str) for t in pair):
-            raise ValueError(
-                f"pairs[{i}] holds a non-text value ({pair!r}); scoring it would score its repr. "
-                "Drop or fill the missing text first"
-            )
-        out.append((pair[0], pair[1]))
-    return out
 
 
 def pack_map(M: torch.Tensor, q_mask: torch.Tensor, d_mask: torch.Tensor):

@@ -16,10 +16,35 @@ import pandas as pd
 from compsense.core import layout
 from compsense.core.storage import append_results
 from compsense.nearmiss import evaluation as N
-from compsense.verifiers.architectures import PAPER_SIZE, verifier_names
+from compsense.verifiers.architectures import PAPER_SIZE, Verifier, score_pairs, verifier_names
 from compsense.verifiers.training import fit_grid, variant_name
 
 SCOPE_KEYS = ("verifiers", "regimes")
+
+
+def verifier_scorer(encoder, verifier: Verifier, batch_size: int = 64, cache_dir=None, device=None):
+    """A scorer for `compsense.nearmiss.evaluation.near_miss_table`: pairs -> verifier scores."""
+    return lambda pairs: score_pairs(
+        encoder, verifier, pairs, batch_size=batch_size, cache_dir=cache_dir, device=device
+    )
+
+
+def verifier_scorers(fitted: dict, batch_size: int = 64, cache_dir=None, device=None) -> dict:
+    """{label: scorer} for `near_miss_table` from `fit_grid`'s result (each with its own encoder).
+
+    Frozen verifiers share the backbone, so their token embeddings are cached on disk once for all;
+    an end-to-end encoder serves one verifier only, so its embeddings stay in memory.
+    """
+    return {
+        label: verifier_scorer(
+            enc,
+            verifier,
+            batch_size=batch_size,
+            device=device,
+            cache_dir=cache_dir if history["regime"] == "frozen" else None,
+        )
+        for label, (verifier, enc, history) in fitted.items()
+    }
 
 
 def size_plan(
@@ -109,7 +134,7 @@ def run_study(
                     **train_kwargs,
                 )
                 summaries.append(summary.assign(train_data=train_data, recipe=recipe))
-                scorers = N.verifier_scorers(fitted, batch_size=scorer_batch_size, cache_dir=cache_dir, device=device)
+                scorers = verifier_scorers(fitted, batch_size=scorer_batch_size, cache_dir=cache_dir, device=device)
                 # the noise control: frozen MaxSim plus noise, beside what was trained
                 scorers.update(N.noise_controls(scorers, sets, multiples=noise_multiples, seed=seed))
                 table = N.evaluate_sets(scorers, sets)
