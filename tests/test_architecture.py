@@ -2,8 +2,9 @@
 
 Layers, lowest first (a module may import its own layer and the ones below, never above):
 core -> data -> retrieval -> nearmiss -> verifiers -> figures and explorer -> pipeline (and the
-command line): the near-miss tests judge any scorer, and the verifiers are scorers they judge. Every import counts, at the top of a module or inside a function, so a cycle cannot
-hide behind a late import.
+command line): the near-miss tests judge any scorer, and the verifiers are scorers they judge.
+Every import counts, at the top of a module or inside a function, so a cycle cannot hide behind a
+late import.
 """
 
 from __future__ import annotations

@@ -105,3 +105,41 @@ def test_a_bad_override_is_an_error_naming_it(project, override, message):
     _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "02_training_ab": {"max_steps": 5}})
     with pytest.raises(ValueError, match=message):
         profiles.load_profile("smoke", [override])
+
+
+def test_a_profile_extends_another_section_by_section(project):
+    _profile(project, {"common": {"seed": 42, "work_dir": "runs/local"}, "02_training_ab": {"max_steps": 100}}, "local")
+    _profile(project, {"extends": "local", "common": {"seed": 7}}, "study")
+    _profile(project, {"extends": "study", "02_training_ab": {"max_steps": 5}}, "tiny")
+    assert profiles.load_profile("study") == {
+        "common": {"seed": 7, "work_dir": "runs/local"},
+        "02_training_ab": {"max_steps": 100},
+    }
+    assert profiles.load_profile("tiny")["02_training_ab"] == {"max_steps": 5}  # a chain is followed
+    assert profiles.load_profile("tiny")["common"]["seed"] == 7
+    _profile(project, {"extends": "local", "02_training_ab": {"max_step": 5}}, "typo")
+    with pytest.raises(ValueError, match="max_step.*did you mean `max_steps`"):  # checked after the merge
+        profiles.load_profile("typo")
+    _profile(project, {"extends": "loop-b", "common": {"seed": 1}}, "loop-a")
+    _profile(project, {"extends": "loop-a", "common": {"seed": 2}}, "loop-b")
+    with pytest.raises(ValueError, match=r"makes a cycle \(loop-a -> loop-b -> loop-a\)"):
+        profiles.load_profile("loop-a")
+    _profile(project, {"extends": "nowhere", "common": {"seed": 1}}, "orphan")
+    with pytest.raises(FileNotFoundError, match="nowhere.yaml: no such profile"):
+        profiles.load_profile("orphan")
+
+
+def test_the_study_profile_is_local_with_its_own_keys_only():
+    local, study = profiles.load_profile("local"), profiles.load_profile("study")
+    changed = {f"{s}.{k}" for s in local for k in local[s] if study[s][k] != local[s][k]} | {
+        f"{s}.{k}" for s in study for k in study[s] if k not in local.get(s, {})
+    }
+    assert changed == {
+        "common.profile",
+        "02_training_ab.seeds",
+        "02_training_ab.variants",
+        "02_training_ab.share_sweep",
+        "02_training_ab.sweep_all_seeds",
+        "02_training_ab.first_seed_only",
+        "04_verifiers.budget_curve",
+    }

@@ -45,16 +45,41 @@ def load_profile(profile: str, overrides: Sequence[str] = ()) -> dict:
     without a copy of it; the run record keeps them (their values reach each stage's fingerprint).
     """
     path = params_dir() / f"{check_profile_name(profile)}.yaml"
-    if not path.exists():
-        known = ", ".join(sorted(p.stem for p in params_dir().glob("*.yaml")))
-        raise FileNotFoundError(f"{path}: no such profile; known profiles: {known}")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict) or "common" not in data:
+    data = _read_extended(path, ())
+    if "common" not in data:
         raise ValueError(f"{path}: a profile must be a mapping with a `common` section")
     check_profile_keys(path, data)
     if overrides:  # each replaces a key the file sets, so the check above covers it
         data = apply_overrides(data, overrides)
     return _numbers(data)
+
+
+EXTENDS = "extends"  # `extends: local`: this profile is local's, with the sections' keys it sets replaced
+
+
+def _read_extended(path: Path, seen: tuple) -> dict:
+    """The profile at `path`, with the profile it `extends` under it: each section of the base, its
+    keys replaced (or added) by this file's; a chain is followed, a cycle is an error naming it."""
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in params_dir().glob("*.yaml")))
+        raise FileNotFoundError(f"{path}: no such profile; known profiles: {known}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a profile must be a mapping with a `common` section")
+    base_name = data.pop(EXTENDS, None)
+    if base_name is None:
+        return data
+    if path.stem in seen or str(base_name) in (*seen, path.stem):
+        raise ValueError(
+            f"{path}: `{EXTENDS}: {base_name}` makes a cycle ({' -> '.join((*seen, path.stem, str(base_name)))})"
+        )
+    base = _read_extended(params_dir() / f"{check_profile_name(str(base_name))}.yaml", (*seen, path.stem))
+    for section, values in data.items():
+        if not isinstance(values, dict) or not isinstance(base.get(section), dict):
+            base[section] = values
+        else:
+            base[section] = {**base[section], **values}
+    return base
 
 
 def parse_override(text: str) -> tuple[str, str, object]:
