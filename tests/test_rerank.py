@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from compsense.core import stats as S
+from compsense.figures import rerank as FR
 from compsense.retrieval.harness import HARNESS, evaluate
 from compsense.verifiers import architectures as V
 from compsense.verifiers import rerank as R
@@ -285,14 +286,14 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
     f1 = table.set_index("label").loc["F1-frozen"]
     assert (f1.auc, f1.seeds) == (pytest.approx(0.8), 2) and f1.auc_std == pytest.approx(0.1414, abs=1e-4)
     assert f1.value == pytest.approx(ndcg[("F1-frozen", 4, 0.0)])  # the reranked nDCG@10 at the largest K
-    fig = R.figure_tradeoff(table)
+    fig = FR.figure_tradeoff(table)
     assert any(t.error_x is not None and t.error_x.array is not None for t in fig.data)  # seeds' std as error bars
     assert table.set_index("label").kind.to_dict() == {"base": "pooled", "F0-frozen": "frozen", "F1-frozen": "frozen"}
-    for fig in (R.figure_rerank(res), R.figure_k_sweep(res), R.figure_tradeoff(table)):
+    for fig in (FR.figure_rerank(res), FR.figure_k_sweep(res), FR.figure_tradeoff(table)):
         assert fig.data
     # a table of one seed each and no std column (an older notebook-05 output) still draws, to AUC 0.9
     one_seed = table.drop(columns=["auc_std", "verifier"])
-    wide = R.figure_tradeoff(
+    wide = FR.figure_tradeoff(
         one_seed.assign(auc=one_seed.label.map({"base": 0.5, "F0-frozen": 0.55, "F1-frozen": 0.9}))
     )
     assert wide.layout.xaxis.range[1] == pytest.approx(0.93)
@@ -413,13 +414,13 @@ def test_several_notebook04_variants_are_separate_methods_through_every_table(en
         "F3-frozen@model_b-small": "F3",
         "F4-frozen@balanced-paper": "F4",
     }
-    fig = R.figure_tradeoff(table.reset_index())
+    fig = FR.figure_tradeoff(table.reset_index())
     # colour = verifier, symbol = variant; the pooled Base is a line named in the legend, not a point
     points = {t.name for t in fig.data if t.mode == "markers"}
     assert points == {"F3, model_b-small", "F3, balanced-small", "F4, balanced-paper"}
     base = ("Base encoder only (AUC 0.50)", table.loc["base", "value"])
     assert [(t.name, t.y[0]) for t in fig.data if t.mode == "lines"] == [base]
-    bars = R.figure_rerank(res)
+    bars = FR.figure_rerank(res)
     assert {t.name for t in bars.data} == {"frozen, model_b-small", "frozen, balanced-small", "frozen, balanced-paper"}
     answer = R.rerank_answer(res, R.bootstrap_vs_baseline(grid.per_query, n=100))
     assert answer.variant.tolist() == [
@@ -534,7 +535,7 @@ def test_the_noise_control_reranks_at_notebook_04s_sigma_and_draws_a_line_on_the
     assert set(table[table.kind == "noise"].label) == {"F1-frozen+noise1x", "F1-frozen+noise4x"}
     line = R.tradeoff_noise_line(table)
     assert line.multiple.tolist() == [0.0, 1.0, 4.0] and line.auc.tolist() == [0.1, 0.3, 0.45]
-    fig = R.figure_tradeoff(table)
+    fig = FR.figure_tradeoff(table)
     drawn = [t for t in fig.data if t.name == "noise control: frozen MaxSim + noise"]
     assert len(drawn) == 1 and list(drawn[0].x) == [0.1, 0.3, 0.45]
     assert not any(t.name and "noise" in str(t.name) and t.mode == "markers" for t in fig.data)  # not a point

@@ -18,6 +18,7 @@ from compsense.nearmiss.metrics import (
     LABELS,
     MEAN_NEAR_MISS,
     MEAN_PARAPHRASE,
+    MEAN_SCORE,
     PAIRWISE_ACCURACY,
     SELF_MATCH,
 )
@@ -177,4 +178,21 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
         height=330 * ((len(panels) + 1) // 2),
         legend={"orientation": "h", "y": -0.08},
     )
+    return fig
+
+
+def figure_near_miss_scores(table, title: str = "Mean score on paraphrases and near-misses"):
+    """Figure 3's view: mean score per family (and on paraphrases), one group of bars per scorer."""
+    data = table[table.metric == MEAN_SCORE]
+    fig = px.bar(
+        data,
+        x="scorer",
+        y="value",
+        color="family",
+        barmode="group",
+        title=title,
+        labels={"value": "mean score", "scorer": ""},
+        hover_data=["n"],
+    )
+    fig.update_layout(legend_title_text="pairs", template="plotly_white")
     return fig

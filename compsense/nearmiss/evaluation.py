@@ -11,7 +11,7 @@ numbers are `compsense.nearmiss.metrics`'s (near-miss AUC, pairwise accuracy, se
 - `paraphrase_positives` / `heldout_positives`, `sugarcrepe_pairs`, `condaqa_pairs`, `eval_sets`: the pairs;
 - `cosine_scorer`, `pooled_cosine_scorers`: the pooled scorers (verifiers' own:
   `compsense.verifiers.study.verifier_scorers`, a layer above);
-- `evaluate_sets`, `to_tidy`, `separation_table`, `figure_near_miss_scores`: results and views.
+- `evaluate_sets`, `to_tidy`, `separation_table`: results (their figures: `compsense.figures.verifiers`).
 
 This notebook's protocol: the query is always a pair's sentence1 (a verifier is not symmetric), and a
 near-miss is compared with every positive of its query. Notebook 03 (`compsense.nearmiss.geometry`)
@@ -29,7 +29,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 from scipy.stats import spearmanr
 
 from compsense.core.layout import load_models
@@ -418,23 +417,6 @@ def pooled_cosine_scorers(encoder, backbone: str, work_dir, seed: int, device=No
     scorers = {"cosine Base": cosine_scorer(encoder, batch_size)}
     scorers.update({f"cosine Model {variant}": cosine_scorer(model, batch_size) for variant, model in trained.items()})
     return scorers, notes
-
-
-def figure_near_miss_scores(table, title: str = "Mean score on paraphrases and near-misses"):
-    """Figure 3's view: mean score per family (and on paraphrases), one group of bars per scorer."""
-    data = table[table.metric == MEAN_SCORE]
-    fig = px.bar(
-        data,
-        x="scorer",
-        y="value",
-        color="family",
-        barmode="group",
-        title=title,
-        labels={"value": "mean score", "scorer": ""},
-        hover_data=["n"],
-    )
-    fig.update_layout(legend_title_text="pairs", template="plotly_white")
-    return fig
 
 
 def _as_frame(data, what: str) -> pd.DataFrame:
