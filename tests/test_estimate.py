@@ -74,13 +74,16 @@ def _verifier(work, name, regime, seconds, examples, in_batch=4, trained=True):
     )
 
 
-def _notebook(path, params, cells):
-    """An executed notebook as papermill leaves it: parameters and durations in the metadata."""
+def _notebook(path, params, cells, start="2026-11-30T02:30:00.000001", end="2026-11-30T02:50:00.000001"):
+    """An executed notebook as papermill leaves it: parameters, its execution window (naive UTC, as
+    papermill writes it) and durations in the metadata."""
+    pm = {"parameters": params, "duration": sum(s for _, s in cells), "exception": None}
+    pm.update({k: v for k, v in (("start_time", start), ("end_time", end)) if v is not None})
     nb = {
         "cells": [
             {"cell_type": "code", "source": [src], "metadata": {"papermill": {"duration": s}}} for src, s in cells
         ],
-        "metadata": {"papermill": {"parameters": params, "duration": sum(s for _, s in cells), "exception": None}},
+        "metadata": {"papermill": pm},
     }
     return _write(path, nb)
 
@@ -136,7 +139,7 @@ def run(tmp_path):
     _notebook(
         stamp / "02_training_ab.ipynb",
         local["02"],
-        [("models = run_grid(runs, retrieval_df)", 400.0), ("results = evaluate_runs(models)", 100.0)],
+        [("models = run_grid(runs, retrieval_df)", 480.0), ("results = evaluate_runs(models)", 100.0)],
     )
     _notebook(stamp / "03_pooled_geometry.ipynb", local["03"], [("scores = score_pairs()", 30.0)])
     _notebook(stamp / "05_reranking.ipynb", local["05"], [("grid = R.rerank_grid(datasets)", 300.0)])
@@ -220,7 +223,8 @@ def test_rates_are_units_over_seconds(run):
     train = _row(m, "02", "train", "minilm-l6")
     assert (train.units, train.seconds, train.rate) == (19200, 480.0, 40.0)
     assert train.device.startswith("cpu (torch 2.13.0+cpu")
-    # the rest of stage 02: the notebook's 500 s minus the 400 s run_grid cell, for 7 x 9,439 texts
+    # the rest of stage 02: the notebook's 580 s less the 480 s of the six trainings that DONE.json
+    # records as finished inside its execution window, for 7 x 9,439 texts
     ev = _row(m, "02", "evaluate")
     assert ev.seconds == pytest.approx(100.0) and ev.units == 7 * 9439
     assert ev.rate == pytest.approx(7 * 9439 / 100.0)
@@ -238,6 +242,20 @@ def test_unfinished_run_is_measured_from_its_train_log(run):
     row = _row(E.measured_rates(run), "02", "train", "tiny-bert")
     # logged steps 1 -> 21 between 02:30:10 and 02:31:00: 20 steps x 16 triplets in 50 s
     assert (row.units, row.seconds) == (320, 50.0) and "train_log.jsonl" in row.source
+
+
+def test_a_notebooks_own_time_reads_no_cell_text_and_leaves_reused_models_in(run):
+    """Training time is subtracted by the records' times, not by finding a cell's code: a renamed
+    call changes nothing; models reused from before the execution are not subtracted; a notebook
+    without an execution window (run by hand) measures nothing for a training stage."""
+    later = run / "20261130-030000"
+    cells = [("trained = my_renamed_training(runs)", 30.0), ("results = evaluate_runs(models)", 200.0)]
+    window = {"start": "2026-11-30T03:00:00", "end": "2026-11-30T03:10:00"}  # the six models finished at 02:46
+    _notebook(later / "02_training_ab.ipynb", E.stage_params("local")["02"], cells, **window)
+    # the slower one counts: 230 s, nothing subtracted (all six models were reused from the earlier run)
+    assert _row(E.measured_rates(run), "02", "evaluate").seconds == pytest.approx(230.0)
+    _notebook(later / "02_training_ab.ipynb", E.stage_params("local")["02"], cells, start=None, end=None)
+    assert _row(E.measured_rates(run), "02", "evaluate").seconds == pytest.approx(100.0)  # the windowless one left out
 
 
 def test_the_slowest_execution_of_a_stage_counts(run):

@@ -2,12 +2,13 @@
 
 A run leaves measurements behind: DONE.json (or, unfinished, train_log.jsonl) per trained model,
 verifier.json per verifier, and the executed notebooks, whose papermill metadata holds each
-cell's duration and the parameters the stage ran with. A rate is the units / seconds of one such
-measurement, and every estimate row names the file it came from and the device it was measured
-on. Nothing is guessed: a component no run measured, or whose data settings differ from the
-measured ones (other datasets, caps, in-batch negatives), is "not measured", and the total says
-how many rows it leaves out. Rates measured elsewhere (a benchmarks/bench_training.py --out JSON,
-or `rates=`) are used only with their citation.
+execution's start, end and duration and the parameters the stage ran with (a notebook's own time
+is its duration less the trainings recorded as finished inside it: no cell text is read). A rate
+is the units / seconds of one such measurement, and every estimate row names the file it came
+from and the device it was measured on. Nothing is guessed: a component no run measured, or whose
+data settings differ from the measured ones (other datasets, caps, in-batch negatives), is "not
+measured", and the total says how many rows it leaves out. Rates measured elsewhere (a
+benchmarks/bench_training.py --out JSON, or `rates=`) are used only with their citation.
 
 The one modelling assumption: with a backbone no run measured, a unit takes (its parameter count /
 the measured backbone's) times as long. It needs `n_parameters` on both Backbone entries of
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -80,8 +81,8 @@ REST = {
     "04": "score",
     "05": "rerank",
     "06": "notebook",
-}  # the part of a stage timed by its notebook's cells, training cells excluded
-TRAIN_CELL = {"02": "run_grid(", "04": "run_study("}  # cells timed by DONE.json / verifier.json instead
+}  # the part of a stage timed by its notebook, the trainings recorded inside its execution excluded
+TRAINS = ("02", "04")  # stages whose trainings DONE.json / verifier.json time (subtracted from the notebook's)
 UNTRAINED = {("F0", "frozen"), ("F1", "frozen")}  # no trainable parameters, frozen encoder
 NOT_MEASURED = "not measured"
 
@@ -320,15 +321,51 @@ def _executions(work: Path, summary_json=None) -> list[dict]:
         if pm.get("duration") is None or pm.get("exception"):
             continue
         stage = path.name[:2]
-        trained = sum(
-            (c.get("metadata", {}).get("papermill", {}).get("duration") or 0)
-            for c in nb.get("cells", [])
-            if stage in TRAIN_CELL and TRAIN_CELL[stage] in "".join(c.get("source", ""))
-        )
+        trained = 0.0
+        if stage in TRAINS:
+            window = _utc(pm.get("start_time")), _utc(pm.get("end_time"))
+            if None in window:  # run by hand, no execution window: its training share is unknown
+                continue
+            trained = _trained_inside(work, *window)
         execs.append(
             {"stage": stage, "path": path, "params": pm.get("parameters", {}), "seconds": pm["duration"] - trained}
         )
     return execs
+
+
+def _utc(stamp) -> datetime | None:
+    """An ISO time as aware UTC (papermill writes naive UTC, DONE.json '+00:00'); None if absent or unreadable."""
+    try:
+        t = datetime.fromisoformat(str(stamp))
+    except (TypeError, ValueError):
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _trained_inside(work: Path, start: datetime, end: datetime) -> float:
+    """Seconds of training that finished inside [start, end], as the trainings recorded them: DONE.json
+    (duration_s, finished_at) per retrieval model, verifier.json (history seconds and finished_at, or
+    the file's time for a record written before finished_at existed) per verifier. This is the part of
+    a notebook's time the training rates already count; a model reused from an earlier run is not in it."""
+    total = 0.0
+    for folder in trained_model_dirs(work):
+        try:
+            done = json.loads((folder / "DONE.json").read_text())
+        except (OSError, ValueError):
+            continue
+        finished = _utc(done.get("finished_at"))
+        if finished is not None and start <= finished <= end:
+            total += float(done.get("duration_s") or 0)
+    root = verifiers_root(work)
+    for record in root.rglob("verifier.json") if root.is_dir() else []:
+        try:
+            history = json.loads(record.read_text()).get("history", {})
+        except (OSError, ValueError):
+            continue
+        finished = _utc(history.get("finished_at")) or datetime.fromtimestamp(record.stat().st_mtime, timezone.utc)
+        if start <= finished <= end:
+            total += float(history.get("seconds") or 0)
+    return total
 
 
 def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
@@ -353,8 +390,8 @@ def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
             "seconds": e["seconds"],
             "backbone": ",".join(sorted({str(r["backbone"]) for r in rows})),
             "settings": rows[0]["settings"],
-            "source": f"{_rel(e['path'])} (papermill cell durations"
-            f"{', training cells excluded' if e['stage'] in TRAIN_CELL else ''})",
+            "source": f"{_rel(e['path'])} (papermill duration"
+            f"{', less the trainings DONE.json / verifier.json record inside it' if e['stage'] in TRAINS else ''})",
             "device": device,
         }
         if e["stage"] not in best or units / e["seconds"] < best[e["stage"]]["units"] / best[e["stage"]]["seconds"]:

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
@@ -229,6 +230,7 @@ def train_verifier(
             encoder.eval()
     history["trained"] = True
     history["seconds"] = round(time.perf_counter() - start, 3)
+    history["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")  # for estimate's windows
     return history
 
 
