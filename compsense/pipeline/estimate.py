@@ -369,7 +369,7 @@ def _trained_inside(work: Path, start: datetime, end: datetime) -> float:
 
 
 def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
-    """Per stage, the rest of the stage (training cells excluded) from its slowest execution:
+    """Per stage, the rest of the stage (the trainings recorded inside it excluded) from its slowest execution:
     re-runs that find finished models and caches do less work, so the slowest is the coldest."""
     best: dict[str, dict] = {}
     sizes = run_sizes(work)
