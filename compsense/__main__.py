@@ -1,7 +1,7 @@
 """Command line: `python -m compsense doctor [--profile local]`, `python -m compsense reproduce --profile smoke`,
 `python -m compsense evaluate MODEL DATASET...` (retrieval metrics, tidy parquet and MTEB-shaped JSON),
-`python -m compsense bundle` (what a GPU machine with no network needs), `python -m compsense estimate
---profile paper --from runs/local` (a profile's time from a run's measured throughput)."""
+`python -m compsense estimate --profile paper --from runs/local` (a profile's time from a run's
+measured throughput). The GPU bundle is a script: `python scripts/bundle.py`."""
 
 from __future__ import annotations
 
@@ -87,16 +87,6 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECTION.KEY=VALUE",
         help="replace one profile value for this run (YAML), e.g. --set 04_verifiers.regimes=[frozen]; repeatable",
     )
-    bun = sub.add_parser("bundle", help="wheels, weights and data a GPU machine with no network needs")
-    bun.add_argument("--out", default=".bundle", help="git-ignored folder to write (default .bundle)")
-    bun.add_argument(
-        "--weights",
-        default="int8",
-        choices=["int8", "fp16", "none"],
-        help="minilm-l6 weights: per-row int8 (~23 MB) or fp16 (~45 MB)",
-    )
-    bun.add_argument("--data", default="", help="local datasets to copy, e.g. scifact,mrpc,stsb,sugarcrepe")
-    bun.add_argument("--python-version", default="3.12", help="the GPU machine's Python (wheel tags)")
     est = sub.add_parser("estimate", help="a profile's time from the throughput a run measured")
     est.add_argument("--profile", default="paper", help="the profile to estimate (params/<profile>.yaml)")
     est.add_argument("--from", dest="work_dir", required=True, help="the work_dir of a run, e.g. runs/local")
@@ -134,10 +124,6 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 def _dispatch(args) -> int:
     if args.command == "estimate":
         return _estimate(args)
-    if args.command == "bundle":
-        from compsense.pipeline.bundle import main as bundle
-
-        return bundle(args.out, args.weights, args.data, args.python_version)
     if args.command == "doctor":
         from compsense.pipeline.doctor import main as doctor
 

