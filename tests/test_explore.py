@@ -357,3 +357,24 @@ def test_explorer_refuses_a_sentence_that_is_not_text_naming_the_fix(value, tmp_
 
     with pytest.raises(TypeError, match=r"sentence_a must be a non-empty sentence.*-p sentence_a"):
         explorer(value, "The dog chased the cat.", work_dir=tmp_path, interactive=False)
+
+
+@pytest.mark.slow
+def test_the_explorer_warns_when_a_verifier_learned_on_another_encoders_maps(tmp_path, tiny_encoder):
+    from compsense.core.encoders import load_encoder
+    from compsense.verifiers.simmap import encoder_fingerprint
+
+    root = tmp_path / "verifiers"
+    mine = {"settings": {"encoder": encoder_fingerprint(tiny_encoder)[:16]}, "history": {"trained": True}}
+    other = {"settings": {"encoder": encoder_fingerprint(load_encoder("tiny-bert", seed=1))[:16]}}
+    verifiers.save(verifiers.create("F3", seed=0), root / "mine" / "F3-frozen", extra=mine)
+    verifiers.save(verifiers.create("F4", seed=0), root / "other" / "F4-frozen", extra=other)
+    # a frozen F1 folder that learned nothing is the F1 MaxSim row again: not listed twice
+    verifiers.save(verifiers.create("F1"), root / "mine" / "F1-frozen", extra={"history": {"trained": False}})
+    s = Session(tmp_path)
+    s.add_encoder("tiny (test)", tiny_encoder, first=True)
+    assert [label for label in s.verifiers if "F1" in label] == ["F1 MaxSim"]
+    (note,) = [n for n in s.view(A, B).notes if "another encoder" in n]
+    assert note.startswith("1 trained verifier(s) learned from maps of another encoder than tiny (test)")
+    assert "other/F4-frozen (trained)" in note
+    assert any("another encoder" in n for n in s.near_miss_table(A).attrs["notes"])

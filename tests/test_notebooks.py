@@ -85,3 +85,21 @@ def test_papermill_reads_every_parameter_line(notebook, caplog):
         found = {p.name for p in PythonTranslator.inspect(cell)}
     assert not [r.getMessage() for r in caplog.records if "Unable to parse" in r.getMessage()]
     assert found == set(profiles.declared_parameters(notebook))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_first_thing_a_notebook_shows_is_its_profile(notebook):
+    """The cell after `parameters` (where papermill injects the profile) shows the profile banner, so a
+    smoke number is labelled before any table, not at the bottom."""
+    nb = json.loads(notebook.read_text())
+    index = next(i for i, c in enumerate(nb["cells"]) if "parameters" in c.get("metadata", {}).get("tags", []))
+    after = "".join(nb["cells"][index + 1]["source"])
+    assert "profile_banner(profile)" in after, f"{notebook.name}: put `profile_banner(profile)` right after parameters"
+
+
+def test_the_banner_says_smoke_numbers_are_not_results():
+    from compsense.core.banner import banner_text, profile_banner
+
+    assert "only prove that the code runs; they are not results" in banner_text("smoke")
+    assert "not results" not in banner_text("local") and "params/local.yaml" in banner_text("local")
+    assert "compsense-banner" in profile_banner("smoke").data and "&lt;" in profile_banner("<x>").data

@@ -45,7 +45,7 @@ from compsense.verifiers.architectures import (
     score_maps,
     token_positions,
 )
-from compsense.verifiers.simmap import TokenBatch, similarity_map, token_embeddings
+from compsense.verifiers.simmap import TokenBatch, encoder_fingerprint, similarity_map, token_embeddings
 
 log = logging.getLogger(__name__)
 
@@ -278,6 +278,9 @@ def discover_verifiers(work_dir: str | os.PathLike | None) -> dict[str, Verifier
             log.warning("explorer: skipping %s (%s: %s)", folder, err.__class__.__name__, err)
             continue
         own_encoder = str(encoder_dir) if encoder_dir else None
+        history = info.get("history", {}) if isinstance(info, dict) else {}
+        if not own_encoder and history.get("trained") is False:
+            continue  # a frozen F0/F1/F2 folder learned nothing: the same function as its untrained row above
         label = f"{folder.relative_to(root).as_posix()} (trained{', own encoder' if own_encoder else ''})"
         entries[label] = VerifierEntry(label, verifier, own_encoder, folder, info)
     return entries
@@ -307,6 +310,7 @@ class Session:
         self._caches: OrderedDict[str, TextCache] = OrderedDict()
         self._pinned: dict[str, TextCache] = {}  # encoders handed over in memory: never evicted
         self.problems: dict[str, str] = {}  # verifier label -> why it could not score (shown, not raised)
+        self._fingerprints: dict[str, str] = {}  # encoder label -> encoder_fingerprint (first 16 characters)
 
     def add_encoder(self, label: str, encoder, first: bool = False) -> None:
         """Offer an encoder already in memory (a SentenceTransformer) under `label`."""
@@ -348,6 +352,29 @@ class Session:
                 out[label] = np.full(len(documents), np.nan, dtype=np.float32)
         return out
 
+    def foreign_notes(self, encoder: str | None = None) -> list[str]:
+        """One note per trained frozen verifier whose training maps came from another encoder than
+        `encoder` (verifier.json's settings.encoder fingerprint differs): its scores here are read off
+        maps it never saw, so the view says so rather than show them as judgements."""
+        encoder = encoder or self.default_encoder
+        trained = {
+            label: str(entry.info.get("settings", {}).get("encoder", ""))
+            for label, entry in self.verifiers.items()
+            if entry.encoder is None and isinstance(entry.info, dict) and entry.info.get("settings", {}).get("encoder")
+        }
+        if not trained:
+            return []
+        if encoder not in self._fingerprints:
+            self._fingerprints[encoder] = encoder_fingerprint(self.cache(encoder).encoder)[:16]
+        mine = self._fingerprints[encoder]
+        foreign = sorted(label for label, print_ in trained.items() if not mine.startswith(print_[:16]))
+        if not foreign:
+            return []
+        return [
+            f"{len(foreign)} trained verifier(s) learned from maps of another encoder than {encoder} "
+            f"(e.g. {foreign[0]}): their scores here are outside what they were trained on"
+        ]
+
     def view(self, query: str, document: str, encoder: str | None = None, explain: str | None = None) -> PairView:
         """The map of (query, document), MaxSim matches, every score, and the `explain` verifier's
         alignment when it has one (F2)."""
@@ -358,7 +385,7 @@ class Session:
         scores = {k: float(v[0]) for k, v in self.scores(encoder, query, [document]).items()}
         entry = self.verifiers.get(explain) if explain else None
         notes = text_notes(cache, "A", query, len(q_tokens)) + text_notes(cache, "B", document, len(d_tokens))
-        alignment, notes = None, notes + list(self.problems.values())
+        alignment, notes = None, notes + self.foreign_notes(encoder) + list(self.problems.values())
         if entry is not None:
             weights = soft_alignment(entry.verifier, M) if entry.encoder is None else None
             alignment = weights.argmax(axis=1) if weights is not None else None
@@ -409,7 +436,7 @@ class Session:
         )
         itself, rest = rows.iloc[:1], rows.iloc[1:].sort_values(POOLED, ascending=False, kind="stable")
         table = pd.concat([itself, rest], ignore_index=True)
-        table.attrs["notes"] = notes + list(self.problems.values())
+        table.attrs["notes"] = notes + self.foreign_notes(encoder) + list(self.problems.values())
         return table
 
 
