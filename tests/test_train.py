@@ -485,20 +485,20 @@ def test_card_gets_the_evaluated_metrics_and_the_run_stays_finished(trained, tmp
         add_card_metrics(tmp_path / "nowhere", rows)
 
 
-def test_mnrl_by_hand_equals_the_library_loss():
+def test_the_library_loss_is_the_loss_notebook_02_writes_by_hand():
     from compsense.core.encoders import load_encoder
-    from compsense.retrieval.training import mnrl_on_batch
+    from compsense.retrieval.training import mnrl_library_loss
 
     model = load_encoder("tiny-bert", max_seq_length=32)
     batch = pd.concat([retrieval_rows(3), structural_rows(1)[["anchor", "positive", "negative"]]], ignore_index=True)
-    scores, by_hand, library = mnrl_on_batch(model, batch, scale=10.0)
-    assert scores.shape == (4, 8) and list(scores.columns[:2]) == ["positive 0", "positive 1"]
-    assert by_hand == pytest.approx(library, rel=1e-4)
-    # the identity row: its anchor is its positive, so that logit is the scale itself
-    assert scores.loc["anchor 3", "positive 3"] == pytest.approx(10.0, abs=1e-4)
-    assert by_hand == pytest.approx(
-        float(-(scores.values.diagonal() - np.log(np.exp(scores.values).sum(1))).mean()), rel=1e-4
-    )
+    library = mnrl_library_loss(model, batch, scale=10.0)
+    anchors = model.encode(list(batch.anchor), normalize_embeddings=True)
+    candidates = model.encode([*batch.positive, *batch.negative], normalize_embeddings=True)
+    logits = 10.0 * anchors @ candidates.T  # 4 anchors x (4 positives + 4 negatives)
+    assert logits[3, 3] == pytest.approx(10.0, abs=1e-4)  # the identity row: its anchor is its positive
+    by_hand = float(-(logits.diagonal() - np.log(np.exp(logits).sum(1))).mean())
+    assert library == pytest.approx(by_hand, rel=1e-4)
+    assert mnrl_library_loss(model, batch, scale=20.0) != pytest.approx(library, rel=1e-3)  # the scale is used
 
 
 @pytest.mark.slow

@@ -692,36 +692,23 @@ def _to_dataset(train_df: pd.DataFrame):
     return Dataset.from_pandas(train_df[MNRL_COLUMNS].reset_index(drop=True), preserve_index=False)
 
 
-def mnrl_on_batch(model, batch: pd.DataFrame, scale: float = TrainConfig.scale) -> tuple[pd.DataFrame, float, float]:
-    """The training loss on one batch, written out and checked against the library's.
-
-    Each anchor is scored against every candidate in the batch: all positives (the other anchors'
-    positives are in-batch negatives) and all hard negatives; the loss is cross-entropy with the
-    anchor's own positive as the answer, over cosine x `scale`. Returns the score table (anchors x
-    candidates, the logits), that loss computed here, and sentence-transformers'
-    MultipleNegativesRankingLoss on the same batch (equal up to float error: the model is put in
-    eval mode, so dropout does not differ between the two)."""
+def mnrl_library_loss(model, batch: pd.DataFrame, scale: float = TrainConfig.scale) -> float:
+    """sentence-transformers' MultipleNegativesRankingLoss on one batch of (anchor, positive, negative)
+    rows, in eval mode (no dropout): the number notebook 02's loss written by hand is checked against.
+    That loss: each anchor scored against every candidate of the batch (all positives, whose other
+    anchors' are in-batch negatives, then all hard negatives), cosine x `scale` as logits, and
+    cross-entropy with the anchor's own positive as the answer."""
     import torch
 
     losses, _ = _st_training_imports()
     model.eval()
     with torch.no_grad():
-
-        def embed(texts):
-            return model.encode(list(texts), convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
-
-        anchors, candidates = embed(batch.anchor), embed([*batch.positive, *batch.negative])
-        logits = scale * anchors @ candidates.T
-        by_hand = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch), device=logits.device))
         prepare = getattr(model, "preprocess", None) or model.tokenize  # ST 6 renamed tokenize
         features = [
             {k: v.to(model.device) if hasattr(v, "to") else v for k, v in prepare(list(col)).items()}
             for col in (batch.anchor, batch.positive, batch.negative)
         ]
-        library = losses.MultipleNegativesRankingLoss(model, scale=scale)(features, labels=None)
-    names = [f"positive {i}" for i in range(len(batch))] + [f"negative {i}" for i in range(len(batch))]
-    table = pd.DataFrame(logits.cpu().numpy(), columns=names, index=[f"anchor {i}" for i in range(len(batch))])
-    return table, float(by_hand), float(library)
+        return float(losses.MultipleNegativesRankingLoss(model, scale=scale)(features, labels=None))
 
 
 def _st_training_imports():
