@@ -287,6 +287,17 @@ def test_static_explorer_has_figure_scores_and_table(session, monkeypatch):
     assert "compsense-scores" in html and "compsense-near-misses" in html and "binding" in html
     none = widgets.StaticExplorer(session, "Hello.", B)
     assert none.table is None and "no near-miss family applies" in none.html()
+    assert "The rules look for what they can change: negation: add or remove a negation" in none.html()
+    assert "spatial: flip or swap a directional or locative relation" in none.html()
+
+
+def test_every_score_row_says_its_range_and_meaning():
+    assert explore.about(explore.POOLED).startswith("-1 to 1: cosine of the two mean-pooled")
+    assert explore.about("F1 MaxSim").startswith("-1 to 1: mean over A's tokens")
+    trained = explore.about("model_b-small/seed42/F4-frozen (trained)")
+    assert "Transformer" in trained and "no fixed range" in trained
+    assert "CNN" in explore.about("balanced-paper/seed43/F3-end2end (trained, own encoder)")
+    assert "own fine-tuned encoder" in explore.about("model_b-small/seed42/F1-end2end (trained, own encoder)")
 
 
 @pytest.mark.slow

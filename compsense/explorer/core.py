@@ -53,11 +53,32 @@ POOLED = "pooled cosine"
 # Untrained verifiers: parameter-free (F0, F1) or with the paper's fixed lam = tau = 0.1 (F2).
 BASE_VERIFIERS = {"F0 mean": "F0", "F1 MaxSim": "F1", "F2 alignment": "F2"}
 ABOUT = {
-    POOLED: "cosine of the two mean-pooled sentence vectors (what the retriever ranks by)",
-    "F0": "mean of every cell of the map: a bag of token similarities",
-    "F1": "mean over A's tokens of the row maximum (the squares): blind to word order",
-    "F2": "like F1, but each match pays for its distance from the diagonal (the circles)",
+    POOLED: "-1 to 1: cosine of the two mean-pooled sentence vectors (what the retriever ranks by)",
+    "F0": "-1 to 1: mean of every cell of the map, a bag of token similarities",
+    "F1": "-1 to 1: mean over A's tokens of the row maximum (the squares): blind to word order",
+    "F2": "-1 to 1: like F1, but each match pays for its distance from the diagonal (the circles)",
 }
+# A trained verifier's score is a logit: no fixed range, so only its order across pairs means something.
+TRAINED_ABOUT = {
+    "F0": "like F0 above, on maps of its own fine-tuned encoder",
+    "F1": "like F1 above, on maps of its own fine-tuned encoder",
+    "F2": "like F2 above, with a learned diagonal penalty",
+    "F3": "learned score of a small CNN over the map; no fixed range: compare it across pairs "
+    "(higher: more alike), not with the cosine",
+    "F4": "learned score of a small Transformer over the map's patches; no fixed range: compare it "
+    "across pairs (higher: more alike), not with the cosine",
+}
+
+
+def about(label: str) -> str:
+    """What a score row means and its range: the pooled cosine and F0-F2 by label; a trained verifier
+    ("model_b-small/seed42/F4-frozen (trained)") by the verifier name in its folder."""
+    if label in ABOUT:
+        return ABOUT[label]
+    if label in BASE_VERIFIERS:
+        return ABOUT[BASE_VERIFIERS[label]]
+    folder = label.split(" (")[0].rstrip("/").split("/")[-1]
+    return TRAINED_ABOUT.get(folder.split("-")[0], "")
 
 
 @dataclass
@@ -545,17 +566,17 @@ def scores_html(view: PairView) -> str:
     """The panel beside the map: each scorer's score of (A, B) and what it reads."""
     rows = []
     for label, value in view.scores.items():
-        about = ABOUT.get(label) or (ABOUT.get(label.split()[0], "") if label in BASE_VERIFIERS else "")
+        meaning = about(label)
         style = ' style="background:#eef6ee"' if label == view.explained else ""
         rows.append(
-            f'<tr{style}><th style="text-align:left;white-space:nowrap;padding-right:8px">'
+            f'<tr{style}><th style="text-align:left;max-width:220px;overflow-wrap:anywhere;padding-right:8px">'
             f'{html.escape(label)}</th><td class="score" style="text-align:right;padding-right:8px">'
-            f'{_fmt(value)}</td><td style="color:#666;font-size:85%;line-height:1.2">{html.escape(about)}</td></tr>'
+            f'{_fmt(value)}</td><td style="color:#666;font-size:85%;line-height:1.2">{html.escape(meaning)}</td></tr>'
         )
     notes = "".join(f'<p style="color:#a60">{html.escape(n)}</p>' for n in view.notes)
     body = "".join(rows)
     return (
-        f'<table class="compsense-scores" style="line-height:1.3">'
+        f'<table class="compsense-scores" style="line-height:1.3;max-width:100%">'
         f'<tr><th style="text-align:left">scorer</th><th>A vs B</th><th></th></tr>{body}</table>{notes}'
     )
 

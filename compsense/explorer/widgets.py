@@ -23,6 +23,7 @@ import ipywidgets as w
 import plotly.graph_objects as go
 from IPython.display import HTML, display
 
+from compsense.data.negatives import FAMILIES
 from compsense.explorer.core import POOLED, PairView, Session, figure_similarity_map, scores_html, table_html
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,12 @@ class ExplorerApp:
         )
         self.view = self._compute_view()
         self.figure = go.FigureWidget(figure_similarity_map(self.view))
-        self.scores = w.HTML(scores_html(self.view), layout=w.Layout(flex="1 1 auto", margin="40px 0 0 10px"))
+        # The scores take what the map leaves, and wrap below it when that is under 340 px (a 1,366 px
+        # screen with JupyterLab's file browser open): never cut off at the right edge.
+        self.scores = w.HTML(
+            scores_html(self.view),
+            layout=w.Layout(flex="1 1 340px", min_width="340px", max_width="100%", margin="40px 0 0 10px"),
+        )
         self.button = w.Button(
             description="near-misses of A",
             icon="random",
@@ -162,7 +168,7 @@ class ExplorerApp:
                 self.text_a,
                 self.text_b,
                 w.HBox([self.encoder, self.explain]),
-                w.HBox([self.figure_box, self.scores]),
+                w.Box([self.figure_box, self.scores], layout=w.Layout(display="flex", flex_flow="row wrap")),
                 w.HBox([self.button, self.status]),
                 self.table,
             ]
@@ -220,8 +226,14 @@ def _near_miss_table(session: Session, sentence: str, encoder: str | None):
     """(table, "") or (None, why there is none)."""
     table = session.near_miss_table(sentence, encoder)
     if len(table) <= 1:
-        return None, f"no near-miss family applies to {sentence!r} (try a sentence with two nouns and a verb)"
+        return None, no_near_miss_message(sentence)
     return table, ""
+
+
+def no_near_miss_message(sentence: str) -> str:
+    """Why the button found nothing: what each family's rules look for, so the user knows what to type."""
+    wanted = "; ".join(f"{f.name}: {f.description}" for f in FAMILIES.values())
+    return f"no near-miss family applies to {sentence!r}. The rules look for what they can change: {wanted}."
 
 
 def _error_html(err: Exception) -> str:

@@ -138,6 +138,27 @@ def _table_texts(page) -> list[str]:
     return page.locator(".compsense-near-misses tbody td").all_text_contents()
 
 
+def _scores_whole_at(page, width: int) -> None:
+    """At `width` px with JupyterLab's file browser open beside the notebook, every score cell and its
+    scorer name are inside the window (the panel wraps below the map rather than run off the edge)."""
+    page.set_viewport_size({"width": width, "height": 1000})
+    try:
+        if not page.locator(".jp-FileBrowser").is_visible():
+            page.locator('.jp-SideBar [data-id="filebrowser"]').first.click()
+        page.locator(".jp-FileBrowser").wait_for(state="visible")
+        page.wait_for_timeout(500)  # let the widgets re-flow
+        right = page.evaluate(
+            "() => Math.max(...[...document.querySelectorAll('.compsense-scores td.score, .compsense-scores th')]"
+            ".map(e => e.getBoundingClientRect().right))"
+        )
+        left = page.evaluate("() => document.querySelector('.jp-FileBrowser').getBoundingClientRect().right")
+        _shot(page, f"scores-at-{width}px")
+        assert left > 150, "the file browser is not open beside the notebook"
+        assert right <= width, f"score cells end at x = {right:.0f}, beyond the {width} px window"
+    finally:
+        page.set_viewport_size({"width": 1700, "height": 2000})
+
+
 def _shot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(exist_ok=True)
     path = SCREENSHOTS / f"explorer-{name}.png"
@@ -186,6 +207,7 @@ def _explore(page, lab):
     scores_before = _scores(page)
     assert len(scores_before) >= 4  # pooled cosine, F0, F1, F2
     _shot(page, "initial")
+    _scores_whole_at(page, width=1400)
 
     page.locator(".compsense-near-miss-button button, button.compsense-near-miss-button").first.click()
     page.locator(".compsense-near-misses tbody tr").nth(1).wait_for()
