@@ -352,6 +352,13 @@ def test_near_miss_figure_facets_and_reference_menu(scored):
     assert len(fig.layout.updatemenus[0].buttons) == 2  # references of Base / Model A
     shaded = [t for t in fig.data if t.fill == "tozeroy"]
     assert shaded and all(t.visible is True or t.visible is False for t in shaded)
+    # each curve scaled to its own peak (a common density axis flattened the references); the
+    # densities themselves stay in the hover
+    assert all(max(t.y) == pytest.approx(1.0) for t in fig.data) and fig.layout.yaxis.range == (0, 1.05)
+    raw = near_miss_figure(scored, scale="density")
+    assert [list(t.y) for t in raw.data] == [list(t.customdata) for t in fig.data]
+    with pytest.raises(ValueError, match="scale='log'"):
+        near_miss_figure(scored, scale="log")
 
 
 def test_separation_auc_figure_groups_bars_by_variant(scored):

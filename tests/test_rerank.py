@@ -421,7 +421,15 @@ def test_several_notebook04_variants_are_separate_methods_through_every_table(en
     base = ("Base encoder only (AUC 0.50)", table.loc["base", "value"])
     assert [(t.name, t.y[0]) for t in fig.data if t.mode == "lines"] == [base]
     bars = FR.figure_rerank(res)
-    assert {t.name for t in bars.data} == {"frozen, model_b-small", "frozen, balanced-small", "frozen, balanced-paper"}
+    assert {t.name for t in bars.data if t.type == "bar"} == {
+        "frozen, model_b-small",
+        "frozen, balanced-small",
+        "frozen, balanced-paper",
+    }
+    # the encoder alone is a legend line, not text on the plot; the y axis fits the bars and that line
+    assert [t.name for t in bars.data if t.type == "scatter"] == ["Base encoder only (0.715)"]
+    low, high = bars.layout.yaxis.range
+    assert 0 < low < min(min(t.y) for t in bars.data if t.type == "bar") and high > 0.715
     answer = R.rerank_answer(res, R.bootstrap_vs_baseline(grid.per_query, n=100))
     assert answer.variant.tolist() == [
         "base",
@@ -555,3 +563,38 @@ def test_the_noise_control_is_holm_corrected_in_a_family_of_its_own():
         part = boot.loc[family]
         assert np.allclose(part.p_holm, np.minimum(S.holm(part.p_value), 1.0))  # two tests per family, not four
         assert set(part.p_floor_holm) == {S.holm_floor(2, int(part.n_resamples.iloc[0]))}
+
+
+def test_figure_2_shows_the_spread_over_verifier_seeds():
+    rows = [
+        dict(
+            variant=f"{v}-frozen",
+            verifier=v,
+            regime="frozen",
+            k=10,
+            weight=0.0,
+            metric="ndcg@10",
+            dataset="d",
+            seed=s,
+            value=x,
+        )
+        for v, values in (("F1", (0.70, 0.72)), ("F3", (0.74, 0.80)))
+        for s, x in zip((42, 43), values)
+    ]
+    rows.append(
+        dict(
+            variant="base",
+            verifier="none",
+            regime=R.ENCODER_ONLY,
+            k=100,
+            weight=1.0,
+            metric="ndcg@10",
+            dataset="d",
+            seed=42,
+            value=0.71,
+        )
+    )
+    fig = FR.figure_rerank(pd.DataFrame(rows))
+    (bar,) = [t for t in fig.data if t.type == "bar"]
+    assert list(bar.y) == pytest.approx([0.71, 0.77])
+    assert list(bar.error_y.array) == pytest.approx([np.std([0.70, 0.72], ddof=1), np.std([0.74, 0.80], ddof=1)])

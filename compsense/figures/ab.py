@@ -34,7 +34,8 @@ def learning_curves(curves: pd.DataFrame):
 def dose_response_figure(points: pd.DataFrame, metric: str = "ndcg@10"):
     """Zero-shot drop against held-out near-miss AUC gain, both relative to Model A of the same seed
     (`retrieval.dose_response`): one marker per variant (mean over its seeds, bars = std where it has
-    more than one seed), labelled with the variant; the B share sweep joined by a line."""
+    more than one seed), labelled with the variant. The B share sweep is not joined by a line: most of
+    its shares have one seed, whose spread is what the A/B seeds show, so a line would draw noise."""
     agg = points.groupby(["backbone", "variant"], as_index=False).agg(
         structural_share=("structural_share", "first"),
         drop=("drop", "mean"),
@@ -48,7 +49,7 @@ def dose_response_figure(points: pd.DataFrame, metric: str = "ndcg@10"):
         sweep = grp[grp.variant.str.match(r"^(A|B|B-share.*)$")].sort_values("structural_share")
         other = grp[~grp.index.isin(sweep.index)]
         for part, mode, name in (
-            (sweep, "lines+markers+text", f"{backbone}: B by share"),
+            (sweep, "markers+text", f"{backbone}: B by share"),
             (other, "markers+text", f"{backbone}: controls"),
         ):
             if part.empty:

@@ -59,10 +59,16 @@ def near_miss_figure(
     reference_variant: str | None = None,
     title: str | None = None,
     max_cols: int = 4,
+    scale: str = "peak",
 ):
     """Figure 1: one facet per family, the (anchor, near-miss) cosine distribution of each model
     (Base, A, B; seeds pooled) as outlines over [-1, 1], the reference paraphrase and random-pair
     distributions shaded behind them. Lower is better for near-misses.
+
+    `scale="peak"` (default) draws each curve divided by its own highest bin: near-misses pile into
+    a few bins near 1 (densities above 20) and on a common density axis flatten the references to
+    a line at the bottom; the position of each curve is what the figure compares. `scale="density"`
+    draws densities as they are; the hover gives the density either way.
 
     References move with the model, so a menu picks whose references are shaded (default: Base).
     Facets wrap after `max_cols` families.
@@ -96,6 +102,7 @@ def near_miss_figure(
                     _step_trace(
                         values,
                         bins,
+                        peak=scale == "peak",
                         name=name,
                         legendgroup=f"ref-{kind}",
                         showlegend=first,
@@ -104,7 +111,7 @@ def near_miss_figure(
                         line=dict(width=0),
                         visible=variant == reference_variant,
                         hovertemplate=f"{name} [{variant_label(variant)}]<br>"
-                        "cosine %{x:.2f}: density %{y:.2f}<extra></extra>",
+                        "cosine %{x:.2f}: density %{customdata:.2f}<extra></extra>",
                     ),
                     row=row,
                     col=col,
@@ -119,18 +126,23 @@ def near_miss_figure(
                 _step_trace(
                     values,
                     bins,
+                    peak=scale == "peak",
                     name=f"{label} near-misses",
                     legendgroup=variant,
                     showlegend=first,
                     line=dict(color=variant_color(variant, variants), width=2),
-                    hovertemplate=f"{label}, {family}<br>cosine %{{x:.2f}}: density %{{y:.2f}}"
+                    hovertemplate=f"{label}, {family}<br>cosine %{{x:.2f}}: density %{{customdata:.2f}}"
                     f"<br>mean {values.mean():.3f}<extra></extra>",
                 ),
                 row=row,
                 col=col,
             )
     fig.update_xaxes(range=[-1, 1], title_text="pooled cosine")
-    fig.update_yaxes(title_text="density", col=1)
+    if scale not in ("peak", "density"):
+        raise ValueError(f"scale={scale!r}: use 'peak' (each curve / its highest bin) or 'density'")
+    fig.update_yaxes(title_text="density / its peak" if scale == "peak" else "density", col=1)
+    if scale == "peak":
+        fig.update_yaxes(range=[0, 1.05])
     fig.update_layout(
         title=title
         or f"Near-miss cosine under pooled embeddings ({scores.backbone.iloc[0]}, {dataset}); lower is better",
@@ -167,10 +179,13 @@ def _reference_values(scores: pd.DataFrame, variant: str) -> dict[str, pd.Series
     return {k: v for k, v in out.items() if not v.empty}
 
 
-def _step_trace(values, bins: int, **kwargs):
+def _step_trace(values, bins: int, peak: bool = False, **kwargs):
+    """A histogram outline; `peak`: divided by its highest bin (the density itself rides along as
+    customdata for the hover)."""
     density, edges = histogram(values, bins=bins, density=True)
     centers = (edges[:-1] + edges[1:]) / 2
-    return go.Scatter(x=centers, y=density, mode="lines", line_shape="hvh", **kwargs)
+    y = density / density.max() if peak and density.max() > 0 else density
+    return go.Scatter(x=centers, y=y, customdata=density, mode="lines", line_shape="hvh", **kwargs)
 
 
 def _reference_menu(fig, reference_traces: dict[str, list[int]], current: str) -> list[dict]:

@@ -26,11 +26,17 @@ def figure_rerank(
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
     reranked = reranked.assign(verifier_variant=variant_folders(reranked))
     k = int(k if k is not None else reranked.k.max())
-    bars = (
-        reranked[reranked.k == k]
-        .groupby(["verifier_variant", "verifier", "regime"], as_index=False, sort=False)
-        .agg(value=("value", "mean"), n_datasets=("dataset", "nunique"))
-    )
+    at_k = reranked[reranked.k == k]
+    keys = ["verifier_variant", "verifier", "regime"]
+    grouped = at_k.groupby(keys, as_index=False, sort=False)
+    bars = grouped.agg(value=("value", "mean"), n_datasets=("dataset", "nunique"))
+    # The interval: the spread over verifier seeds (each seed's mean over datasets), where there are several.
+    if "seed" in at_k.columns:
+        per_seed = at_k.groupby([*keys, "seed"], as_index=False, sort=False).value.mean()
+        spread = per_seed.groupby(keys, as_index=False, sort=False).agg(std=("value", "std"), seeds=("seed", "nunique"))
+        bars = bars.merge(spread, on=keys, how="left")
+    else:
+        bars = bars.assign(std=np.nan, seeds=1)
     several = bars.verifier_variant.nunique() > 1
     bars = bars.assign(_r=regime_rank(bars.regime)).sort_values(["_r"], kind="stable").drop(columns="_r")
     bars["series"] = bars.regime + (", " + bars.verifier_variant if several else "")
@@ -40,24 +46,35 @@ def figure_rerank(
         y="value",
         color="series",
         barmode="group",
-        hover_data=["n_datasets", "verifier_variant"],
+        error_y="std" if bars["std"].notna().any() else None,
+        hover_data=["n_datasets", "verifier_variant", "seeds"],
         category_orders={"verifier": ["F0", "F1", "F2", "F3", "F4"]},
-        labels={"value": f"{metric} after reranking", "verifier": ""},
+        labels={"value": f"{metric} after reranking (bars: ± std over verifier seeds)", "verifier": ""},
         title=title or f"Reranking the pooled top-{k} with each verifier (w = {weight:g})",
     )
     names = {"base": "Base", "A": "Model A", "B": "Model B"}
     only = df[df.regime == ENCODER_ONLY].groupby("variant").value.mean()
-    # Labels at different ends of the lines: the three values are often close.
-    lines = (("base", "dot", "top left"), ("A", "dash", "top right"), ("B", "dashdot", "bottom right"))
-    for variant, dash, where in lines:
+    # The encoders alone are lines named in the legend, not text on the plot: their values are often
+    # within 0.01 of each other, where labels would collide.
+    for variant, dash in (("base", "dot"), ("A", "dash"), ("B", "dashdot")):
         if variant in only.index:
-            fig.add_hline(
-                y=float(only[variant]),
-                line_dash=dash,
-                line_color="gray",
-                annotation_text=f"{names[variant]} encoder only ({only[variant]:.3f})",
-                annotation_position=where,
+            fig.add_hline(y=float(only[variant]), line_dash=dash, line_color="gray")
+            fig.add_trace(
+                go.Scatter(
+                    x=[None],
+                    y=[None],
+                    mode="lines",
+                    line=dict(dash=dash, color="gray"),
+                    name=f"{names[variant]} encoder only ({only[variant]:.3f})",
+                )
             )
+    # The y axis fits the bars, their intervals and the lines (from 0 it squeezed 0.63-0.80 into a band).
+    tops = bars.value + bars["std"].fillna(0)
+    bottoms = bars.value - bars["std"].fillna(0)
+    values = pd.concat([tops, bottoms, only], ignore_index=True).dropna()
+    if len(values):
+        pad = 0.15 * max(float(values.max() - values.min()), 0.01)
+        fig.update_yaxes(range=[float(values.min()) - pad, float(values.max()) + pad])
     fig.update_layout(template="plotly_white", legend_title_text="regime, trained on" if several else "regime")
     return fig
 
