@@ -335,6 +335,9 @@ def test_out_or_a_figures_dir_in_committed_or_data_folders_is_refused_symlinks_t
     with pytest.raises(runner.Refused, match=r"figures_dir: .*innocent`: .*is inside .*figures"):
         runner.reproduce("smoke", out="runs/smoke/first")
     assert not (project / "runs").exists() and not any((project / "figures").iterdir())
+    # given on the command line, the refusal names the --set, not the profile file
+    with pytest.raises(runner.Refused, match=r"^--set common.figures_dir=.*innocent: .*is inside .*figures"):
+        runner.reproduce("smoke", out="runs/smoke/first", overrides=[f"common.figures_dir={link}"])
 
 
 def test_without_figures_dir_figures_default_to_the_work_dir(project):

@@ -157,10 +157,12 @@ def reproduce(
     stages = select_stages(only)
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     if work_dir is not None:
-        check_writable(work_dir, f"params/{profile}.yaml: `work_dir: {common['work_dir']}`", f"use runs/{profile}")
+        check_writable(
+            work_dir, _setting(profile, "work_dir", common["work_dir"], overrides or ()), f"use runs/{profile}"
+        )
     if out:
         check_writable(out, f"--out {out}", f"leave --out out (a new folder under runs/{profile}/) or name one there")
-    figures_dir = run_figures_dir(profile, common)
+    figures_dir = run_figures_dir(profile, common, overrides or ())
     profile_dir = resolve(f"runs/{profile}")
     check_disk_writes(profile, common, out, figures_dir, profile_dir)
     check_stage_data(profile, stages, profile_data)
@@ -317,7 +319,14 @@ def check_disk_writes(profile: str, common: dict, out: str | None, figures_dir: 
 COMMITTED_FIGURES = "figures"  # the repository's published figures: written by `make figures` only
 
 
-def run_figures_dir(profile: str, common: dict) -> Path:
+def _setting(profile: str, key: str, value, overrides=()) -> str:
+    """Where a common setting came from, for a refusal: the --set that gave it, else the profile file."""
+    if any(str(o).split("=", 1)[0].strip() == f"common.{key}" for o in overrides):
+        return f"--set common.{key}={value}"
+    return f"params/{profile}.yaml: `{key}: {value}`"
+
+
+def run_figures_dir(profile: str, common: dict, overrides=()) -> Path:
     """Where the stages of `profile` write figures: its `figures_dir` (default <work_dir>/figures), never
     the committed figures/ folder, so a run leaves a clone clean; `make figures` publishes a run's
     figures there when asked (compsense.pipeline.publish)."""
@@ -325,7 +334,7 @@ def run_figures_dir(profile: str, common: dict) -> Path:
     figures_dir = Path(os.path.normpath(resolve(common.get("figures_dir") or default)))
     check_writable(
         figures_dir,
-        f"params/{profile}.yaml: `figures_dir: {common.get('figures_dir')}`",
+        _setting(profile, "figures_dir", common.get("figures_dir"), overrides),
         f"set `figures_dir: {default}` (the run's own folder), then `make figures` copies the latest run's "
         "figures and tables into figures/",
     )
