@@ -8,21 +8,9 @@ import pytest
 import torch
 
 from compsense.core.encoders import build_tiny_bert, dequantize_state_dict, load_bundled_weights, load_encoder
+from scripts import load_script
 
-
-def _load_script():
-    """scripts/bundle.py as a module (a script beside the package, not part of it)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "bundle.py"
-    spec = importlib.util.spec_from_file_location("bundle_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bundle = _load_script()
+bundle = load_script("bundle")  # scripts/bundle.py
 
 FAKE_META = {
     "papermill": [

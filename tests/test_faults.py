@@ -20,7 +20,10 @@ from compsense.__main__ import main as cli
 from compsense.core import storage as io
 from compsense.data import datasets as data
 from compsense.data.datasets import DataError
-from compsense.pipeline import bundle, runner
+from compsense.pipeline import runner
+from scripts import load_script
+
+bundle = load_script("bundle")  # scripts/bundle.py
 
 SLOW_STAGE = (
     "import time\nfrom pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
