@@ -380,18 +380,26 @@ def test_the_runner_numbers_runs_in_the_order_they_ran_whatever_the_clock(projec
 # evaluate: a dataset named under the data folder is checked against data/MANIFEST.json
 
 
-def test_evaluate_refuses_a_cut_dataset_or_names_its_results_a_subset(tmp_path, monkeypatch, capsys):
+def _release(folder, monkeypatch) -> dict:
+    """`folder`'s files as data/MANIFEST.json would list them for SciFact (sizes and sha256), patched
+    in as the release; returns the files entry."""
     from compsense.core.storage import sha256_file
     from compsense.pipeline import doctor
-    from compsense.retrieval import evaluate
 
-    folder = _beir(tmp_path / "data" / "scifact", n_docs=12)
     files = {
         p.relative_to(folder).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
         for p in folder.rglob("*")
         if p.is_file()
     }
     monkeypatch.setattr(doctor, "load_manifest", lambda path=None: {"datasets": {"scifact": {"files": files}}})
+    return files
+
+
+def test_evaluate_refuses_a_cut_dataset_or_names_its_results_a_subset(tmp_path, monkeypatch, capsys):
+    from compsense.retrieval import evaluate
+
+    folder = _beir(tmp_path / "data" / "scifact", n_docs=12)
+    files = _release(folder, monkeypatch)
     corpus = folder / "corpus.jsonl"
     corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[:6]))  # half the corpus, whole lines
     args = ["evaluate", "tiny-bert", "scifact", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
@@ -411,17 +419,11 @@ def test_evaluate_refuses_a_cut_dataset_or_names_its_results_a_subset(tmp_path, 
 
 
 def test_evaluate_checks_a_dataset_given_by_path_under_a_released_name(tmp_path, monkeypatch, capsys):
-    from compsense.core.storage import sha256_file
     from compsense.pipeline import doctor
     from compsense.retrieval import evaluate
 
     folder = _beir(tmp_path / "copy" / "scifact", n_docs=12)
-    files = {
-        p.relative_to(folder).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
-        for p in folder.rglob("*")
-        if p.is_file()
-    }
-    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: {"datasets": {"scifact": {"files": files}}})
+    _release(folder, monkeypatch)
     mine = _beir(tmp_path / "copy" / "my-corpus", n_docs=4)  # not a released name: the user's own, unchecked
     assert doctor.release_checks([str(mine)]) == {}
     assert doctor.release_checks([str(folder)])[str(folder)].ok  # the release's files, by path
