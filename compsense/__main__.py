@@ -1,7 +1,8 @@
 """Command line: `python -m compsense doctor [--profile local]`, `python -m compsense reproduce --profile smoke`,
 `python -m compsense evaluate MODEL DATASET...` (retrieval metrics, tidy parquet and MTEB-shaped JSON),
 `python -m compsense estimate --profile paper --from runs/local` (a profile's time from a run's
-measured throughput). The GPU bundle is a script: `python scripts/bundle.py`."""
+measured throughput), `python -m compsense piece NAME | --list` (the declared pieces of
+params/pieces.yaml). The GPU bundle is a script: `python scripts/bundle.py`."""
 
 from __future__ import annotations
 
@@ -87,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECTION.KEY=VALUE",
         help="replace one profile value for this run (YAML), e.g. --set 04_verifiers.regimes=[frozen]; repeatable",
     )
+    pie = sub.add_parser("piece", help="run one declared piece of params/pieces.yaml, or --list them")
+    pie.add_argument("name", nargs="?", help="the piece (see --list)")
+    pie.add_argument("--list", action="store_true", help="each piece's command, time and last finished run")
+    pie.add_argument("--force", action="store_true", help="re-run its stages even when nothing changed")
     est = sub.add_parser("estimate", help="a profile's time from the throughput a run measured")
     est.add_argument("--profile", default="paper", help="the profile to estimate (params/<profile>.yaml)")
     est.add_argument("--from", dest="work_dir", required=True, help="the work_dir of a run, e.g. runs/local")
@@ -147,13 +152,20 @@ def _dispatch(args) -> int:
         )
     from compsense.pipeline.runner import Refused, reproduce
 
-    only = [s.strip() for s in args.only.split(",")] if args.only else None
     try:
+        if args.command == "piece":
+            from compsense.pipeline.pieces import list_pieces, run_piece
+
+            if args.list or not args.name:
+                print(list_pieces())
+                return 0
+            return run_piece(args.name, force=args.force)
+        only = [s.strip() for s in args.only.split(",")] if args.only else None
         return reproduce(args.profile, only=only, force=args.force, out=args.out, overrides=args.overrides)
     except Refused as err:
         if args.debug:
             raise
-        print(f"compsense reproduce: {err}", file=sys.stderr)
+        print(f"compsense {args.command}: {err}", file=sys.stderr)
         return 2
 
 

@@ -61,7 +61,7 @@ def _read_extended(path: Path, seen: tuple) -> dict:
     """The profile at `path`, with the profile it `extends` under it: each section of the base, its
     keys replaced (or added) by this file's; a chain is followed, a cycle is an error naming it."""
     if not path.exists():
-        known = ", ".join(sorted(p.stem for p in params_dir().glob("*.yaml")))
+        known = ", ".join(sorted(p.stem for p in params_dir().glob("*.yaml") if p.stem != "pieces"))
         raise FileNotFoundError(f"{path}: no such profile; known profiles: {known}")
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):

@@ -1,0 +1,128 @@
+"""The published runs as declared pieces (params/pieces.yaml): a profile, its stages and the `--set`
+overrides that narrow it, one command each that fits in about two hours on 2 CPU cores.
+
+`python -m compsense piece NAME` runs one (it is `reproduce --profile P --only S --set ...`, nothing
+more), `python -m compsense piece --list` says which have a finished run and at which commit. A run
+counts as a piece's when its summary.json has the piece's profile and overrides and every stage of
+the piece finished "ok" in it, so runs made with the same command before the list existed count too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from compsense.core.paths import resolve
+from compsense.core.storage import CorruptFile, read_json
+from compsense.pipeline.profiles import PROFILES, apply_overrides, load_profile, params_dir
+from compsense.pipeline.runner import Refused, select_stages
+from compsense.pipeline.stages import stage_key
+
+PIECES_FILE = "pieces.yaml"
+KEYS = {"profile", "only", "set", "makes", "hours"}
+
+
+@dataclass(frozen=True)
+class Piece:
+    name: str
+    profile: str
+    only: tuple[str, ...]
+    overrides: tuple[str, ...] = ()
+    makes: str = ""
+    hours: float | None = None
+
+    @property
+    def stages(self) -> list[str]:
+        return [stage_key(nb) for nb in select_stages(list(self.only))]
+
+    def command(self) -> str:
+        sets = "".join(f" --set '{o}'" for o in self.overrides)
+        return f"python -m compsense reproduce --profile {self.profile} --only {','.join(self.only)}{sets}"
+
+
+def load_pieces(path=None) -> dict[str, Piece]:
+    """params/pieces.yaml, each piece checked: a known profile, stages that exist, overrides that
+    replace keys the profile sets (as `--set` would check them); an error names the file and piece."""
+    path = Path(path) if path is not None else params_dir() / PIECES_FILE
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    pieces = {}
+    for name, spec in (data.get("pieces") or {}).items():
+        where = f"{path}: piece {name!r}"
+        if not isinstance(spec, dict) or set(spec) - KEYS or "profile" not in spec or "only" not in spec:
+            raise ValueError(f"{where}: needs `profile` and `only`, may have {sorted(KEYS - {'profile', 'only'})}")
+        if spec["profile"] not in PROFILES:
+            raise ValueError(f"{where}: profile {spec['profile']!r} is not one of {', '.join(PROFILES)}")
+        piece = Piece(
+            str(name),
+            spec["profile"],
+            tuple(s.strip() for s in str(spec["only"]).split(",")),
+            tuple(str(s) for s in spec.get("set") or ()),
+            str(spec.get("makes", "")),
+            spec.get("hours"),
+        )
+        try:
+            piece.stages  # noqa: B018  (a prefix that names no stage raises)
+            apply_overrides(load_profile(piece.profile), piece.overrides)
+        except (Refused, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
+        pieces[piece.name] = piece
+    return pieces
+
+
+def last_run(piece: Piece, runs_dir="runs") -> dict | None:
+    """The latest run (highest `sequence`, then `finished`) that made `piece`: same profile and
+    overrides, every stage of the piece "ok". {"run", "commit", "finished", "seconds"} or None."""
+    found = []
+    for summary in sorted((resolve(runs_dir) / piece.profile).glob("*/summary.json")):
+        try:
+            record = read_json(summary)
+        except (CorruptFile, ValueError):
+            continue
+        stages = record.get("stages", {})
+        if sorted(record.get("overrides") or []) != sorted(piece.overrides):
+            continue
+        if not all(stages.get(key, {}).get("status") == "ok" for key in piece.stages):
+            continue
+        seconds = sum(float(stages[key].get("seconds") or 0) for key in piece.stages)
+        found.append(
+            (
+                int(record.get("sequence") or 0),
+                str(record.get("finished", "")),
+                {
+                    "run": str(summary.parent),
+                    "commit": record.get("commit", ""),
+                    "finished": record.get("finished", ""),
+                    "seconds": round(seconds, 1),
+                },
+            )
+        )
+    return max(found, key=lambda f: f[:2])[2] if found else None
+
+
+def list_pieces(runs_dir="runs", path=None) -> str:
+    """One block per piece: its command, what it makes, its time, and its last finished run."""
+    out = []
+    for piece in load_pieces(path).values():
+        run = last_run(piece, runs_dir)
+        made = (
+            f"last run {run['run']} at commit {run['commit']}, finished {run['finished']}, "
+            f"{run['seconds'] / 60:.0f} min"
+            if run
+            else "no finished run yet"
+        )
+        hours = f", ~{piece.hours:g} h" if piece.hours is not None else ""
+        out.append(f"{piece.name}: {piece.makes}{hours}\n  {piece.command()}\n  {made}")
+    return "\n".join(out)
+
+
+def run_piece(name: str, force: bool = False, path=None) -> int:
+    """Run piece `name` with the runner (the same as its `command()`)."""
+    from compsense.pipeline import runner
+
+    pieces = load_pieces(path)
+    if name not in pieces:
+        raise Refused(f"no piece {name!r} in {PIECES_FILE}; the pieces are {', '.join(pieces)}")
+    piece = pieces[name]
+    return runner.reproduce(piece.profile, only=list(piece.only), force=force, overrides=list(piece.overrides))

@@ -1,0 +1,73 @@
+"""compsense.pipeline.pieces: the declared pieces load and check, a run is found by what it ran, and
+`piece NAME` is exactly the runner with the piece's profile, stages and overrides."""
+
+import json
+
+import pytest
+import yaml
+
+from compsense.__main__ import main as cli
+from compsense.pipeline import pieces as P
+from compsense.pipeline import runner
+
+
+def test_the_committed_pieces_load_and_name_real_stages_and_keys():
+    pieces = P.load_pieces()
+    assert {"local-02-03", "local-04-frozen", "study-04-budget-frozen"} <= set(pieces)
+    two = pieces["local-02-03"]
+    assert two.stages == ["02", "03"] and two.profile == "local"
+    assert two.command() == (
+        "python -m compsense reproduce --profile local --only 02,03 "
+        "--set '02_training_ab.variants=[base, A, B, C-identity]'"
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"profile": "nowhere", "only": "02"}, "profile 'nowhere' is not one of"),
+        ({"profile": "local", "only": "09"}, "no stage matches"),
+        ({"profile": "local", "only": "02", "set": ["02_training_ab.max_step=5"]}, "sets no `02_training_ab.max_step`"),
+        ({"profile": "local"}, "needs `profile` and `only`"),
+        ({"profile": "local", "only": "02", "when": "now"}, "needs `profile` and `only`"),
+    ],
+)
+def test_a_bad_piece_is_an_error_naming_the_file_and_piece(tmp_path, spec, message):
+    path = tmp_path / "pieces.yaml"
+    path.write_text(yaml.safe_dump({"pieces": {"bad": spec}}))
+    with pytest.raises(ValueError, match=f"pieces.yaml: piece 'bad': .*{message}"):
+        P.load_pieces(path)
+
+
+def _run(runs, name, sequence, overrides, stages, commit="abc1234"):
+    folder = runs / "local" / name
+    folder.mkdir(parents=True)
+    record = {"sequence": sequence, "commit": commit, "finished": name, "overrides": overrides, "stages": stages}
+    (folder / "summary.json").write_text(json.dumps(record))
+    return folder
+
+
+def test_a_run_counts_for_a_piece_by_its_profile_overrides_and_finished_stages(tmp_path):
+    piece = P.load_pieces()["local-02-03"]
+    ok = {"status": "ok", "seconds": 600.0}
+    runs = tmp_path / "runs"
+    assert P.last_run(piece, runs) is None
+    _run(runs, "a", 1, list(piece.overrides), {"02": ok, "03": ok}, commit="first")
+    _run(runs, "b", 2, [], {"02": ok, "03": ok})  # the profile unnarrowed: another piece
+    _run(runs, "c", 3, list(piece.overrides), {"02": ok, "03": {"status": "failed"}})  # 03 failed
+    _run(runs, "d", 4, list(piece.overrides), {"02": ok})  # 03 not run
+    found = P.last_run(piece, runs)
+    assert found["commit"] == "first" and found["run"].endswith("/a") and found["seconds"] == 1200.0
+    _run(runs, "e", 5, list(piece.overrides), {"02": ok, "03": ok}, commit="second")
+    assert P.last_run(piece, runs)["commit"] == "second"
+
+
+def test_piece_runs_the_runner_with_its_settings_and_lists(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(runner, "reproduce", lambda profile, **kw: calls.append((profile, kw)) or 0)
+    assert cli(["piece", "local-04-frozen"]) == 0
+    assert calls == [("local", {"only": ["04"], "force": False, "overrides": ["04_verifiers.regimes=[frozen]"]})]
+    assert cli(["piece", "no-such-piece"]) == 2
+    assert "no piece 'no-such-piece'" in capsys.readouterr().err
+    assert cli(["piece", "--list"]) == 0
+    assert "local-04-frozen: the separation table's frozen rows" in capsys.readouterr().out
