@@ -94,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     pie.add_argument("--force", action="store_true", help="re-run its stages even when nothing changed")
     est = sub.add_parser("estimate", help="a profile's time from the throughput a run measured")
     est.add_argument("--profile", default="paper", help="the profile to estimate (params/<profile>.yaml)")
-    est.add_argument("--from", dest="work_dir", required=True, help="the work_dir of a run, e.g. runs/local")
+    est.add_argument(
+        "--from",
+        dest="work_dir",
+        default=None,
+        help="the work_dir of a run, e.g. runs/local (default: the published run's rates, figures/tables/)",
+    )
     est.add_argument("--summary", default=None, help="one run's summary.json (default: every run in --from)")
     est.add_argument("--bench", default=None, help="a benchmarks/bench_training.py --out JSON (02 train rate)")
     est.add_argument(
@@ -208,13 +213,14 @@ def _estimate(args) -> int:
             "source": args.rate_source,
         }
     est = E.estimate(args.profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates)
-    print(f"# Time estimate: profile {args.profile}, rates measured in {args.work_dir}\n")
+    where = args.work_dir or "the published run (figures/tables/measured_rates.csv)"
+    print(f"# Time estimate: profile {args.profile}, rates measured in {where}\n")
     print(E.headline(est) + "\n")
     print(_md_table(E.display_frame(est)))
     print("\nUnits (compsense.pipeline.estimate.UNITS):")
     for (stage, component), unit in E.UNITS.items():
         print(f"  {stage} {component}: {unit}")
-    if E.measured_profile(args.work_dir) == args.profile:
+    if args.work_dir and E.measured_profile(args.work_dir) == args.profile:
         print("\nSame profile as the measured run: estimated vs recorded seconds per stage\n")
         print(_md_table(E.stage_comparison(est, args.work_dir)))
     return 0

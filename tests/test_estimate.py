@@ -394,6 +394,18 @@ def test_headline_names_the_device():
     assert "mix devices" in E.headline(mixed)
 
 
+def test_nothing_measured_is_said_not_zero(tmp_path):
+    est = pd.DataFrame(
+        [
+            {"seconds": float("nan"), "device": None, "source": "not measured"},
+            {"seconds": float("nan"), "device": None, "source": "1 row(s) not measured: the total leaves them out"},
+        ]
+    )
+    assert E.headline(est).startswith("Estimated total: not measured: no run measured any of the 1 rows")
+    with pytest.raises(FileNotFoundError, match="no published measurements. Fix: pass --from"):
+        E.estimate("local", tables_dir=tmp_path)
+
+
 def test_missing_work_dir_names_the_fix(tmp_path):
     with pytest.raises(FileNotFoundError, match="work_dir"):
         E.measured_rates(tmp_path / "nope")
@@ -443,6 +455,12 @@ def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypa
     md = written["md"].read_text()
     assert f"## {report.ESTIMATE_TITLE}" in md and "Estimated total" in md
     assert "| 02 | train | minilm-l6 | 7,776,000 |" in md
+    # the measurements travel with the report's tables: a clone with only those estimates the same
+    tables = tmp_path / "out" / report.TABLES_DIR
+    assert (tables / "measured_rates.csv").exists() and (tables / "dataset_sizes.csv").exists()
+    from_run, from_tables = E.estimate("local", run), E.estimate("local", tables_dir=tables)
+    assert from_tables.seconds.tolist() == pytest.approx(from_run.seconds.tolist(), nan_ok=True)
+    assert from_tables.iloc[-1].seconds > 0
     (run / "verifiers" / "model_b-small" / "seed42" / "F3-frozen" / "verifier.json").write_text("{broken")
     md = report.build_report(run, tmp_path / "figs", tmp_path / "out2", None)["md"].read_text()
     assert "No estimate: JSONDecodeError" in md

@@ -93,10 +93,11 @@ def stage_params(profile: str) -> dict[str, dict]:
     return {stage_key(nb): notebook_parameters(profile, nb) for nb in notebooks() if nb.stem[:2].isdigit()}
 
 
-def work_units(profile: str, work_dir=None) -> pd.DataFrame:
+def work_units(profile: str, work_dir=None, sizes: dict | None = None) -> pd.DataFrame:
     """The work `profile` asks for, per stage, component and backbone (see UNITS). Dataset sizes
-    come from the result tables of the run in `work_dir`; unknown sizes give NaN units."""
-    sizes = run_sizes(resolve(work_dir)) if work_dir is not None else {}
+    come from the result tables of the run in `work_dir` (or `sizes`); unknown sizes give NaN units."""
+    if sizes is None:
+        sizes = run_sizes(resolve(work_dir)) if work_dir is not None else {}
     rows = [r for stage, p in sorted(stage_params(profile).items()) for r in _units(stage, p, sizes)]
     return pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "unit", "settings", "note"])
 
@@ -417,17 +418,59 @@ def run_device(work: Path) -> str:
 # The estimate
 
 
-def estimate(target_profile: str, work_dir, summary_json=None, bench=None, rates: dict | None = None) -> pd.DataFrame:
-    """Seconds per stage/component/backbone of `target_profile` at the rates measured in `work_dir`,
-    and a last `total` row (measured rows only; its `source` counts the rows left out).
+# The published run's measurements (the report writes them, `make figures` copies them beside the
+# other tables), so a fresh clone estimates without a run of its own: `estimate --profile local`.
+RATES_TABLE, SIZES_TABLE = "measured_rates", "dataset_sizes"
+
+
+def published_measurements(tables_dir=None) -> tuple[pd.DataFrame, dict]:
+    """(measured rates, dataset sizes) from figures/tables/{measured_rates,dataset_sizes}.csv."""
+    folder = resolve(tables_dir) if tables_dir is not None else repo_root() / "figures" / "tables"
+    rates_path, sizes_path = folder / f"{RATES_TABLE}.csv", folder / f"{SIZES_TABLE}.csv"
+    if not rates_path.exists():
+        raise FileNotFoundError(
+            f"{rates_path}: no published measurements. Fix: pass --from runs/<profile> (a run's work_dir), "
+            "or publish a run with `make figures`"
+        )
+    rates = pd.read_csv(rates_path, dtype={"stage": str, "component": str, "backbone": object, "source": str})
+    rates["settings"] = [json.loads(v) if isinstance(v, str) and v else {} for v in rates.get("settings", [])]
+    rates["backbone"] = rates.backbone.astype(object).where(rates.backbone.notna(), None)
+    sizes = {}
+    if sizes_path.exists():
+        table = pd.read_csv(sizes_path, dtype={"dataset": str})
+        sizes = {r.dataset: (int(r.n_queries), int(r.n_docs)) for r in table.itertuples()}
+    return rates, sizes
+
+
+def measurement_tables(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the report writes for `published_measurements`: the rates (settings as JSON) and sizes."""
+    work = resolve(work_dir)
+    rates = measured_rates(work)
+    rates = rates.assign(settings=[json.dumps(v, sort_keys=True, default=str) for v in rates.settings])
+    sizes = pd.DataFrame(
+        [(name, q, d) for name, (q, d) in sorted(run_sizes(work).items())], columns=["dataset", "n_queries", "n_docs"]
+    )
+    return rates, sizes
+
+
+def estimate(
+    target_profile: str, work_dir=None, summary_json=None, bench=None, rates: dict | None = None, tables_dir=None
+) -> pd.DataFrame:
+    """Seconds per stage/component/backbone of `target_profile` at the rates measured in `work_dir`
+    (None: the published run's, `published_measurements(tables_dir)`), and a last `total` row
+    (measured rows only; its `source` counts the rows left out).
 
     bench: a benchmarks/bench_training.py --out JSON: its compsense triplets/s is the 02 train rate
     of its model on its device. rates: rates measured elsewhere, cite them:
     {(stage, component, backbone or None): {"rate": units/s, "device": ..., "source": ...}}.
     """
     overrides = {**(_bench_rate(bench) if bench else {}), **_check_rates(rates or {})}
-    measured = measured_rates(work_dir, summary_json)
-    rows = [_estimate_row(u, measured, overrides) for u in work_units(target_profile, work_dir).to_dict("records")]
+    if work_dir is None:
+        measured, sizes = published_measurements(tables_dir)
+    else:
+        measured, sizes = measured_rates(work_dir, summary_json), None
+    units = work_units(target_profile, work_dir, sizes=sizes)
+    rows = [_estimate_row(u, measured, overrides) for u in units.to_dict("records")]
     df = pd.DataFrame(
         rows,
         columns=[
@@ -576,7 +619,12 @@ def headline(est: pd.DataFrame) -> str:
     devices = est.iloc[:-1].dropna(subset=["device"]).groupby("device").size()
     on = "; ".join(f"{d} ({n} rows)" for d, n in devices.items()) or "no device"
     kinds = {_kind(d) for d in devices.index}
-    secs = total.seconds if total.seconds == total.seconds else 0.0
+    if total.seconds != total.seconds:  # NaN: no row has a rate
+        return (
+            f"Estimated total: {NOT_MEASURED}: no run measured any of the {len(est) - 1} rows "
+            f"({total.source}). Run the profile's stages once (or pass --from a run that did)."
+        )
+    secs = total.seconds
     verdict = {
         frozenset({"cpu"}): "These are CPU measurements: this is a CPU estimate, not a GPU (H200) one.",
         frozenset({"gpu"}): "Every rate was measured on a GPU: this is an estimate for that GPU.",

@@ -25,7 +25,7 @@ from compsense.core.paths import git_commit, repo_root, resolve
 from compsense.core.storage import atomic_path, write_text
 from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
 from compsense.pipeline.doctor import report as machine
-from compsense.pipeline.estimate import display_frame, estimate, headline
+from compsense.pipeline.estimate import RATES_TABLE, SIZES_TABLE, display_frame, estimate, headline, measurement_tables
 from compsense.retrieval.harness import TABLE1_FILE, VARIANTS_FILE
 from compsense.verifiers.budget import CURVE_FILE
 from compsense.verifiers.rerank import RERANK_ANSWER_FILE
@@ -284,6 +284,7 @@ def _estimate_blocks(work: Path) -> list[Block]:
     report: whatever is missing or unreadable is said in the section instead."""
     try:
         est = estimate("paper", work)
+        rates, sizes = measurement_tables(work)
         return [
             Block(
                 ESTIMATE_TITLE,
@@ -291,6 +292,14 @@ def _estimate_blocks(work: Path) -> list[Block]:
                 f"{_where(work)}` prints it; --bench/--rate add rates measured elsewhere.",
             ),
             Block("Time estimate per stage and component (paper profile)", table=display_frame(est), name="estimate"),
+            Block(
+                "Measured rates (what `estimate` reads when no run is given)",
+                text="Published beside the other tables, so `python -m compsense estimate --profile local` "
+                "works on a fresh clone; with the dataset sizes the run's results recorded.",
+                table=rates,
+                name=RATES_TABLE,
+            ),
+            Block("Dataset sizes the run recorded", table=sizes, name=SIZES_TABLE),
         ]
     except Exception as err:  # noqa: BLE001 - the report must be written whatever the estimate hits
         return [
