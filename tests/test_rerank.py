@@ -18,6 +18,8 @@ from compsense.verifiers import architectures as V
 from compsense.verifiers import rerank as R
 from compsense.verifiers.training import verifier_dir
 
+QUIET = R.Compute(show_progress=False)
+
 # Unit word vectors: pooled cosine ranks "w" (the direction of x + y) first for the query "x y",
 # while the relevant document holds x and y verbatim among noise tokens z.
 WORDS = {
@@ -250,10 +252,8 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
         tmp_path,
         "fake",
         42,
-        ks=[2, 4],
-        weights=[0.0, 1.0],
-        cost_queries=2,
-        show_progress=False,
+        plan=R.RerankPlan(ks=[2, 4], weights=[0.0, 1.0], cost_queries=2),
+        compute=R.Compute(show_progress=False),
     )
     res = grid.results
     assert set(R.RERANK_KEY) <= set(res.columns) and (tmp_path / "results" / "rerank.parquet").exists()
@@ -325,7 +325,7 @@ def test_grid_reranks_with_each_verifier_seed_and_the_bootstrap_covers_seeds(enc
         ("F3-frozen", 43),
     ]
     grid = R.rerank_grid(
-        [ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[4], cost_queries=2, show_progress=False
+        [ds], {"base": encoder}, methods, tmp_path, "fake", 42, R.RerankPlan(ks=[4], cost_queries=2), QUIET
     )
     res = grid.results
     seeds = res[res.metric == "ndcg@10"].groupby("variant").seed.unique().map(sorted).to_dict()
@@ -370,7 +370,7 @@ def test_several_notebook04_variants_are_separate_methods_through_every_table(en
     with pytest.raises(ValueError, match="folder names"):
         R.find_methods(tmp_path, ["F3"], ["frozen"], encoder, variant=["model_b-small", ""])
     grid = R.rerank_grid(
-        [ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[4], cost_queries=1, show_progress=False
+        [ds], {"base": encoder}, methods, tmp_path, "fake", 42, R.RerankPlan(ks=[4], cost_queries=1), QUIET
     )
     res = grid.results
     folders = res[res.metric == "ndcg@10"].set_index("variant").verifier_variant.to_dict()
@@ -456,7 +456,7 @@ def test_results_written_before_variants_were_recorded_are_set_aside_not_mixed(e
     methods, _ = R.find_methods(tmp_path, ["F1"], ["frozen"], encoder, variant="model_b-small")
     with caplog.at_level("WARNING"):
         R.rerank_grid(
-            [ds], {"base": encoder}, methods, tmp_path, "fake", 42, ks=[4], cost_queries=1, show_progress=False
+            [ds], {"base": encoder}, methods, tmp_path, "fake", 42, R.RerankPlan(ks=[4], cost_queries=1), QUIET
         )
     aside = results / "rerank.before-variants2.parquet"
     assert pd.read_parquet(aside).equals(old) and str(aside) in caplog.text  # kept, named, never overwritten
@@ -530,7 +530,7 @@ def test_the_noise_control_reranks_at_notebook_04s_sigma_and_draws_a_line_on_the
 
     def run():
         return R.rerank_grid(
-            [ds], {"base": encoder}, methods + noisy, tmp_path, "fake", 42, ks=[4], cost_queries=1, show_progress=False
+            [ds], {"base": encoder}, methods + noisy, tmp_path, "fake", 42, R.RerankPlan(ks=[4], cost_queries=1), QUIET
         ).results
 
     res = run()

@@ -262,29 +262,27 @@ def rerank(
     weight: float = 0.0,
     cache_dir=None,
     token_encoder=None,
-    batch_size: int = 64,
-    candidate_batch: int = 256,
-    device=None,
-    dtype="float16",
-    show_progress: bool = False,
+    compute: "Compute | None" = None,
 ) -> dict[str, list[tuple[str, float]]]:
     """Retrieve the top-k of each query by pooled cosine (exact search), rescore them with
     w * pooled + (1 - w) * verifier, re-sort: {query id: [(doc id, score), ...]}, best first.
 
     `corpus` maps doc id -> {"title", "text"} (as `retrieval.evaluate`); with `cache_dir` the
     corpus's pooled and token embeddings are encoded once and read from disk on later calls. For
-    many verifiers or K over one corpus, build one `Reranker` and call its `rerank`.
+    many verifiers or K over one corpus, build one `Reranker` and call its `rerank`. `compute`: how
+    it runs (`Compute`; default: no progress bars).
     """
+    compute = compute or Compute(show_progress=False)
     reranker = Reranker(
         encoder,
         corpus,
         cache_dir=cache_dir,
         token_encoder=token_encoder,
-        batch_size=batch_size,
-        candidate_batch=candidate_batch,
-        device=device,
-        dtype=dtype,
-        show_progress=show_progress,
+        batch_size=compute.batch_size,
+        candidate_batch=compute.candidate_batch,
+        device=compute.device,
+        dtype=compute.dtype,
+        show_progress=compute.show_progress,
     )
     return reranker.rerank(verifier, queries, k=k, weight=weight)
 
@@ -537,6 +535,30 @@ def noise_methods(
     return out, notes
 
 
+@dataclass(frozen=True)
+class Compute:
+    """How scoring runs, never what it computes: texts per encoder batch, candidates per verifier
+    batch, the device, the dtype of the cached corpus token embeddings, progress bars."""
+
+    batch_size: int = 64
+    candidate_batch: int = 256
+    device: object = None
+    dtype: str = "float16"
+    show_progress: bool = True
+
+
+@dataclass(frozen=True)
+class RerankPlan:
+    """What `rerank_grid` sweeps: the depths K, the fusion weights, whose top-K is reranked
+    (`first_stage`), and how many queries (and repeats) its costs are timed on."""
+
+    ks: Sequence[int] = KS
+    weights: Sequence[float] = (0.0,)
+    first_stage: str = "own"
+    cost_queries: int | None = 20
+    cost_repeats: int = 3
+
+
 def rerank_grid(
     datasets: Sequence,
     baselines: dict,
@@ -544,16 +566,8 @@ def rerank_grid(
     work_dir,
     backbone: str,
     seed: int,
-    ks: Sequence[int] = KS,
-    weights: Sequence[float] = (0.0,),
-    first_stage: str = "own",
-    batch_size: int = 64,
-    candidate_batch: int = 256,
-    cost_queries: int | None = 20,
-    cost_repeats: int = 3,
-    device=None,
-    dtype="float16",
-    show_progress: bool = True,
+    plan: RerankPlan = RerankPlan(),
+    compute: Compute = Compute(),
     write: bool = True,
     **labels,
 ) -> GridResult:
@@ -571,8 +585,13 @@ def rerank_grid(
     verifier scoring is repeated.
     Verifier seeds: a method's rows carry its `Method.seed` (notebook 04's seed), the encoder-only
     baselines `seed`; methods of several seeds are reranked one by one and timed once per label.
+    `plan` (`RerankPlan`) says what is swept, `compute` (`Compute`) how it runs.
     """
-    ks = sorted({int(k) for k in ks})
+    weights, first_stage = plan.weights, plan.first_stage
+    cost_queries, cost_repeats = plan.cost_queries, plan.cost_repeats
+    batch_size, candidate_batch, device = compute.batch_size, compute.candidate_batch, compute.device
+    dtype, show_progress = compute.dtype, compute.show_progress
+    ks = sorted({int(k) for k in plan.ks})
     if not ks or ks[0] < 1:
         raise ValueError(f"ks must be positive integers, got {ks}")
     for w in weights:
