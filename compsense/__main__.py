@@ -139,6 +139,7 @@ def _dispatch(args) -> int:
 
         return doctor(profile=args.profile, png=args.png)
     if args.command == "evaluate":
+        from compsense.core.encoders import Encoding
         from compsense.retrieval.evaluate import main as evaluate
 
         subsets = _evaluate_subsets(args.datasets, args.data_dir, args.allow_subset)
@@ -148,9 +149,7 @@ def _dispatch(args) -> int:
             split=args.split,
             data_dir=args.data_dir,
             out=args.out,
-            batch_size=args.batch_size,
-            max_seq_length=args.max_seq_length,
-            device=args.device,
+            encoding=Encoding(batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device),
             seed=args.seed,
             nanobeir_dataset_id=args.nanobeir_dataset_id,
             subsets=subsets,

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from compsense.core.encoders import Encoding
 from compsense.core.storage import TIDY_COLUMNS, read_table
 from compsense.data.datasets import CaptionNearMiss, SentencePair
 from compsense.nearmiss import geometry as g
@@ -239,7 +240,7 @@ def scored(tiny_encoder):
         references=refs,
         sugarcrepe=sugar,
         backbone="tiny-bert",
-        show_progress=False,
+        encoding=Encoding(show_progress=False),
     )
 
 
@@ -260,8 +261,8 @@ def test_score_frame_rows_and_cosines(scored, tiny_encoder):
 
 def test_a_model_given_by_name_is_loaded_with_the_seed_of_its_key(tiny_encoder):
     args = (pairs_frame().iloc[:2], positives_frame())
-    by_name = g.cosine_scores({"base-seed0": "tiny-bert"}, *args, show_progress=False)
-    by_object = g.cosine_scores({"base-seed0": tiny_encoder}, *args, show_progress=False)
+    by_name = g.cosine_scores({"base-seed0": "tiny-bert"}, *args, encoding=Encoding(show_progress=False))
+    by_object = g.cosine_scores({"base-seed0": tiny_encoder}, *args, encoding=Encoding(show_progress=False))
     assert by_name.cosine.to_numpy() == pytest.approx(by_object.cosine.to_numpy(), abs=1e-5)
 
 

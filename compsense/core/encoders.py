@@ -71,6 +71,18 @@ BACKBONES: dict[str, Backbone] = {
 _BY_HUB_ID = {b.hub_id.lower(): b for b in BACKBONES.values() if b.hub_id}
 
 
+@dataclass(frozen=True)
+class Encoding:
+    """How texts are encoded, never what they mean: texts per batch, tokens kept per text, the device
+    and progress bars. One object for the functions that encode many texts (notebook 03's
+    `cosine_scores`, `compsense evaluate`) instead of four keywords each."""
+
+    batch_size: int = 64
+    max_seq_length: int | None = 128
+    device: str | None = None
+    show_progress: bool = True
+
+
 class BackboneUnavailable(RuntimeError):
     """A backbone that cannot be loaded here (hub unreachable, package missing)."""
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
+from compsense.core.encoders import Encoding, encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import model_key, pairs_file, parse_model_key
 from compsense.core.paths import workspace
 from compsense.core.storage import append_results, read_table, tidy, write_table
@@ -342,16 +342,14 @@ def cosine_scores(
     sugarcrepe: pd.DataFrame | None = None,
     backbone: str | None = None,
     seed: int = 42,
-    batch_size: int = 64,
-    device: str | None = None,
-    max_seq_length: int | None = 128,
-    show_progress: bool = True,
+    encoding: Encoding | None = None,
 ) -> pd.DataFrame:
     """Pooled cosine of every pair under every model: the score frame (one row per model x pair).
 
     `encoders` maps a model key ('base-seed42', 'A-seed42', see `model_key`) to an encoder, or to a
-    name or checkpoint path that is loaded here one at a time, with `device` and `max_seq_length`
-    (so a grid of large models never sits in memory at once); encoder objects are used as given.
+    name or checkpoint path that is loaded here one at a time, with `encoding`'s device and
+    max_seq_length (so a grid of large models never sits in memory at once); encoder objects are
+    used as given. `encoding` (`compsense.core.encoders.Encoding`): batch size, device, length, bars.
     Kinds of rows:
     - near_miss: (anchor, near-miss), dataset "negatives" (family from pairs.parquet) or "sugarcrepe"
       (family = subset); `paraphrase_cosine` holds cos(anchor, paraphrase) where the anchor has one;
@@ -360,19 +358,21 @@ def cosine_scores(
     - reference_positive / reference_random: the reference distributions (dataset "reference").
     Each model encodes every distinct text once. `seed` seeds the random pairs.
     """
+    encoding = encoding or Encoding()
     jobs = _pair_jobs(near_misses, positives, references, sugarcrepe, seed)
     all_pairs = [pair for job in jobs for pair in job["pairs"] + job.get("paraphrase_pairs", [])]
     frames = []
-    for key, encoder in tqdm(list(encoders.items()), desc="encode", unit="model", disable=not show_progress):
+    models = tqdm(list(encoders.items()), desc="encode", unit="model", disable=not encoding.show_progress)
+    for key, encoder in models:
         variant, model_seed = parse_model_key(key)
         if isinstance(encoder, (str, os.PathLike)):
             encoder = load_encoder(
                 encoder,
-                device=device,
-                max_seq_length=max_seq_length,
+                device=encoding.device,
+                max_seq_length=encoding.max_seq_length,
                 seed=model_seed if model_seed is not None else seed,
             )
-        cosines = pair_cosines(encoder, all_pairs, batch_size=batch_size)
+        cosines = pair_cosines(encoder, all_pairs, batch_size=encoding.batch_size)
         start = 0
         for job in jobs:
             n_main, n_para = len(job["pairs"]), len(job.get("paraphrase_pairs", []))

@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from compsense.core.encoders import find_backbone, load_encoder, quiet_transformers
+from compsense.core.encoders import Encoding, find_backbone, load_encoder, quiet_transformers
 from compsense.core.paths import check_can_write, local_data_dir, resolve
 from compsense.core.storage import TIDY_KEY, append_results, file_digest, write_json
 from compsense.retrieval.harness import METRICS, evaluate_dataset, is_nanobeir, load_eval_datasets
@@ -58,9 +58,7 @@ def evaluate_models(
     split: str = "test",
     data_dir=None,
     out: str | os.PathLike = "runs/evaluate",
-    batch_size: int = 64,
-    max_seq_length: int | None = 128,
-    device: str | None = None,
+    encoding: Encoding | None = None,
     seed: int = 0,
     nanobeir_dataset_id: str = "sentence-transformers/NanoBEIR-en",
     subsets=(),
@@ -71,6 +69,7 @@ def evaluate_models(
     on the hub; the paper's is lightonai/NanoBEIR-en). A dataset named in `subsets` (one whose files
     differ from the release: the command line checks) is reported as <name>-subset. Returns
     {"metrics": {dataset: {metric: value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
+    encoding = encoding or Encoding()
     backbone = find_backbone(model)
     _check_model_and_out(model, backbone, out)
     label = model_label(model, backbone)
@@ -92,16 +91,16 @@ def evaluate_models(
         nanobeir_dataset_id=nanobeir_dataset_id,
     )
     with quiet_transformers():
-        encoder = load_encoder(model, device=device, max_seq_length=max_seq_length, seed=seed)
+        encoder = load_encoder(model, device=encoding.device, max_seq_length=encoding.max_seq_length, seed=seed)
     metrics, mteb_files = {}, []
     for name, ds in zip(datasets, loaded):
         if name in subsets:  # not the release: never reported under the release's name
             ds = dataclasses.replace(ds, name=f"{ds.name}{SUBSET_SUFFIX}")
         started = time.monotonic()
-        result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=True)
+        result = evaluate_dataset(encoder, ds, batch_size=encoding.batch_size, show_progress=encoding.show_progress)
         seconds = time.monotonic() - started
         nano = is_nanobeir(name)
-        extra = {"model": str(model), "split": ds.split, "max_seq_length": max_seq_length, "source": ds.source}
+        extra = {"model": str(model), "split": ds.split, "max_seq_length": encoding.max_seq_length, "source": ds.source}
         # One row per run x dataset x split x metric: a later run of the same model and split replaces it.
         append_results(result.to_tidy(**labels, **extra), tidy_path, key=[*TIDY_KEY, "split"])
         append_results(
@@ -112,7 +111,7 @@ def evaluate_models(
             "model": str(model),
             "dataset": ds.name,
             "split": ds.split,
-            "max_seq_length": max_seq_length,
+            "max_seq_length": encoding.max_seq_length,
             "n_queries": result.n_queries,
             "n_docs": result.n_docs,
             "source": ds.source,
