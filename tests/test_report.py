@@ -327,3 +327,23 @@ def test_notebook_04s_budget_curve_is_read_into_the_report_not_recomputed(work, 
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert report.BUDGET_TITLE in md
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "tables" / "verifier_budget.csv"), curve)
+
+
+def test_notebook_02s_variant_tests_are_read_into_the_report(work, tmp_path):
+    from compsense.retrieval.harness import VARIANT_TESTS_FILE
+
+    tests = pd.DataFrame(
+        {
+            "backbone": ["minilm-l6"],
+            "metric": ["ndcg@10"],
+            "reference": ["C-identity"],
+            "variant": ["B"],
+            "mean_delta": [-0.004],
+            "t_p": [0.41],
+            "perm_p_floor": [0.25],
+        }
+    )
+    write_result_table(tests, work, VARIANT_TESTS_FILE)
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
+    assert "## Tests between variants" in md and "perm_p_floor = 2 / 2^S" in md
+    assert pd.read_csv(tmp_path / "run" / report.TABLES_DIR / "variant_tests.csv").reference.tolist() == ["C-identity"]

@@ -238,6 +238,18 @@ def test_variant_table_tests_each_variant_against_a_with_holm():
     tests = table.attrs["tests"].set_index(["reference", "variant"])
     assert tests.loc[("C-identity", "B"), "mean_delta"] == pytest.approx(-0.08, abs=0.01)  # B's cost beyond C's
     assert (tests.p_holm >= tests.p_value).all() and len(tests) == 4
+    # beside each bootstrap, the seed-level tests over the per-seed differences (three seeds here)
+    from compsense.core.stats import seed_level_test
+
+    deltas = (
+        pq[pq.variant == "B"].set_index(["seed", "qid"])["ndcg@10"]
+        - pq[pq.variant == "C-identity"].set_index(["seed", "qid"])["ndcg@10"]
+    )
+    expected = seed_level_test(deltas.groupby("seed").mean().to_numpy())
+    for column in ("t_p", "t_ci_low", "t_ci_high", "perm_p", "perm_p_floor"):
+        assert tests.loc[("C-identity", "B"), column] == pytest.approx(expected[column])
+    assert tests.loc[("C-identity", "B"), "perm_p_floor"] == pytest.approx(0.25)  # 2 / 2^3
+    assert table.loc["B", "t_ci_high"] < 0  # the variant table carries them for each variant vs A
 
 
 def test_dose_response_pairs_each_variant_with_a_of_its_seed():

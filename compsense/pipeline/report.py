@@ -26,7 +26,7 @@ from compsense.core.storage import atomic_path, write_text
 from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import RATES_TABLE, SIZES_TABLE, display_frame, estimate, headline, measurement_tables
-from compsense.retrieval.harness import TABLE1_FILE, VARIANTS_FILE
+from compsense.retrieval.harness import TABLE1_FILE, VARIANT_TESTS_FILE, VARIANTS_FILE
 from compsense.verifiers.budget import CURVE_FILE
 from compsense.verifiers.rerank import RERANK_ANSWER_FILE
 
@@ -101,6 +101,7 @@ def build_report(
     if "retrieval" in tables:
         answer += _table1_blocks(tables["retrieval"], results)
         details += _retrieval_details(tables["retrieval"], results)
+    details += _variant_tests_blocks(results)
     if "verifiers" in tables:
         answer.append(_separation_block(tables["verifiers"], _where(results / "verifiers.parquet")))
     if (results / CURVE_FILE).exists():
@@ -191,6 +192,21 @@ def _table1_blocks(table: pd.DataFrame, results: Path) -> list[Block]:
         "perm_p_floor (2 / 2^seeds)."
     )
     return [Block(TABLE1_TITLE, text=note, table=pd.read_parquet(path), name="table1", source=_where(path))]
+
+
+def _variant_tests_blocks(results: Path) -> list[Block]:
+    """Notebook 02's tests between variants (results/variant_tests.parquet), as it wrote them."""
+    tests_path = results / VARIANT_TESTS_FILE
+    if not tests_path.exists():
+        return []
+    note = (
+        "As notebook 02 wrote it: each comparison (variant minus reference, C-identity against B included) "
+        "with the hierarchical bootstrap over seeds and queries (ci_low, ci_high, p_value, p_holm) and the "
+        "seed-level tests over the per-seed differences (paired t: t_p, t_ci_low, t_ci_high; exact sign "
+        "flips: perm_p, whose floor at S seeds is perm_p_floor = 2 / 2^S)."
+    )
+    table = pd.read_parquet(tests_path)
+    return [Block("Tests between variants", text=note, table=table, name="variant_tests", source=_where(tests_path))]
 
 
 def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:

@@ -416,15 +416,21 @@ def ab_tests(
     per_query: pd.DataFrame, comparisons, metric: str = "ndcg@10", n: int = 10000, seed: int = 0, correct: bool = True
 ) -> pd.DataFrame:
     """One hierarchical-bootstrap test per backbone and (reference, variant) pair on the zero-shot
-    sets; with `correct`, Holm-adjusted p-values over all the table's tests (`p_holm`)."""
+    sets, and beside it the seed-level tests (`core.stats.seed_level_test`: paired t and the exact
+    sign flip over the per-seed differences, each the mean over datasets of the mean over queries, as
+    Table 1's drop); with `correct`, Holm-adjusted bootstrap p-values over all the table's tests."""
     pq = zero_shot(per_query)
     rows = []
     for backbone, grp in pq.groupby("backbone", sort=False):
         for a, b in comparisons:
             if not {a, b} <= set(grp.variant):
                 continue
-            stats = hierarchical_bootstrap(paired_deltas(grp, metric, a, b), n=n, seed=seed)
-            rows.append({"backbone": backbone, "metric": metric, "reference": a, "variant": b, **stats})
+            deltas = paired_deltas(grp, metric, a, b)
+            stats = hierarchical_bootstrap(deltas, n=n, seed=seed)
+            per_seed = deltas.T.groupby(level="dataset").mean().mean()  # datasets weigh equally, as in Table 1
+            seed_tests = seed_level_test(per_seed.to_numpy())
+            seed_tests = {k: v for k, v in seed_tests.items() if k not in ("n_seeds", "mean_delta")}
+            rows.append({"backbone": backbone, "metric": metric, "reference": a, "variant": b, **stats, **seed_tests})
     out = pd.DataFrame(rows)
     if correct and not out.empty:
         out["p_holm"] = holm(out.p_value)
@@ -572,6 +578,7 @@ def table1(
 
 # Result tables notebook 02 writes once into {work_dir}/results/ (the report and README read them).
 TABLE1_FILE, VARIANTS_FILE = "table1.parquet", "variants.parquet"
+VARIANT_TESTS_FILE = "variant_tests.parquet"  # every comparison of the variant table, B vs C-identity included
 
 
 def write_result_table(table: pd.DataFrame, work_dir, file: str) -> Path:
