@@ -388,7 +388,7 @@ class Session:
         if encoder not in self._fingerprints:
             self._fingerprints[encoder] = encoder_fingerprint(self.cache(encoder).encoder)[:16]
         mine = self._fingerprints[encoder]
-        foreign = sorted(label for label, print_ in trained.items() if not mine.startswith(print_[:16]))
+        foreign = sorted(label for label, print_ in trained.items() if print_ != mine)
         if not foreign:
             return []
         return [

@@ -325,17 +325,15 @@ def release_checks(names, data_dir=None, manifest: dict | None = None) -> dict[s
             where = folder.resolve().parent
             # A copy may carry only what evaluation reads (no train qrels): its present files are
             # compared; a missing one the loader names itself.
-            entry = listed[key]
-            present = {rel: f for rel, f in entry["files"].items() if (folder / rel).is_file()}
-            if not present:
+            files = {rel: f for rel, f in listed[key]["files"].items() if (folder / rel).is_file()}
+            if not files:
                 continue
-            checks[name] = manifest_check(key, where, {**entry, "files": present}, checksums=not _is(where, smoke_root))
-            continue
         elif root is not None and listed.get(name, {}).get("files"):
-            key, where = name, root
+            key, where, files = name, root, listed[name]["files"]
         else:
             continue
-        checks[name] = manifest_check(key, where, listed[key], checksums=not _is(where, smoke_root))
+        entry = {**listed[key], "files": files}
+        checks[name] = manifest_check(key, where, entry, checksums=not _is(where, smoke_root))
     return checks
 
 

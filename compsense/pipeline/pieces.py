@@ -74,7 +74,7 @@ def load_pieces(path=None) -> dict[str, Piece]:
 def last_run(piece: Piece, runs_dir="runs") -> dict | None:
     """The latest run (highest `sequence`, then `finished`) that made `piece`: same profile and
     overrides, every stage of the piece "ok". {"run", "commit", "finished", "seconds"} or None."""
-    found = []
+    found, keys = [], piece.stages  # the stage keys once: `stages` globs the notebooks
     for summary in sorted((resolve(runs_dir) / piece.profile).glob("*/summary.json")):
         try:
             record = read_json(summary)
@@ -83,9 +83,9 @@ def last_run(piece: Piece, runs_dir="runs") -> dict | None:
         stages = record.get("stages", {})
         if sorted(record.get("overrides") or []) != sorted(piece.overrides):
             continue
-        if not all(stages.get(key, {}).get("status") == "ok" for key in piece.stages):
+        if not all(stages.get(key, {}).get("status") == "ok" for key in keys):
             continue
-        seconds = sum(float(stages[key].get("seconds") or 0) for key in piece.stages)
+        seconds = sum(float(stages[key].get("seconds") or 0) for key in keys)
         found.append(
             (
                 int(record.get("sequence") or 0),

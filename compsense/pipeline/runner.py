@@ -30,7 +30,7 @@ from pathlib import Path
 from compsense.core.layout import NOT_OUTPUTS
 from compsense.core.paths import check_can_write, git_commit, local_data_dir, repo_root, resolve
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
-from compsense.pipeline.profiles import load_profile, notebook_parameters
+from compsense.pipeline.profiles import load_profile, notebook_parameters, parse_override
 from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
 
 
@@ -321,7 +321,7 @@ COMMITTED_FIGURES = "figures"  # the repository's published figures: written by 
 
 def _setting(profile: str, key: str, value, overrides=()) -> str:
     """Where a common setting came from, for a refusal: the --set that gave it, else the profile file."""
-    if any(str(o).split("=", 1)[0].strip() == f"common.{key}" for o in overrides):
+    if any(parse_override(o)[:2] == ("common", key) for o in overrides):
         return f"--set common.{key}={value}"
     return f"params/{profile}.yaml: `{key}: {value}`"
 
