@@ -116,3 +116,27 @@ def test_no_module_shadows_the_standard_library():
 
     clashes = [n for n in GRAPH if n.rpartition(".")[2] in sys.stdlib_module_names and n.count(".") == 1]
     assert not clashes, f"rename: {clashes}"
+
+
+MAX_PARAMETERS = 10  # beyond this a call site cannot be read: group settings in a config object
+
+
+def public_functions():
+    for name, path in sorted(modules().items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                args = node.args
+                named = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg not in ("self", "cls")]
+                yield f"{name}.{node.name}", len(named) + (args.vararg is not None) + (args.kwarg is not None)
+
+
+def test_no_public_function_takes_more_than_ten_parameters():
+    long = {name: n for name, n in public_functions() if n > MAX_PARAMETERS}
+    assert not long, (
+        f"public functions with more than {MAX_PARAMETERS} parameters (*args and **kwargs count one): {long}"
+    )
+
+
+def test_the_parameter_count_sees_keyword_only_and_star_parameters(tmp_path):
+    counts = dict(public_functions())
+    assert counts["compsense.verifiers.study.run_study"] == 10  # nine named and **labels

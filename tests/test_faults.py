@@ -272,7 +272,9 @@ def test_an_end_to_end_verifier_without_its_encoder_is_trained_again(tiny_encode
     from compsense.verifiers import training
 
     out = tmp_path / "F2-end2end"
-    kwargs = dict(budget_examples=8, batch_size=4, show_progress=False)
+    from compsense.verifiers.config import Compute, VerifierTraining
+
+    kwargs = dict(training=VerifierTraining(budget_examples=8, batch_size=4), compute=Compute(show_progress=False))
     training.fit_verifier("F2", "end2end", tiny_encoder, _e2e_triplets(), out, **kwargs)
     shutil.rmtree(out / "encoder")  # the verifier's weights and record remain
     with pytest.warns(UserWarning, match=r"F2-end2end/encoder: missing .*training it again"):

@@ -4,9 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from compsense.core.layout import results_file
 from compsense.verifiers import architectures as V
 from compsense.verifiers import budget as B
 from compsense.verifiers import training as T
+from compsense.verifiers.config import Compute, VerifierGrid, VerifierTraining
+
+QUIET = Compute(show_progress=False)
 
 
 def _rows(n=24):
@@ -68,15 +72,15 @@ def test_budget_curve_trains_each_budget_into_its_own_folder_beside_the_noise_li
     training, results = B.run_budget_curve(
         curve,
         {"model_b": rows},
-        [1, 2],
+        VerifierGrid(seeds=[1, 2]),
         tiny_encoder,
         tmp_path,
         _sets(rows),
         "tiny",
-        results_path=tmp_path / "budget.parquet",
-        batch_size=4,
-        show_progress=False,
-        budget_examples=999,  # notebook 04's own budget: the curve sets its own
+        training=VerifierTraining(
+            batch_size=4, budget_examples=999
+        ),  # notebook 04's own budget: the curve sets its own
+        compute=QUIET,
     )
     trained = training[training.verifier == "F3-frozen"]
     assert sorted(zip(trained.budget, trained.seed, trained.examples_seen)) == [(8, 1, 8), (16, 1, 16), (16, 2, 16)]
@@ -90,7 +94,7 @@ def test_budget_curve_trains_each_budget_into_its_own_folder_beside_the_noise_li
     # each noise row carries its sigma (notebook 05 reranks with it); 4x is four times 1x
     sigma = zero[zero.seed == 1].groupby("variant").noise_sigma.first()
     assert np.isnan(sigma["F1-frozen"]) and sigma["F1-frozen+noise4x"] == pytest.approx(4 * sigma["F1-frozen+noise1x"])
-    saved = pd.read_parquet(tmp_path / "budget.parquet")
+    saved = pd.read_parquet(results_file(tmp_path, B.RESULTS))
     assert len(saved) == len(results)  # no budget overwrote another
 
     runs = B.budget_runs(results)
@@ -108,9 +112,9 @@ def test_budget_curve_trains_each_budget_into_its_own_folder_beside_the_noise_li
 def test_a_finished_curve_is_loaded_not_retrained(tiny_encoder, tmp_path):
     rows = _rows()
     curve = B.BudgetCurve(examples=(8,), verifiers=("F3",), sizes=("small",), size_scope={}, authors_recipe=False)
-    args = (curve, {"model_b": rows}, [1], tiny_encoder, tmp_path, _sets(rows), "tiny")
-    first, _ = B.run_budget_curve(*args, batch_size=4, show_progress=False)
-    again, _ = B.run_budget_curve(*args, batch_size=4, show_progress=False)
+    args = (curve, {"model_b": rows}, VerifierGrid(seeds=[1]), tiny_encoder, tmp_path, _sets(rows), "tiny")
+    first, _ = B.run_budget_curve(*args, training=VerifierTraining(batch_size=4), compute=QUIET)
+    again, _ = B.run_budget_curve(*args, training=VerifierTraining(batch_size=4), compute=QUIET)
     assert first[first.verifier == "F3-frozen"].trained.item()
     assert again[again.verifier == "F3-frozen"].seconds.item() == first[first.verifier == "F3-frozen"].seconds.item()
 
@@ -121,8 +125,9 @@ def test_the_authors_recipe_point_uses_their_loss_and_special_tokens(tiny_encode
     rows = _rows()
     curve = B.BudgetCurve(examples=(8,), verifiers=("F4",), sizes=("small",), size_scope={})
     training, results = B.run_budget_curve(
-        curve, {"model_b": rows}, [1], tiny_encoder, tmp_path, _sets(rows), "tiny", batch_size=4
-    )
+        curve, {"model_b": rows}, VerifierGrid(seeds=[1]), tiny_encoder, tmp_path, _sets(rows), "tiny",
+        training=VerifierTraining(batch_size=4),
+    )  # fmt: skip
     theirs = training[training.recipe == "authors"]
     assert list(theirs.verifier) == ["F4-frozen"] and theirs["size"].item() == "paper"
     folder = T.verifier_dir(tmp_path, "model_b-paper-authors", 1, "F4-frozen")
@@ -169,7 +174,9 @@ def test_budget_figure_draws_a_line_per_verifier_and_the_noise_line_as_reference
 
 def test_a_curve_on_training_data_notebook_04_did_not_build_is_refused():
     with pytest.raises(ValueError, match="add it to `train_data`"):
-        B.run_budget_curve(B.BudgetCurve(examples=(8,)), {"balanced": _rows()}, [1], None, "unused", {}, "tiny")
+        B.run_budget_curve(
+            B.BudgetCurve(examples=(8,)), {"balanced": _rows()}, VerifierGrid(), None, "unused", {}, "tiny"
+        )
 
 
 def test_budget_view_puts_the_interval_beside_the_mean_where_seeds_give_one():

@@ -1,4 +1,5 @@
 import copy
+import json
 import math
 
 import pandas as pd
@@ -7,6 +8,9 @@ import torch
 
 from compsense.verifiers import architectures as V
 from compsense.verifiers import training as T
+from compsense.verifiers.config import Compute, VerifierGrid, VerifierTraining
+
+QUIET = Compute(show_progress=False)
 
 
 def _triplets(n=24):
@@ -50,10 +54,9 @@ def test_frozen_training_never_re_encodes(tiny_encoder, tmp_path, monkeypatch):
         tiny_encoder,
         triplets,
         regime="frozen",
-        budget_examples=64,
-        batch_size=8,
+        training=VerifierTraining(budget_examples=64, batch_size=8),
         cache_dir=tmp_path,
-        show_progress=False,
+        compute=QUIET,
     )
     n_texts = len(set(triplets.anchor) | set(triplets.positive) | set(triplets.negative))
     assert history["steps"] == 8 and history["examples_seen"] == 64 == history["budget_examples"]
@@ -65,10 +68,9 @@ def test_frozen_training_never_re_encodes(tiny_encoder, tmp_path, monkeypatch):
         tiny_encoder,
         triplets,
         regime="frozen",
-        budget_examples=64,
-        batch_size=8,
+        training=VerifierTraining(budget_examples=64, batch_size=8),
         cache_dir=tmp_path,
-        show_progress=False,
+        compute=QUIET,
     )
     assert calls["n"] == 0 and again["texts_encoded"] == 0 and again["trained"]  # warm cache: no encoding at all
     assert all(torch.equal(v, tiny_encoder.state_dict()[k]) for k, v in weights.items())
@@ -82,17 +84,15 @@ def test_frozen_training_moves_verifier_weights_and_skips_parameter_free(tiny_en
         tiny_encoder,
         _triplets(),
         regime="frozen",
-        budget_examples=48,
-        batch_size=16,
-        lr=0.05,
+        training=VerifierTraining(budget_examples=48, batch_size=16, lr=0.05),
         cache_dir=tmp_path,
-        show_progress=False,
+        compute=QUIET,
     )
     assert history["trained"] and not torch.equal(before, verifier.raw.detach())
     assert len(history["loss"]) == 3 and all(math.isfinite(x) for x in history["loss"])
     for name in ("F1", "F2"):  # F2 with lam = tau = 0.1 fixed (the default) has nothing to learn either
         skipped = T.train_verifier(
-            V.create(name), tiny_encoder, _triplets(), regime="frozen", budget_examples=48, show_progress=False
+            V.create(name), tiny_encoder, _triplets(), "frozen", VerifierTraining(budget_examples=48), compute=QUIET
         )
         assert not skipped["trained"] and skipped["steps"] == 0 and "nothing to train" in skipped["note"]
 
@@ -107,10 +107,8 @@ def test_end_to_end_training_changes_the_encoder():
         encoder,
         _triplets(),
         regime="end2end",
-        budget_examples=20,
-        batch_size=8,
-        encoder_lr=1e-3,
-        show_progress=False,
+        training=VerifierTraining(budget_examples=20, batch_size=8, encoder_lr=1e-3),
+        compute=QUIET,
     )
     assert history["trained"] and history["steps"] == 3 and history["examples_seen"] == 20
     # each distinct text of a batch is encoded once: the identity rows' positives are their anchors
@@ -132,11 +130,10 @@ def test_training_is_reproducible_by_seed(tiny_encoder, tmp_path):
             V.create("F3", seed=1),
             tiny_encoder,
             _triplets(),
-            budget_examples=32,
-            batch_size=8,
+            training=VerifierTraining(budget_examples=32, batch_size=8),
             cache_dir=tmp_path,
             seed=3,
-            show_progress=False,
+            compute=QUIET,
         )["loss"]
         for _ in range(2)
     ]
@@ -151,7 +148,9 @@ def test_training_rejects_bad_input(tiny_encoder):
 
 
 def test_fit_verifier_resumes_instead_of_retraining(tiny_encoder, tmp_path):
-    kwargs = dict(budget_examples=16, batch_size=8, cache_dir=tmp_path / "cache", show_progress=False)
+    kwargs = dict(
+        training=VerifierTraining(budget_examples=16, batch_size=8), cache_dir=tmp_path / "cache", compute=QUIET
+    )
     first, _, history = T.fit_verifier("F2", "frozen", tiny_encoder, _triplets(), tmp_path / "F2-frozen", **kwargs)
     again, _, history2 = T.fit_verifier("F2", "frozen", tiny_encoder, _triplets(), tmp_path / "F2-frozen", **kwargs)
     assert history2 == history and torch.equal(first.raw, again.raw)
@@ -319,10 +318,9 @@ def test_authors_recipe_follows_their_shell_script():
 
 @pytest.mark.slow
 def test_fit_grid_keeps_variants_and_seeds_apart_and_reports_budgets(tiny_encoder, tmp_path):
-    kwargs = dict(budget_examples=16, batch_size=8, show_progress=False)
+    kwargs = dict(training=VerifierTraining(budget_examples=16, batch_size=8), compute=QUIET)
     _, small = T.fit_grid(
-        ["F1", "F3"],
-        ["frozen"],
+        VerifierGrid(verifiers=["F1", "F3"], regimes=["frozen"]),
         tiny_encoder,
         _triplets(),
         tmp_path,
@@ -331,8 +329,7 @@ def test_fit_grid_keeps_variants_and_seeds_apart_and_reports_budgets(tiny_encode
         **kwargs,
     )
     _, paper = T.fit_grid(
-        ["F3"],
-        ["frozen"],
+        VerifierGrid(verifiers=["F3"], regimes=["frozen"]),
         tiny_encoder,
         _triplets(),
         tmp_path,
@@ -350,7 +347,7 @@ def test_fit_grid_keeps_variants_and_seeds_apart_and_reports_budgets(tiny_encode
     assert small.set_index("verifier").loc["F1-frozen", "authors_budget"] == 144_000
     assert not small.set_index("verifier").loc["F1-frozen", "trained"]
     with pytest.raises(ValueError, match="recipe"):
-        T.fit_grid(["F1"], ["frozen"], tiny_encoder, _triplets(), tmp_path, recipe="mine")
+        VerifierGrid(verifiers=["F1"], regimes=["frozen"], recipe="mine")
 
 
 def test_run_study_trains_each_variant_and_seed_into_its_own_folder(tiny_encoder, tmp_path):
@@ -366,20 +363,16 @@ def test_run_study_trains_each_variant_and_seed_into_its_own_folder(tiny_encoder
             "sentence1",
         )
     }
-    kwargs = dict(budget_examples=8, batch_size=4, show_progress=False)
     training, results = run_study(
         rows,
-        ["small"],
-        [1, 2],
-        ["F1", "F2"],
-        ["frozen"],
+        VerifierGrid(verifiers=["F1", "F2"], regimes=["frozen"], seeds=[1, 2], f2_learnable=True),
         tiny_encoder,
         tmp_path,
         sets,
         "tiny",
+        training=VerifierTraining(budget_examples=8, batch_size=4),
         results_path=tmp_path / "results.parquet",
-        f2_learnable=True,
-        **kwargs,
+        compute=QUIET,
     )
     assert len(training) == 2 * 2 * 2 and set(training.train_data) == {"identity", "paraphrase"}
     # seed by seed: both variants of the first seed come before any of the second
@@ -420,20 +413,22 @@ def test_run_study_trains_a_scoped_second_size_into_its_own_folder(tiny_encoder,
     t = _triplets()
     positives = pd.DataFrame({"sentence1": t.anchor[:4], "sentence2": ["A dog near a ball."] * 4})
     near = t[["anchor", "negative", "family"]].rename(columns={"anchor": "sentence1", "negative": "sentence2"})[:4]
+    grid = VerifierGrid(
+        verifiers=["F1", "F4"],
+        regimes=["frozen"],
+        sizes=["small", "paper"],
+        size_scope={"paper": {"verifiers": ["F4"]}},
+        seeds=[1],
+    )
     training, results = run_study(
         {"model_b": t},
-        ["small", "paper"],
-        [1],
-        ["F1", "F4"],
-        ["frozen"],
+        grid,
         tiny_encoder,
         tmp_path,
         {"toy": (positives, near, "sentence1")},
         "tiny",
-        size_scope={"paper": {"verifiers": ["F4"]}},
-        budget_examples=8,
-        batch_size=4,
-        show_progress=False,
+        training=VerifierTraining(budget_examples=8, batch_size=4),
+        compute=QUIET,
     )
     trained = set(zip(training.verifier, training["size"]))
     assert trained == {("F1-frozen", "small"), ("F4-frozen", "small"), ("F4-frozen", "paper")}
@@ -455,3 +450,35 @@ def test_encode_distinct_matches_encoding_every_text(tiny_encoder):
     torch.testing.assert_close(q.embeddings, every.select([0, 1]).embeddings, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(c.embeddings, every.select([2, 3, 4, 5]).embeddings, atol=1e-5, rtol=1e-5)
     assert c.tokens == every.select([2, 3, 4, 5]).tokens and torch.equal(c.mask, every.select([2, 3, 4, 5]).mask)
+
+
+def test_a_verifier_recorded_before_every_training_setting_was_recorded_is_reused(tiny_encoder, tmp_path):
+    # verifier.json files written before VerifierTraining recorded only the settings a run changed;
+    # the others were at their defaults, so the run is the same and must not be trained again
+    out, how = tmp_path / "F3-frozen", VerifierTraining(budget_examples=16, batch_size=8)
+    _, _, history = T.fit_verifier("F3", "frozen", tiny_encoder, _triplets(), out, training=how, compute=QUIET)
+    info = V.read_info(out)
+    for key in ("warmup_ratio", "max_grad_norm", "encoder_weight_decay"):
+        del info["settings"][key]
+    (out / V.CONFIG_FILE).write_text(json.dumps(info))
+    _, _, again = T.fit_verifier("F3", "frozen", tiny_encoder, _triplets(), out, training=how, compute=QUIET)
+    assert again == history  # loaded, not retrained
+    # a setting that differs from what was recorded retrains
+    changed = how.replace(lr=0.1)
+    _, _, retrained = T.fit_verifier("F3", "frozen", tiny_encoder, _triplets(), out, training=changed, compute=QUIET)
+    assert retrained["lr"] == 0.1 and retrained["loss"] != history["loss"]
+
+
+def test_the_training_settings_refuse_bad_values_naming_them():
+    with pytest.raises(ValueError, match="budget_examples and batch_size"):
+        VerifierTraining(budget_examples=0)
+    with pytest.raises(ValueError, match="hard_negatives"):
+        VerifierTraining(hard_negatives="some")
+    with pytest.raises(ValueError, match="in_batch_negatives"):
+        VerifierTraining(in_batch_negatives=-1)
+    with pytest.raises(TypeError, match="no settings \\['lr_verifier'\\]"):
+        VerifierTraining().replace(lr_verifier=1.0)
+    with pytest.raises(ValueError, match="regimes"):
+        VerifierGrid(regimes=["thawed"])
+    assert VerifierTraining(weight_decay=0.01).encoder_decay == 0.01
+    assert VerifierTraining(weight_decay=0.01, encoder_weight_decay=0.0).encoder_decay == 0.0

@@ -22,15 +22,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from compsense.core import layout
 from compsense.core.stats import seed_level_test
 from compsense.core.storage import append_results
 from compsense.nearmiss import evaluation as N
 from compsense.nearmiss.metrics import AUC, PAIRWISE_ACCURACY, SELF_MATCH, SEPARATION
 from compsense.verifiers.architectures import verifier_names
+from compsense.verifiers.config import REGIMES, Compute, VerifierGrid, VerifierTraining
 from compsense.verifiers.study import run_study
-from compsense.verifiers.training import REGIMES
 
 HELDOUT = "negatives-heldout"
+RESULTS = "verifier_budget"  # results/<this>.parquet: every point's tidy results, appended as it finishes
 CURVE_FILE = "verifier_budget_curve.parquet"  # results/<this>: `budget_table` as notebook 04 writes it
 BUDGET = "examples_seen"  # the tidy results' column that holds the triplets a verifier saw
 AUTHORS_RECIPE_POINT = {"verifiers": ["F4"], "size": "paper", "regime": "frozen"}  # their F4, at their 48,000
@@ -108,95 +110,66 @@ def budget_suffix(budget: int) -> str:
 def run_budget_curve(
     curve: BudgetCurve,
     rows_by_data: dict,
-    seeds: Sequence[int],
+    grid: VerifierGrid,
     encoder,
     work_dir,
     sets: dict,
     backbone: str,
-    results_path=None,
-    device=None,
-    constants: dict | None = None,
-    **train_kwargs,
+    training: VerifierTraining | None = None,
+    compute: Compute | None = None,
+    **labels,
 ):
-    """Train and score every point of `curve.plan(seeds)` on notebook 04's training rows of
+    """Train and score every point of `curve.plan(grid.seeds)` on notebook 04's training rows of
     `curve.train_data` (`rows_by_data[curve.train_data]`), then the authors' recipe point. Returns
     (training summary, tidy results) as `run_study` does, with a `budget` column; results are
-    appended to `results_path` as each point finishes, and a cut run resumes (finished verifiers
-    are loaded, not retrained).
-    `train_kwargs`: notebook 04's training settings (batch size, learning rate, loss...), minus
-    `budget_examples`, which the curve sets."""
-    train_kwargs.pop("budget_examples", None)
+    appended to {work_dir}/results/verifier_budget.parquet as each point finishes, and a cut run
+    resumes (finished verifiers are loaded, not retrained).
+    `grid`: notebook 04's grid, of which the curve keeps the seeds, `include_special` and
+    `f2_learnable` (it sets verifiers, sizes, regimes and budgets itself); `training`: notebook 04's
+    training settings (batch size, learning rate, loss...), whose `budget_examples` the curve sets.
+    """
     if curve.enabled and curve.train_data not in rows_by_data:
         raise ValueError(
             f"budget_curve.train_data is {curve.train_data!r}, but notebook 04 built rows for {sorted(rows_by_data)}; "
             f"add it to `train_data` or set budget_curve.train_data to one of those"
         )
-    rows = rows_by_data.get(curve.train_data)
+    training = training or VerifierTraining()
+    results_path = layout.results_file(work_dir, RESULTS)
+    rows = {curve.train_data: rows_by_data.get(curve.train_data)}
+    seeds = list(grid.seeds)
     summaries, results = [], []
-    shared = dict(device=device, results_path=None, **train_kwargs)
+    shared = dict(compute=compute, backbone=backbone, **labels)
     plan = curve.plan(seeds)
     # The noise line, once per seed: frozen MaxSim (nothing to learn) and its noise control, as budget 0.
     for seed in dict.fromkeys(s for _, s in plan):
-        training, tidy = run_study(
-            {curve.train_data: rows},
-            curve.sizes[:1],
-            [seed],
-            ["F1"],
-            ["frozen"],
-            encoder,
-            work_dir,
-            sets,
-            backbone,
-            constants={**(constants or {}), "budget": 0},
-            variant_suffix=budget_suffix(0),
-            budget_examples=int(curve.examples[0]),
-            **shared,
-        )
-        summaries.append(training.assign(budget=0))
+        line = grid.replace(
+            verifiers=["F1"], regimes=["frozen"], sizes=curve.sizes[:1], size_scope=None, seeds=[seed],
+            folder_suffix=budget_suffix(0),
+        )  # fmt: skip
+        first = training.replace(budget_examples=int(curve.examples[0]))
+        summary, tidy = run_study(rows, line, encoder, work_dir, sets, training=first, budget=0, **shared)
+        summaries.append(summary.assign(budget=0))
         results.append(_append(tidy, results_path))
     for budget, seed in plan:
-        training, tidy = run_study(
-            {curve.train_data: rows},
-            curve.sizes,
-            [seed],
-            curve.verifiers,
-            curve.regimes,
-            encoder,
-            work_dir,
-            sets,
-            backbone,
-            constants={**(constants or {}), "budget": int(budget)},
-            size_scope=curve.size_scope,
-            noise_multiples=(),
-            variant_suffix=budget_suffix(budget),
-            budget_examples=int(budget),
-            **shared,
-        )
-        summaries.append(training.assign(budget=int(budget)))
+        point = grid.replace(
+            verifiers=curve.verifiers, regimes=curve.regimes, sizes=curve.sizes, size_scope=curve.size_scope,
+            seeds=[seed], noise_multiples=(), folder_suffix=budget_suffix(budget),
+        )  # fmt: skip
+        at = training.replace(budget_examples=int(budget))
+        summary, tidy = run_study(rows, point, encoder, work_dir, sets, training=at, budget=int(budget), **shared)
+        summaries.append(summary.assign(budget=int(budget)))
         results.append(_append(tidy, results_path))
     if curve.enabled and curve.authors_recipe:
-        point = AUTHORS_RECIPE_POINT
+        theirs = AUTHORS_RECIPE_POINT
         # their recipe sets batch size, budget, learning rates, weight decay and the loss; they keep
         # [CLS]/[SEP] in the token embeddings (`recipe.COMMON`)
-        theirs = {k: v for k, v in shared.items() if k not in ("batch_size", "lr", "weight_decay", "include_special")}
-        training, tidy = run_study(
-            {curve.train_data: rows},
-            [point["size"]],
-            [seeds[0]],
-            point["verifiers"],
-            [point["regime"]],
-            encoder,
-            work_dir,
-            sets,
-            backbone,
-            recipe="authors",
-            include_special=True,
-            constants=constants,
-            noise_multiples=(),
-            **theirs,
-        )
+        point = grid.replace(
+            verifiers=theirs["verifiers"], regimes=[theirs["regime"]], sizes=[theirs["size"]], size_scope=None,
+            seeds=seeds[:1], recipe="authors", include_special=True, noise_multiples=(), folder_suffix="",
+        )  # fmt: skip
+        summary, tidy = run_study(rows, point, encoder, work_dir, sets, training=training, **shared)
         tidy = tidy.assign(budget=tidy[BUDGET].astype(int))
-        summaries.append(training.assign(budget=training["examples_seen"]))
+        summaries.append(summary.assign(budget=summary["examples_seen"]))
         results.append(_append(tidy, results_path))
     if not results:
         return pd.DataFrame(), pd.DataFrame()

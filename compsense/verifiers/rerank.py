@@ -57,6 +57,7 @@ from compsense.retrieval.harness import (
 )
 from compsense.verifiers import architectures as V
 from compsense.verifiers.architectures import device_of, score_maps
+from compsense.verifiers.config import REGIMES, Compute
 from compsense.verifiers.simmap import (
     TokenCache,
     cache_key,
@@ -66,7 +67,6 @@ from compsense.verifiers.simmap import (
     storage_dtype,
     token_embeddings,
 )
-from compsense.verifiers.training import REGIMES
 
 log = logging.getLogger(__name__)
 
@@ -536,18 +536,6 @@ def noise_methods(
 
 
 @dataclass(frozen=True)
-class Compute:
-    """How scoring runs, never what it computes: texts per encoder batch, candidates per verifier
-    batch, the device, the dtype of the cached corpus token embeddings, progress bars."""
-
-    batch_size: int = 64
-    candidate_batch: int = 256
-    device: object = None
-    dtype: str = "float16"
-    show_progress: bool = True
-
-
-@dataclass(frozen=True)
 class RerankPlan:
     """What `rerank_grid` sweeps: the depths K, the fusion weights, whose top-K is reranked
     (`first_stage`), and how many queries (and repeats) its costs are timed on."""
@@ -567,7 +555,7 @@ def rerank_grid(
     backbone: str,
     seed: int,
     plan: RerankPlan = RerankPlan(),
-    compute: Compute = Compute(),
+    compute: Compute | None = None,
     write: bool = True,
     **labels,
 ) -> GridResult:
@@ -587,6 +575,7 @@ def rerank_grid(
     baselines `seed`; methods of several seeds are reranked one by one and timed once per label.
     `plan` (`RerankPlan`) says what is swept, `compute` (`Compute`) how it runs.
     """
+    compute = compute or Compute()
     weights, first_stage = plan.weights, plan.first_stage
     cost_queries, cost_repeats = plan.cost_queries, plan.cost_repeats
     batch_size, candidate_batch, device = compute.batch_size, compute.candidate_batch, compute.device

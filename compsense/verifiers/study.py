@@ -17,6 +17,7 @@ from compsense.core import layout
 from compsense.core.storage import append_results
 from compsense.nearmiss import evaluation as N
 from compsense.verifiers.architectures import PAPER_SIZE, Verifier, score_pairs, verifier_names
+from compsense.verifiers.config import Compute, VerifierGrid, VerifierTraining
 from compsense.verifiers.training import fit_grid, variant_name
 
 SCOPE_KEYS = ("verifiers", "regimes")
@@ -80,63 +81,56 @@ def size_plan(
 
 def run_study(
     rows_by_data: dict,
-    sizes: Sequence[str],
-    seeds: Sequence[int],
-    names: Sequence[str],
-    regimes: Sequence[str],
+    grid: VerifierGrid,
     encoder,
     work_dir,
     sets: dict,
     backbone: str,
+    training: VerifierTraining | None = None,
     results_path=None,
-    recipe: str = "equal",
-    device=None,
-    include_special: bool = False,
-    scorer_batch_size: int = 64,
-    constants: dict | None = None,
-    size_scope: dict | None = None,
-    noise_multiples: Sequence[float] = (1.0, 2.0, 4.0),
-    variant_suffix: str = "",
-    **train_kwargs,
+    compute: Compute | None = None,
+    **labels,
 ):
-    """Train and evaluate every (training data, size, seed), seed by seed. Returns (training summary,
-    tidy results). Which verifiers and regimes each size trains: `size_plan`.
+    """Train and evaluate every (training data, size, seed) of `grid` (`VerifierGrid`), seed by
+    seed, each verifier as `training` (`VerifierTraining`) says. Returns (training summary, tidy
+    results). Which verifiers and regimes each size trains: `size_plan`.
 
     rows_by_data: {train_data: training rows} (`verifier_data.training_rows`); sets: `nearmiss_eval.eval_sets`.
-    Results carry train_data, size, recipe and verifier_variant columns; with `results_path` they
-    are appended there after each variant (`nearmiss.evaluation.NEARMISS_KEY`). Where F1-frozen is
-    trained (nothing to learn), the noise control rides along: F1 plus seeded noise at
-    `noise_multiples` of its paraphrase spread (`nearmiss.evaluation.noise_controls`; () for none).
-    `variant_suffix` is added to each variant's folder name, so runs that differ in a setting the
-    name does not carry (the budget curve's budgets: `verifiers.budget`) never share a folder.
+    Results carry train_data, size, recipe and verifier_variant columns, `backbone` and the `labels`
+    (e.g. profile="local"); with `results_path` they are appended there after each variant
+    (`nearmiss.evaluation.NEARMISS_KEY`). Where F1-frozen is trained (nothing to learn), the noise
+    control rides along: F1 plus seeded noise at `grid.noise_multiples` of its paraphrase spread
+    (`nearmiss.evaluation.noise_controls`; () for none). `grid.folder_suffix` is added to each
+    variant's folder name (the budget curve's budgets: `verifiers.budget`). `compute`: the device and
+    the scorers' batch size.
     """
+    compute = compute or Compute()
     summaries, results = [], []
     cache_dir = layout.cache_dir(work_dir)
-    plan = size_plan(sizes, names, regimes, size_scope)
+    plan = size_plan(grid.sizes, grid.verifiers, grid.regimes, grid.size_scope)
     # Seed by seed, as notebook 02's runs: a run cut short has every variant at the first seeds,
     # side by side, rather than all seeds of the first variant and nothing of the others.
-    for seed in seeds:
+    for seed in grid.seeds:
         for train_data, rows in rows_by_data.items():
             for size, (size_names, size_regimes) in plan.items():
-                variant = variant_name(train_data, size, recipe) + variant_suffix
+                variant = variant_name(train_data, size, grid.recipe) + grid.folder_suffix
                 fitted, summary = fit_grid(
-                    size_names,
-                    size_regimes,
+                    grid.replace(verifiers=size_names, regimes=size_regimes),
                     encoder,
                     rows,
                     work_dir,
+                    training=training,
                     seed=seed,
-                    device=device,
-                    include_special=include_special,
                     size=size,
-                    recipe=recipe,
                     variant=variant,
-                    **train_kwargs,
+                    compute=compute,
                 )
-                summaries.append(summary.assign(train_data=train_data, recipe=recipe))
-                scorers = verifier_scorers(fitted, batch_size=scorer_batch_size, cache_dir=cache_dir, device=device)
+                summaries.append(summary.assign(train_data=train_data, recipe=grid.recipe))
+                scorers = verifier_scorers(
+                    fitted, batch_size=compute.batch_size, cache_dir=cache_dir, device=compute.device
+                )
                 # the noise control: frozen MaxSim plus noise, beside what was trained
-                scorers.update(N.noise_controls(scorers, sets, multiples=noise_multiples, seed=seed))
+                scorers.update(N.noise_controls(scorers, sets, multiples=grid.noise_multiples, seed=seed))
                 table = N.evaluate_sets(scorers, sets)
                 tidy = N.to_tidy(
                     table,
@@ -146,8 +140,8 @@ def run_study(
                     verifier_variant=variant,
                     train_data=train_data,
                     size=size,
-                    recipe=recipe,
-                    **(constants or {}),
+                    recipe=grid.recipe,
+                    **labels,
                 )
                 tidy = tidy.merge(
                     summary[["verifier", "parameters", "examples_seen"]].rename(columns={"verifier": "variant"}),

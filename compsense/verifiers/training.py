@@ -56,6 +56,7 @@ from compsense.verifiers.architectures import (
     sized_kwargs,
     verifier_names,
 )
+from compsense.verifiers.config import HARD_NEGATIVES, RECIPES, REGIMES, Compute, VerifierGrid, VerifierTraining
 from compsense.verifiers.recipe import authors_budget, authors_recipe, encoder_millions
 from compsense.verifiers.simmap import (
     TokenCache,
@@ -66,7 +67,7 @@ from compsense.verifiers.simmap import (
     similarity_map,
 )
 
-REGIMES = ("frozen", "end2end")
+__all__ = ["REGIMES", "RECIPES", "HARD_NEGATIVES", "VerifierTraining", "VerifierGrid", "Compute"]  # re-exported
 
 
 def train_verifier(
@@ -74,23 +75,14 @@ def train_verifier(
     encoder,
     triplets,
     regime: str = "frozen",
-    budget_examples: int = 1024,
-    batch_size: int = 32,
-    lr: float = 1e-3,
-    encoder_lr: float = 1e-5,
-    temperature: float = 0.1,
+    training: VerifierTraining | None = None,
     seed: int = 42,
     cache_dir=None,
-    device=None,
-    weight_decay: float = 0.0,
-    warmup_ratio: float = 0.1,
-    max_grad_norm: float = 1.0,
-    in_batch_negatives: int | None = 4,
-    hard_negatives: str = "all",
-    encoder_weight_decay: float | None = None,
-    show_progress: bool = True,
+    compute: Compute | None = None,
 ) -> dict:
-    """Train `verifier` on (anchor, positive, negative) triplets; returns a JSON-ready history.
+    """Train `verifier` on (anchor, positive, negative) triplets as `training` (`VerifierTraining`)
+    says; returns a JSON-ready history. `compute` gives the device (default: the encoder's) and
+    whether to show progress.
 
     Loss: for each anchor, cross-entropy over verifier scores / temperature, the candidates being
     its positive, its hard negative and `in_batch_negatives` other positives and negatives of the
@@ -119,11 +111,13 @@ def train_verifier(
     """
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
-    if budget_examples < 1 or batch_size < 1:
-        raise ValueError(f"budget_examples and batch_size must be >= 1, got {budget_examples}, {batch_size}")
+    t = training or VerifierTraining()
+    compute = compute or Compute()
+    show_progress = compute.show_progress
+    budget_examples, batch_size, lr, temperature = t.budget_examples, t.batch_size, t.lr, t.temperature
     anchors, positives, negatives = _triplet_texts(triplets)
     seed_everything(seed)
-    device = torch.device(device) if device is not None else encoder_device(encoder)
+    device = torch.device(compute.device) if compute.device is not None else encoder_device(encoder)
     verifier.to(device)
     history = {
         "verifier": verifier.name,
@@ -132,14 +126,12 @@ def train_verifier(
         "budget_examples": int(budget_examples),
         "batch_size": int(batch_size),
         "lr": lr,
-        "encoder_lr": encoder_lr if regime == "end2end" else None,
+        "encoder_lr": t.encoder_lr if regime == "end2end" else None,
         "temperature": temperature,
-        "in_batch_negatives": in_batch_negatives,
-        "hard_negatives": hard_negatives,
-        "weight_decay": weight_decay,
-        "encoder_weight_decay": (weight_decay if encoder_weight_decay is None else encoder_weight_decay)
-        if regime == "end2end"
-        else None,
+        "in_batch_negatives": t.in_batch_negatives,
+        "hard_negatives": t.hard_negatives,
+        "weight_decay": t.weight_decay,
+        "encoder_weight_decay": t.encoder_decay if regime == "end2end" else None,
         "seed": seed,
         "n_triplets": len(anchors),
         "include_special": verifier.include_special,
@@ -160,7 +152,7 @@ def train_verifier(
 
     batches = _sample_batches(len(anchors), budget_examples, batch_size, seed)
     verifier_params = [p for p in verifier.parameters() if p.requires_grad]
-    groups = [{"params": verifier_params, "lr": lr, "weight_decay": weight_decay}] if verifier_params else []
+    groups = [{"params": verifier_params, "lr": lr, "weight_decay": t.weight_decay}] if verifier_params else []
     if regime == "frozen":
         used = sorted({t for b in batches for i in b for t in (anchors[i], positives[i], negatives[i])})
         cache = TokenCache(
@@ -182,12 +174,12 @@ def train_verifier(
         groups.append(
             {
                 "params": [p for p in encoder.parameters()],
-                "lr": encoder_lr,
-                "weight_decay": weight_decay if encoder_weight_decay is None else encoder_weight_decay,
+                "lr": t.encoder_lr,
+                "weight_decay": t.encoder_decay,
             }
         )
     optimizer = torch.optim.AdamW(groups)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(batches), warmup_ratio))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(batches), t.warmup_ratio))
 
     sampler = torch.Generator().manual_seed(int(seed))  # which in-batch negatives each step draws
     start = time.perf_counter()
@@ -209,15 +201,15 @@ def train_verifier(
                 p,
                 p + n,
                 temperature,
-                in_batch_negatives=in_batch_negatives,
+                in_batch_negatives=t.in_batch_negatives,
                 generator=sampler,
-                hard_negatives=hard_negatives,
+                hard_negatives=t.hard_negatives,
             )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if max_grad_norm:
+            if t.max_grad_norm:
                 for group in groups:
-                    torch.nn.utils.clip_grad_norm_(group["params"], max_grad_norm)
+                    torch.nn.utils.clip_grad_norm_(group["params"], t.max_grad_norm)
             optimizer.step()
             scheduler.step()
             history["loss"].append(float(loss.detach()))
@@ -245,9 +237,6 @@ def encode_distinct(encoder, queries: Sequence[str], candidates: Sequence[str], 
     row = {t: i for i, t in enumerate(distinct)}
     tokens = encode_tokens(encoder, distinct, include_special, device)
     return tokens.select([row[t] for t in queries]), tokens.select([row[t] for t in candidates]), len(distinct)
-
-
-HARD_NEGATIVES = ("all", "own")
 
 
 def contrastive_loss(
@@ -323,18 +312,20 @@ def fit_verifier(
     encoder,
     triplets,
     out_dir,
+    training: VerifierTraining | None = None,
     seed: int = 42,
     cache_dir=None,
-    device=None,
-    force: bool = False,
+    compute: Compute | None = None,
     verifier_kwargs: dict | None = None,
-    **train_kwargs,
 ):
-    """Create, train and save one verifier under `out_dir`; a finished run with the same settings
-    is loaded instead of retrained (`force` retrains). End-to-end runs train a copy of `encoder`
-    and save it to `out_dir/encoder/`. Returns (verifier, encoder it scores with, history).
+    """Create, train (as `training` says) and save one verifier under `out_dir`; a finished run
+    with the same settings is loaded instead of retrained (delete its folder to retrain it).
+    End-to-end runs train a copy of `encoder` and save it to `out_dir/encoder/`. Returns
+    (verifier, encoder it scores with, history).
     """
     out_dir = Path(out_dir)
+    training = training or VerifierTraining()
+    device = (compute or Compute()).device
     # What the result depends on; the starting encoder's weights too, so a new backbone retrains.
     settings = {
         "name": canonical_name(name),
@@ -345,11 +336,11 @@ def fit_verifier(
         "encoder": encoder_fingerprint(encoder)[:16],
         "max_seq_length": getattr(encoder, "max_seq_length", None),
         "verifier_kwargs": verifier_kwargs or {},
-        **{k: v for k, v in train_kwargs.items() if k != "show_progress"},
+        **training.settings(),
     }
-    if not force and (out_dir / CONFIG_FILE).exists():
+    if (out_dir / CONFIG_FILE).exists():
         info = read_info(out_dir)
-        if info.get("settings") == json.loads(json.dumps(settings, default=str)):
+        if VerifierTraining.same_settings(info.get("settings") or {}, json.loads(json.dumps(settings, default=str))):
             try:  # a finished end-to-end run lacking its encoder is not finished: it trains again
                 own = own_encoder_dir(out_dir, end2end=regime == "end2end")
             except MissingEncoder as err:
@@ -365,10 +356,10 @@ def fit_verifier(
         trained_encoder,
         triplets,
         regime=regime,
+        training=training,
         seed=seed,
         cache_dir=cache_dir,
-        device=device,
-        **train_kwargs,
+        compute=compute,
     )
     if regime == "end2end":
         _save_encoder(trained_encoder, out_dir / ENCODER_DIR)
@@ -543,9 +534,6 @@ def training_positives(triplets, mode: str = "identity", data_dir=None):
     return with_paraphrase_positives(triplets, positive_pairs(load_mrpc("train", data_dir=data_dir)), mode)
 
 
-RECIPES = ("equal", "authors")
-
-
 def variant_name(train_data: str, size: str, recipe: str = "equal") -> str:
     """The folder of one notebook-04 variant: "<train_data>-<size>", plus "-authors" for the authors'
     per-verifier budgets. Variants sit side by side under {work_dir}/verifiers/."""
@@ -553,46 +541,42 @@ def variant_name(train_data: str, size: str, recipe: str = "equal") -> str:
 
 
 def fit_grid(
-    names: Sequence[str],
-    regimes: Sequence[str],
+    grid: VerifierGrid,
     encoder,
     triplets,
     work_dir,
+    training: VerifierTraining | None = None,
     seed: int = 42,
-    device=None,
-    include_special: bool = False,
     size: str = "small",
-    recipe: str = "equal",
     variant: str | None = None,
-    f2_learnable: bool = False,
-    **train_kwargs,
+    compute: Compute | None = None,
 ):
-    """Train (or resume) every verifier in every regime; saved under `verifier_dir(work_dir, variant,
-    seed, label)` (variant: `variant_name("custom", size, recipe)` when not given), token caches
+    """Train (or resume) `grid.verifiers` in every one of `grid.regimes` at one `seed` and `size`
+    (`run_study` loops over the grid's seeds and sizes); saved under `verifier_dir(work_dir, variant,
+    seed, label)` (variant: `variant_name("custom", size, grid.recipe)` when not given), token caches
     under `{work_dir}/cache/`.
 
-    `size`: "small" or "paper" F3/F4 (`verifiers.create`). `recipe`: "equal" trains every verifier
-    on `train_kwargs` (same budget for all); "authors" replaces, per verifier and regime, batch
-    size, budget, learning rates, weight decay and loss shape by the authors' (`verifier_recipe`).
-    `f2_learnable` trains F2's lam and tau (the authors fix both at 0.1).
+    `size`: "small" or "paper" F3/F4 (`verifiers.create`). `grid.recipe`: "equal" trains every
+    verifier as `training` says (same budget for all); "authors" replaces, per verifier and regime,
+    batch size, budget, learning rates, weight decay and loss shape by the authors'
+    (`recipe.authors_recipe`). `grid.f2_learnable` trains F2's lam and tau (the authors fix both at 0.1).
     Returns ({"F3-frozen": (verifier, encoder, history), ...}, a summary table with parameter
     counts and the examples each verifier saw beside the authors' budget for it).
     """
-    if recipe not in RECIPES:
-        raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
-    variant = variant or variant_name("custom", size, recipe)
+    training = training or VerifierTraining()
+    variant = variant or variant_name("custom", size, grid.recipe)
     millions = encoder_millions(encoder)
     dim = embedding_dim(encoder)
     fitted = {}
-    for regime in regimes:
-        for name in verifier_names(names):
+    for regime in grid.regimes:
+        for name in verifier_names(grid.verifiers):
             label = f"{name}-{regime}"
-            kwargs = {**train_kwargs, **(authors_recipe(name, regime, millions) if recipe == "authors" else {})}
+            how = training.replace(**authors_recipe(name, regime, millions)) if grid.recipe == "authors" else training
             verifier_kwargs = {
-                "include_special": include_special,
+                "include_special": grid.include_special,
                 "size": size,
                 **sized_kwargs(name, size, dim, getattr(encoder, "max_seq_length", None)),
-                **({"learnable": True} if f2_learnable and name == "F2" else {}),
+                **({"learnable": True} if grid.f2_learnable and name == "F2" else {}),
             }
             fitted[label] = fit_verifier(
                 name,
@@ -600,11 +584,11 @@ def fit_grid(
                 encoder,
                 triplets,
                 verifier_dir(work_dir, variant, seed, label),
+                training=how,
                 seed=seed,
                 cache_dir=layout.cache_dir(work_dir),
-                device=device,
+                compute=compute,
                 verifier_kwargs=verifier_kwargs,
-                **kwargs,
             )
     rows = []
     for label, (verifier, _, h) in fitted.items():
