@@ -1,6 +1,6 @@
 """`make readme-tables`: the README's result tables, generated from the committed tables in figures/tables/.
 
-Each generated table sits between two markers in README.md:
+Each generated table sits between two markers in README.md or docs/results.md (`DOCUMENTS`):
 
     <!-- table:separation from figures/tables/separation.csv by `make readme-tables` -->
     | ... |
@@ -462,36 +462,41 @@ def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", w
     return MARKER.sub(one, text)
 
 
+DOCUMENTS = ("README.md", "docs/results.md")  # the files whose marked tables are generated
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m compsense.pipeline.readme_tables",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--readme", default="README.md")
+    parser.add_argument("--readme", nargs="+", default=list(DOCUMENTS), help="the documents to rewrite")
     parser.add_argument("--tables", default=f"figures/{TABLES_DIR}", help="the committed tables (figures/tables)")
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when the README differs")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a document differs")
     args = parser.parse_args(argv)
-    path = resolve(args.readme)
+    return max(_one_document(name, args.tables, args.check) for name in args.readme)
+
+
+def _one_document(name: str, tables: str, check: bool) -> int:
+    path = resolve(name)
     text = path.read_text(encoding="utf-8")
     try:
-        new = update(text, args.tables, where=args.readme)
+        new = update(text, tables, where=name)
     except TableError as err:
         print(f"readme-tables: {err}", file=sys.stderr)
         return 2
     if new == text:
-        print(f"{args.readme}: its tables are those of {args.tables}/ already")
+        print(f"{name}: its tables are those of {tables}/ already")
         return 0
-    if args.check:
+    if check:
         sys.stdout.writelines(
-            difflib.unified_diff(
-                text.splitlines(True), new.splitlines(True), args.readme, f"{args.readme} from {args.tables}/"
-            )
+            difflib.unified_diff(text.splitlines(True), new.splitlines(True), name, f"{name} from {tables}/")
         )
-        print(f"{args.readme}: the tables differ from {args.tables}/. Fix: make readme-tables", file=sys.stderr)
+        print(f"{name}: the tables differ from {tables}/. Fix: make readme-tables", file=sys.stderr)
         return 1
     write_text(path, new)
-    print(f"{args.readme}: {len(MARKER.findall(text))} table(s) rewritten from {args.tables}/")
+    print(f"{name}: {len(MARKER.findall(text))} table(s) rewritten from {tables}/")
     return 0
 
 
