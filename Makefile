@@ -27,6 +27,7 @@ reproduce: install
 .PHONY: figures readme-tables
 figures: install
 	$(BIN)/python -m compsense.pipeline.publish --profile $(PROFILE)
+	$(BIN)/python -m compsense.pipeline.notebook_pages --profile $(PROFILE)
 	$(BIN)/python -m compsense.pipeline.readme_tables
 
 readme-tables: install
