@@ -217,3 +217,24 @@ def test_separation_shows_each_noise_level_once_after_frozen_maxsim():
         "| F3 CNN frozen (balanced)",
     ]
     assert lines[1].split(" | ")[1] == "0.23"
+
+
+def test_the_rerank_table_names_the_noise_control_apart_from_f1():
+    df = pd.DataFrame(
+        {
+            "variant": ["base", "F1-frozen@model_b-small", "F1-frozen+noise2x@model_b-small"],
+            "verifier_variant": ["", "model_b-small", "model_b-small"],
+            "verifier": ["none", "F1", "F1"],
+            "regime": ["encoder-only", "frozen", "frozen"],
+            "k": [None, 100, 100],
+            "weight": [None, 0.0, 0.0],
+            "ndcg@10": [0.731, 0.782, 0.244],
+            "mean_delta": [None, 0.051, -0.488],
+            "ci_low": [None, 0.013, -0.544],
+            "ci_high": [None, 0.090, -0.432],
+            "p_holm": [None, 0.39, 0.001],
+        }
+    )
+    lines = T.rerank(df).splitlines()
+    assert lines[3].startswith("| F1 MaxSim | frozen | 0.782") and "noise" not in lines[3]
+    assert lines[4].startswith("| F1 MaxSim + 2x noise (control) | frozen | 0.244")

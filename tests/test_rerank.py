@@ -598,3 +598,16 @@ def test_figure_2_shows_the_spread_over_verifier_seeds():
     (bar,) = [t for t in fig.data if t.type == "bar"]
     assert list(bar.y) == pytest.approx([0.71, 0.77])
     assert list(bar.error_y.array) == pytest.approx([np.std([0.70, 0.72], ddof=1), np.std([0.74, 0.80], ddof=1)])
+
+
+def test_figure_2_leaves_the_noise_control_out_of_f1s_bar():
+    # the noise control's rows carry F1's name and regime: averaged in, they pulled F1's bar from its
+    # own 0.78 to 0.41 in a local run
+    rows = [
+        dict(variant=f"{name}@model_b-small", verifier="F1", regime="frozen", k=100, weight=0.0, metric="ndcg@10",
+             dataset="d", seed=42, value=value, verifier_variant="model_b-small")
+        for name, value in (("F1-frozen", 0.78), ("F1-frozen+noise1x", 0.50), ("F1-frozen+noise4x", 0.10))
+    ]  # fmt: skip
+    assert R.is_noise_control(pd.Series([r["variant"] for r in rows])).tolist() == [False, True, True]
+    (bar,) = [t for t in FR.figure_rerank(pd.DataFrame(rows)).data if t.type == "bar"]
+    assert list(bar.y) == pytest.approx([0.78])

@@ -13,7 +13,13 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from compsense.verifiers.rerank import ENCODER_ONLY, regime_rank, tradeoff_noise_line, variant_folders
+from compsense.verifiers.rerank import (
+    ENCODER_ONLY,
+    is_noise_control,
+    regime_rank,
+    tradeoff_noise_line,
+    variant_folders,
+)
 
 
 def figure_rerank(
@@ -21,9 +27,12 @@ def figure_rerank(
 ):
     """Figure 2: reranked `metric` per verifier, frozen vs end-to-end bars (mean over datasets),
     with the encoder-only Base / Model A / Model B as horizontal lines. When several notebook-04
-    variants were reranked, each (regime, variant) is its own bar beside the others of that verifier."""
+    variants were reranked, each (regime, variant) is its own bar beside the others of that verifier.
+    The noise control (frozen MaxSim plus noise) is not a verifier: it is left out here (its rows share
+    F1's name and would be averaged into F1's bar) and drawn on the trade-off figure."""
     df = results[results.metric == metric]
     reranked = df[(df.verifier != "none") & np.isclose(df.weight.astype(float), weight)]
+    reranked = reranked[~is_noise_control(reranked.variant)]
     reranked = reranked.assign(verifier_variant=variant_folders(reranked))
     k = int(k if k is not None else reranked.k.max())
     at_k = reranked[reranked.k == k]

@@ -337,6 +337,9 @@ def rerank(df: pd.DataFrame) -> str:
             label, regime = ENCODER_LABELS.get(r["variant"], r["variant"]), "encoder only"
         else:
             label, regime = VERIFIER_LABELS.get(r["verifier"], r["verifier"]), r["regime"]
+            noise = parse_noise_name(str(r["variant"]).split("@")[0])
+            if noise:  # the noise control: frozen MaxSim plus noise, not F1 itself
+                label += f" + {noise[1]:g}x noise (control)"
             if several and folder:
                 label += f" ({folder.replace('-', ', ')})"
         rows.append(

@@ -493,6 +493,12 @@ class GridResult:
     cost: pd.DataFrame  # one row per method (or baseline) x dataset x K
 
 
+def is_noise_control(variants: pd.Series) -> pd.Series:
+    """Which rows are the noise control ("F1-frozen+noise2x@model_b-small"): frozen MaxSim plus noise,
+    not a verifier, so figures and tables show it apart from F1 itself."""
+    return variants.map(lambda v: parse_noise_name(str(v).split("@")[0]) is not None).astype(bool)
+
+
 def noise_methods(
     methods: Sequence[Method], work_dir, variants: str | Sequence[str] = ()
 ) -> tuple[list[Method], list[str]]:
@@ -864,7 +870,7 @@ def bootstrap_vs_baseline(
     out = pd.DataFrame(rows)
     # The noise control ("F1-frozen+noise2x") answers another question (what noise alone does): it is
     # corrected in a family of its own, so it neither dilutes nor joins the verifiers' comparisons.
-    control = out.variant.map(lambda v: parse_noise_name(str(v).split("@")[0]) is not None)
+    control = is_noise_control(out.variant)
     out["p_holm"], out["p_floor_holm"] = np.nan, np.nan
     for family in (control, ~control):
         if family.any():
