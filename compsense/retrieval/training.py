@@ -33,7 +33,7 @@ import pandas as pd
 from compsense.core.encoders import BACKBONES, hub_problem, load_encoder, quiet_transformers
 from compsense.core.layout import model_dir, triplets_file
 from compsense.core.seed import seed_everything
-from compsense.core.storage import read_json, read_table, write_json
+from compsense.core.storage import read_json, read_table, sha256_file, write_json
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
 from compsense.data.negatives.families import PAPER_FAMILIES, resolve_families
@@ -482,6 +482,7 @@ def train_model(
                 "train_rows": len(train_df),
                 "resumed_from": resume,
                 "final_files": _file_sizes(final),
+                "final_sha256": _weight_digests(final),
                 "global_step": trainer.state.global_step,
                 "world_size": trainer.args.world_size,
                 "duration_s": timer.seconds,
@@ -823,11 +824,30 @@ def _finished_problem(done: Path, final: Path) -> str | None:
         )
     actual = _file_sizes(final)
     wrong = sorted(p for p, size in recorded.items() if actual.get(p) != size)
-    return f"final/ differs from DONE.json ({len(wrong)} file(s), e.g. {wrong[0]})" if wrong else None
+    if wrong:
+        return f"final/ differs from DONE.json ({len(wrong)} file(s), e.g. {wrong[0]})"
+    # Same sizes can hide damaged weights (bytes overwritten in place): their digests must match too.
+    digests = marker.get("final_sha256") or {}  # absent in markers written before digests were recorded
+    actual_digests = _weight_digests(final, only=digests)
+    damaged = sorted(p for p, digest in digests.items() if actual_digests.get(p) != digest)
+    return f"final/{damaged[0]}: its content differs from the sha256 DONE.json recorded (damaged?)" if damaged else None
 
 
 def _file_sizes(folder: Path) -> dict[str, int]:
     return {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin")  # what a finished run's digests cover (the card, README.md, changes)
+
+
+def _weight_digests(folder: Path, only=None) -> dict[str, str]:
+    """sha256 of the weight files under `folder` (those named in `only`, when given)."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        if path.is_file() and path.suffix in WEIGHT_SUFFIXES and (only is None or name in only):
+            found[name] = sha256_file(path)
+    return found
 
 
 def _read_json(path: Path) -> dict:
