@@ -360,6 +360,8 @@ def test_near_miss_figure_facets_and_reference_menu(scored):
     assert [list(t.y) for t in raw.data] == [list(t.customdata) for t in fig.data]
     with pytest.raises(ValueError, match="scale='log'"):
         near_miss_figure(scored, scale="log")
+    # it takes the width of the window (a fixed 1,200 px was cut off in JupyterLab); its PNG is drawn wide
+    assert fig.layout.width is None and fig.layout.autosize and fig.layout.meta["export_width"] == 900
 
 
 def test_separation_auc_figure_groups_bars_by_variant(scored):
@@ -369,6 +371,7 @@ def test_separation_auc_figure_groups_bars_by_variant(scored):
     bars = [t for t in fig.data if t.type == "bar"]
     assert [b.name for b in bars] == ["Base", "Model A", "Base", "Model A"]  # negatives, then SugarCrepe
     assert list(bars[0].x) == ["negation", "binding", "spatial", "all"]  # "all": the three pooled
+    assert fig.layout.width is None and fig.layout.meta["export_width"] >= 560
 
 
 def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monkeypatch):

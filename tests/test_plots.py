@@ -1,4 +1,5 @@
 import logging
+from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
@@ -156,3 +157,19 @@ def test_checks_figure_draws_the_noise_control_as_a_line_off_the_run_points():
     scattered = {(x, y) for t in fig.data if t not in noise for x, y in zip(t.x, t.y)}
     assert scattered == {(1.0, 0.1), (0.88, 0.15)}  # the noisy scorers are the line, not run points
     assert noise_line(runs[runs.scorer == "F4"], "self_match", "auc").empty
+
+
+def test_a_fitted_figure_is_exported_to_png_at_the_width_its_panels_need(tmp_path, monkeypatch):
+    import plotly.graph_objects as go
+
+    from compsense.figures import export
+
+    fig = export.fit_width(go.Figure(go.Bar(x=["a"], y=[1])), 1234)
+    calls = []
+    monkeypatch.setattr(export, "_png_engine_available", lambda: True)
+    monkeypatch.setattr(
+        type(fig), "write_image", lambda self, path, **kw: (calls.append(kw), Path(path).write_bytes(b"png"))
+    )
+    written = export.save_figure(fig, "wide", tmp_path)
+    assert calls == [{"format": "png", "scale": 2, "width": 1234}] and written["png"].read_bytes() == b"png"
+    assert '"autosize":true' in written["html"].read_text().replace(" ", "")  # the HTML takes the window's width

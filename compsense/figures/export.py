@@ -26,6 +26,17 @@ from compsense.core.storage import atomic_path
 log = logging.getLogger(__name__)
 
 PLOTLY_JS = "plotly.min.js"  # the src of every figure's script tag, relative to the HTML file
+EXPORT_WIDTH = "export_width"  # layout.meta key: the width in px a PNG of a wide (many-panel) figure is drawn at
+
+
+def fit_width(fig, export_width: int):
+    """Let `fig` take the width of where it is shown (a notebook's output area, a browser window) and
+    remember `export_width` for its PNG. Why: a fixed layout width wider than JupyterLab's output area
+    (1,200-1,800 px for the many-panel figures of notebook 03) is cut off at a normal window width;
+    a PNG has no window, so it is drawn at the width the panels need."""
+    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    fig.update_layout(width=None, autosize=True, meta={**meta, EXPORT_WIDTH: int(export_width)})
+    return fig
 
 
 def save_figure(fig, name: str, figures_dir: str | os.PathLike, png: bool = True) -> dict[str, Path]:
@@ -45,7 +56,8 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike, png: bool = True
         target = out_dir / f"{name}.png"
         try:
             with atomic_path(target) as tmp:
-                fig.write_image(tmp, format="png", scale=2)
+                meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+                fig.write_image(tmp, format="png", scale=2, width=meta.get(EXPORT_WIDTH))
             written["png"] = target
         except Exception as err:  # an engine present but broken (no Chrome for kaleido >= 1): HTML still stands
             log.warning("PNG export of %s failed (%s); the HTML was written", name, err)

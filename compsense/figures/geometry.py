@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from compsense.figures.export import fit_width
 from compsense.nearmiss.geometry import NEAR_MISS_DATASETS, PANEL_ORDER, SUGARCREPE_FAMILY, histogram, variant_order
 from compsense.nearmiss.metrics import AUC
 
@@ -147,11 +148,10 @@ def near_miss_figure(
         title=title
         or f"Near-miss cosine under pooled embeddings ({scores.backbone.iloc[0]}, {dataset}); lower is better",
         height=120 + 300 * n_rows,
-        width=max(520, 300 * n_cols),
         legend=dict(orientation="h", y=-0.1 - 0.15 / n_rows),
         updatemenus=_reference_menu(fig, reference_traces, reference_variant),
     )
-    return fig
+    return fit_width(fig, max(520, 300 * n_cols))
 
 
 def _one_backbone(frame: pd.DataFrame, backbone: str | None) -> pd.DataFrame:
@@ -264,9 +264,8 @@ def separation_auc_figure(
     fig.update_layout(
         barmode="group",
         height=440,
-        width=max(560, 120 * sum(len(f) for f in fams.values())),
         title=title
         or f"Paraphrase vs near-miss separation under pooled cosine ({rows.backbone.iloc[0]}); higher is better",
         legend=dict(orientation="h", y=-0.3),
     )
-    return fig
+    return fit_width(fig, max(560, 120 * sum(len(f) for f in fams.values())))

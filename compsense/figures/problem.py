@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from compsense.figures.export import fit_width
 from compsense.nearmiss.geometry import cosine_matrix, pair_cosines
 
 
@@ -52,7 +53,6 @@ def heatmap(encoder, items: list[dict] | None = None):
     fig.update_layout(
         title="Pooled cosine between anchors, paraphrases and near-misses",
         height=700,
-        width=900,
         yaxis_autorange="reversed",
     )
-    return fig
+    return fit_width(fig, 900)

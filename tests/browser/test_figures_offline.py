@@ -68,3 +68,21 @@ def test_a_saved_figure_draws_offline_and_a_cdn_one_does_not(offline_page, tmp_p
 @pytest.mark.parametrize("html", COMMITTED, ids=[p.stem for p in COMMITTED])
 def test_committed_figure_draws_offline(offline_page, html):
     assert _drawn(offline_page, html), f"{html.name} draws nothing offline (plotly.min.js beside it?)"
+
+
+def test_a_wide_figure_fits_a_normal_window(offline_page, tmp_path, monkeypatch):
+    """A many-panel figure (notebook 03's near-miss cosines: 1,200-1,800 px when its width was fixed)
+    takes the window's width at 1,366 px: nothing is cut off and the page does not scroll sideways."""
+    from plotly.subplots import make_subplots
+
+    monkeypatch.setattr(plots, "_png_engine_available", lambda: False)
+    fig = make_subplots(rows=1, cols=6, subplot_titles=[f"family {i}" for i in range(6)])
+    for col in range(1, 7):
+        fig.add_trace(go.Bar(x=["A", "B"], y=[0.2, 0.8], showlegend=False), row=1, col=col)
+    plots.fit_width(fig, 1800)
+    written = plots.save_figure(fig, "wide", tmp_path / "figures")
+    offline_page.set_viewport_size({"width": 1366, "height": 900})
+    assert _drawn(offline_page, written["html"])
+    width, scroll = offline_page.evaluate("[window.innerWidth, document.documentElement.scrollWidth]")
+    drawn = offline_page.locator(DRAWN).first.bounding_box()["width"]
+    assert scroll <= width and drawn <= width, (drawn, scroll, width)
