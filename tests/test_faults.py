@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 from miniproject import CODE, make_project, start_driver, statuses, summary, write_notebook
 
@@ -280,6 +281,27 @@ def test_an_end_to_end_verifier_without_its_encoder_is_trained_again(tiny_encode
     with pytest.warns(UserWarning, match=r"F2-end2end/encoder: missing .*training it again"):
         _, encoder, _ = training.fit_verifier("F2", "end2end", tiny_encoder, _e2e_triplets(), out, **kwargs)
     assert (out / "encoder" / "modules.json").is_file() and encoder is not tiny_encoder
+
+
+def test_verifier_weights_damaged_at_the_same_size_are_named_and_trained_again(tiny_encoder, tmp_path):
+    from compsense.core.storage import CorruptFile
+    from compsense.verifiers import architectures as V
+    from compsense.verifiers import training
+    from compsense.verifiers.config import Compute, VerifierTraining
+
+    out = tmp_path / "F3-frozen"
+    kwargs = dict(training=VerifierTraining(budget_examples=8, batch_size=4), compute=Compute(show_progress=False))
+    first, _, _ = training.fit_verifier("F3", "frozen", tiny_encoder, _e2e_triplets(), out, **kwargs)
+    weights = out / V.WEIGHTS_FILE
+    data = bytearray(weights.read_bytes())
+    data[-64:] = bytes(255 - b for b in data[-64:])  # bytes overwritten in place: the size is unchanged
+    weights.write_bytes(bytes(data))
+    with pytest.raises(CorruptFile, match=r"verifier.safetensors: its content differs from the sha256"):
+        V.load(out)  # reranking and the explorer load verifiers this way: never scored with
+    with pytest.warns(UserWarning, match=r"its content differs .*training it again"):
+        again, _, _ = training.fit_verifier("F3", "frozen", tiny_encoder, _e2e_triplets(), out, **kwargs)
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), again.state_dict().values()))  # seeded
+    V.load(out)  # whole again
 
 
 def test_reranking_or_exploring_with_a_missing_end_to_end_encoder_names_the_folder(tiny_encoder, tmp_path, caplog):

@@ -41,7 +41,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from compsense.core.storage import CorruptFile, atomic_path, write_json
+from compsense.core.storage import CorruptFile, atomic_path, sha256_file, write_json
 from compsense.data.datasets import as_pairs
 from compsense.verifiers.simmap import TokenCache, similarity_map
 
@@ -49,6 +49,7 @@ ALIASES = {"mean": "F0", "maxsim": "F1", "align": "F2", "cnn": "F3", "transforme
 NAMES = ("F0", "F1", "F2", "F3", "F4")
 CONFIG_FILE = "verifier.json"
 WEIGHTS_FILE = "verifier.safetensors"
+WEIGHTS_SHA256 = "weights_sha256"  # verifier.json: the digest of WEIGHTS_FILE as save wrote it
 ENCODER_DIR = "encoder"  # an end-to-end verifier's own fine-tuned encoder, beside its weights
 
 
@@ -511,6 +512,8 @@ def save(verifier: Verifier, directory: str | os.PathLike, extra: dict | None = 
             "size": size_of(verifier),
             "config": verifier.config,
             "n_parameters": n_parameters(verifier),
+            # `load` checks it: weights damaged in place at the same size are not scored with
+            WEIGHTS_SHA256: sha256_file(directory / WEIGHTS_FILE),
             **(extra or {}),
         },
     )
@@ -533,6 +536,12 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
             "(notebook 04) or restore the file"
         ) from None
     weights = directory / WEIGHTS_FILE
+    recorded = meta.get(WEIGHTS_SHA256)  # absent in verifiers saved before digests were recorded
+    if recorded and weights.exists() and sha256_file(weights) != recorded:
+        raise CorruptFile(
+            f"{weights}: its content differs from the sha256 {CONFIG_FILE} recorded (damaged?). Fix: delete "
+            f"{directory} and re-run notebook 04 (it trains the verifier again), or restore the file"
+        )
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as err:

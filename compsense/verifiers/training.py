@@ -38,7 +38,7 @@ from compsense.core import layout
 from compsense.core.encoders import embedding_dim, load_encoder
 from compsense.core.layout import verifier_dir
 from compsense.core.seed import seed_everything
-from compsense.core.storage import read_table
+from compsense.core.storage import CorruptFile, read_table
 from compsense.data.datasets import load_mrpc
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.verifiers.architectures import (
@@ -341,12 +341,14 @@ def fit_verifier(
     if (out_dir / CONFIG_FILE).exists():
         info = read_info(out_dir)
         if VerifierTraining.same_settings(info.get("settings") or {}, json.loads(json.dumps(settings, default=str))):
-            try:  # a finished end-to-end run lacking its encoder is not finished: it trains again
+            # a finished run lacking its end-to-end encoder, or whose weights are damaged, is not
+            # finished: it trains again
+            try:
                 own = own_encoder_dir(out_dir, end2end=regime == "end2end")
-            except MissingEncoder as err:
+                verifier = load(out_dir, device=device)
+            except (MissingEncoder, CorruptFile) as err:
                 warnings.warn(f"{err}; training it again now", stacklevel=2)
             else:
-                verifier = load(out_dir, device=device)
                 trained_encoder = load_encoder(own, device=device) if own else encoder
                 return verifier, trained_encoder, info["history"]
     verifier = create(name, seed=seed, **(verifier_kwargs or {}))
