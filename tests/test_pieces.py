@@ -13,11 +13,11 @@ from compsense.pipeline import runner
 
 def test_the_committed_pieces_load_and_name_real_stages_and_keys():
     pieces = P.load_pieces()
-    assert {"local-02-03", "local-04-frozen", "study-04-budget-frozen"} <= set(pieces)
-    two = pieces["local-02-03"]
-    assert two.stages == ["02", "03"] and two.profile == "local"
+    assert {"local-02", "local-03", "local-04-frozen", "study-04-budget-frozen"} <= set(pieces)
+    two = pieces["local-02"]
+    assert two.stages == ["02"] and two.profile == "local"
     assert two.command() == (
-        "python -m compsense reproduce --profile local --only 02,03 "
+        "python -m compsense reproduce --profile local --only 02 "
         "--set '02_training_ab.variants=[base, A, B, C-identity]'"
     )
 
@@ -48,7 +48,9 @@ def _run(runs, name, sequence, overrides, stages, commit="abc1234"):
 
 
 def test_a_run_counts_for_a_piece_by_its_profile_overrides_and_finished_stages(tmp_path):
-    piece = P.load_pieces()["local-02-03"]
+    spec = {"profile": "local", "only": "02,03", "set": ["02_training_ab.variants=[base, A, B, C-identity]"]}
+    (tmp_path / "pieces.yaml").write_text(yaml.safe_dump({"pieces": {"two-stages": spec}}))
+    piece = P.load_pieces(tmp_path / "pieces.yaml")["two-stages"]
     ok = {"status": "ok", "seconds": 600.0}
     runs = tmp_path / "runs"
     assert P.last_run(piece, runs) is None
