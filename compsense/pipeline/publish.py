@@ -8,7 +8,8 @@ main command leaves a clone clean. figures/ changes only when this is asked for:
     python -m compsense.pipeline.publish --run runs/local/<run>  # one run
 
 What it writes, each file only when its bytes change: the run's figures (*.html, *.png and the
-plotly.min.js they load), figures/tables/*.csv (the report's tables), figures/<profile>_report.md (the
+plotly.min.js they load), figures/tables/*.csv (the report's tables, and provenance.csv: which run,
+piece and commit made each stage's results, `compsense.pipeline.provenance`), figures/<profile>_report.md (the
 report, its figure links pointing beside it) and figures/published.json (which run, and the sha256 of
 every file). The same run gives byte-identical files (figures carry fixed div ids; nothing here
 stamps a date). A file the previous publication wrote that this run lacks is removed, if it is inside
@@ -29,6 +30,7 @@ from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_json, write_json
 from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.profiles import check_profile_name
+from compsense.pipeline.provenance import PROVENANCE_FILE, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
 
 MANIFEST = "published.json"
@@ -103,6 +105,9 @@ def _publish(run_dir: Path, profile: str, summary: dict, figures: Path, report_p
         files[PLOTLY_JS] = (figures / PLOTLY_JS).read_bytes()
     for table in sorted((run_dir / TABLES_DIR).glob("*.csv")):
         files[f"{TABLES_DIR}/{table.name}"] = table.read_bytes()
+    # which run (piece, commit) made each stage's results in the run's work_dir
+    work_dir = summary.get("work_dir") or f"runs/{profile}"
+    files[f"{TABLES_DIR}/{PROVENANCE_FILE}"] = stage_provenance(work_dir).to_csv(index=False).encode("utf-8")
     files[f"{profile}_report.md"] = _relink(report_path.read_text(encoding="utf-8"), figures, run_dir).encode("utf-8")
 
     where = _relative(run_dir)

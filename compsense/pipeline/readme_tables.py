@@ -413,6 +413,21 @@ def geometry(df: pd.DataFrame) -> str:
     return markdown(header, rows)
 
 
+def provenance(df: pd.DataFrame) -> str:
+    """Which command, run and commit made each stage's results."""
+    rows = [
+        [
+            f"{str(r['stage']).zfill(2)} `{r['notebook']}`",  # the CSV reads "01" back as 1
+            f"`{r['command']}`",
+            f"`{r['run']}`",
+            f"`{r['commit']}`",
+            f"{float(r['minutes']):.0f} min",
+        ]
+        for r in df.fillna("").to_dict("records")
+    ]
+    return markdown(["stage", "made by", "run", "commit", "wall time (2 cores)"], rows)
+
+
 TABLES = {
     "purity": ("purity.csv", purity),
     "geometry": ("all_geometry.csv", geometry),
@@ -420,6 +435,7 @@ TABLES = {
     "variants": ("variants.csv", variants),
     "separation": ("separation.csv", separation),
     "rerank": ("rerank.csv", rerank),
+    "provenance": ("provenance.csv", provenance),
 }
 
 

@@ -1,0 +1,64 @@
+"""Which run made each stage's published results: `make figures` writes it beside the tables
+(figures/tables/provenance.csv) and docs/results.md shows it, so every table traces to a command, a
+declared piece where there is one, a run folder and a commit.
+
+The source is the work_dir's `stages.json`, where the runner records, per stage, the executed notebook
+of its last success; the run folder beside that notebook holds the summary.json with the commit, the
+profile and the `--set` overrides. A stage's piece is the declared piece (params/pieces.yaml) with the
+same profile and overrides that runs the stage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from compsense.core.paths import resolve
+
+PROVENANCE_FILE = "provenance.csv"
+COLUMNS = ["stage", "notebook", "piece", "command", "run", "commit", "finished", "minutes"]
+
+
+def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
+    """One row per stage with a recorded success in {work_dir}/stages.json (see the module doc)."""
+    if pieces is None:
+        from compsense.pipeline.pieces import load_pieces
+
+        pieces = load_pieces()
+    state = resolve(work_dir) / "stages.json"
+    stages = json.loads(state.read_text(encoding="utf-8")) if state.exists() else {}
+    rows = []
+    for stage, record in sorted(stages.items()):
+        if not isinstance(record, dict) or not record.get("output"):
+            continue
+        notebook = Path(record["output"])
+        summary_path = notebook.parent / "summary.json"
+        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+        profile, overrides = summary.get("profile", ""), sorted(summary.get("overrides") or [])
+        piece = next(
+            (
+                p
+                for p in pieces.values()
+                if p.profile == profile and sorted(p.overrides) == overrides and stage in p.stages
+            ),
+            None,
+        )
+        sets = "".join(f" --set '{o}'" for o in overrides)
+        rows.append(
+            {
+                "stage": stage,
+                "notebook": notebook.name,
+                "piece": piece.name if piece else "",
+                "command": f"python -m compsense piece {piece.name}"
+                if piece
+                else f"python -m compsense reproduce --profile {profile} --only {stage}{sets}",
+                # runs/<profile>/<stamp>: the same on every machine
+                "run": f"runs/{notebook.parent.parent.name}/{notebook.parent.name}",
+                "commit": summary.get("commit", ""),
+                "finished": record.get("finished", ""),
+                "minutes": round(float(record.get("seconds") or 0) / 60, 1),
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,55 @@
+"""Which run made each stage's published results (compsense.pipeline.provenance): read from the
+work_dir's stages.json and each run's summary.json, matched to a declared piece when one fits."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from compsense.pipeline import pieces as P
+from compsense.pipeline import readme_tables as T
+from compsense.pipeline.provenance import COLUMNS, stage_provenance
+
+
+def _run(runs, profile, stamp, overrides, notebook, commit):
+    folder = runs / profile / stamp
+    folder.mkdir(parents=True)
+    (folder / notebook).write_text("{}")
+    record = {"profile": profile, "commit": commit, "overrides": overrides}
+    (folder / "summary.json").write_text(json.dumps(record))
+    return folder / notebook
+
+
+def test_each_stage_names_its_run_commit_and_piece(tmp_path):
+    pieces = P.load_pieces()
+    runs, work = tmp_path / "runs", tmp_path / "runs" / "local"
+    two = _run(runs, "local", "20261203-1200", list(pieces["local-02"].overrides), "02_training_ab.ipynb", "a8cc157")
+    three = _run(
+        runs, "local", "20261203-1400", ["03_pooled_geometry.seeds=[43]"], "03_pooled_geometry.ipynb", "caee724"
+    )
+    (work / "stages.json").write_text(
+        json.dumps(
+            {
+                "02": {"output": str(two), "seconds": 7984.9, "finished": "2026-12-03T14:23:02+00:00"},
+                "03": {"output": str(three), "seconds": 324.4, "finished": "2026-12-03T14:29:51+00:00"},
+            }
+        )
+    )
+    table = stage_provenance(work, pieces)
+    assert list(table.columns) == COLUMNS and list(table.stage) == ["02", "03"]
+    first, second = table.to_dict("records")
+    assert first["piece"] == "local-02" and first["command"] == "python -m compsense piece local-02"
+    assert first["run"] == "runs/local/20261203-1200" and first["commit"] == "a8cc157" and first["minutes"] == 133.1
+    # overrides no declared piece has: the plain command that made it, with its --set
+    assert second["piece"] == "" and second["command"] == (
+        "python -m compsense reproduce --profile local --only 03 --set '03_pooled_geometry.seeds=[43]'"
+    )
+    csv = tmp_path / "provenance.csv"
+    table.to_csv(csv, index=False)
+    rendered = T.provenance(pd.read_csv(csv))
+    assert "| 02 `02_training_ab.ipynb` | `python -m compsense piece local-02` |" in rendered
+
+
+def test_a_work_dir_without_stages_gives_an_empty_record(tmp_path):
+    assert stage_provenance(tmp_path, {}).empty
