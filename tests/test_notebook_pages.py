@@ -35,14 +35,16 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     )
     out, figures = tmp_path / "docs" / "notebooks", tmp_path / "figures"
     done = P.write_pages(work, out, figures=str(figures))
-    assert done["written"] == ["03_pooled_geometry.html"]  # a stage whose notebook is gone has no page
+    assert done["written"] == ["03_pooled_geometry.html", P.CSS_FILE]  # a stage whose notebook is gone has none
     html = (out / "03_pooled_geometry.html").read_text()
+    # JupyterLab's CSS lives once beside the pages, not in each (~300 KB a page)
+    assert f'href="{P.CSS_FILE}"' in html and len(html) < 60_000 < len((out / P.CSS_FILE).read_text())
     assert "run <code>20261203-0900</code>" in html and "commit <code>abc1234</code>" in html
     assert 'src="../../figures/plotly.min.js"' in html and 'id="figure-2-0"' in html  # drawn, offline
     assert "encode: 3/3 done" in html and P.WIDGET_MIME not in html
     assert P.write_pages(work, out, figures=str(figures), check=True) == {
         "written": [],
-        "unchanged": ["03_pooled_geometry.html"],
+        "unchanged": ["03_pooled_geometry.html", P.CSS_FILE],
         "stale": [],
     }
     # a later run of the stage makes the page stale until it is written again

@@ -18,6 +18,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from compsense.core.storage import write_text
 from compsense.figures.export import PLOTLY_JS
 
 PAGES_DIR = "docs/notebooks"
+CSS_FILE = "notebook.css"  # JupyterLab's CSS, shared by the pages
+LARGE_STYLE = re.compile(r'<style type="text/css">\n?(.{20000,}?)</style>\s*', re.S)  # the template's, not a cell's
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -83,21 +86,41 @@ def page(executed: Path, plotly_src: str) -> str:
     return body
 
 
+def shared_css(html: str) -> tuple[str, str]:
+    """(page, css): the template's large style blocks (JupyterLab's CSS, the same on every page, ~300 KB)
+    moved into one stylesheet the pages link, so each page carries only its own content."""
+    css = []
+
+    def take(match: re.Match) -> str:
+        css.append(match.group(1))
+        return ""
+
+    page_html = LARGE_STYLE.sub(take, html)
+    if not css:
+        return html, ""
+    return page_html.replace("</head>", f'<link rel="stylesheet" href="{CSS_FILE}"/>\n</head>', 1), "\n".join(css)
+
+
 def write_pages(work_dir, out: str | os.PathLike = PAGES_DIR, figures: str = "figures", check: bool = False) -> dict:
     """Write (or, with `check`, compare) one page per stage; returns {"written", "unchanged", "stale"}."""
     out_dir = resolve(out)
     plotly_src = Path(os.path.relpath(resolve(figures) / PLOTLY_JS, out_dir)).as_posix()
     done = {"written": [], "unchanged": [], "stale": []}
+    files = {}
     for executed in executed_notebooks(work_dir).values():
-        target = out_dir / f"{executed.stem}.html"
-        html = page(executed, plotly_src)
-        if target.is_file() and target.read_text(encoding="utf-8") == html:
-            done["unchanged"].append(target.name)
+        html, css = shared_css(page(executed, plotly_src))
+        files[f"{executed.stem}.html"] = html
+        if css:
+            files[CSS_FILE] = css
+    for name, text in files.items():
+        target = out_dir / name
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            done["unchanged"].append(name)
         elif check:
-            done["stale"].append(target.name)
+            done["stale"].append(name)
         else:
-            write_text(target, html)
-            done["written"].append(target.name)
+            write_text(target, text)
+            done["written"].append(name)
     return done
 
 
