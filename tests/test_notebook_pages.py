@@ -55,6 +55,6 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
 
 
 def test_a_work_dir_without_runs_is_a_named_error(tmp_path, capsys):
-    with pytest.raises(FileNotFoundError, match="stages.json: missing"):
+    with pytest.raises(FileNotFoundError, match="no stage has finished into it"):
         P.executed_notebooks(tmp_path)
     assert P.main(["--work-dir", str(tmp_path)]) == 2 and "make reproduce" in capsys.readouterr().err

@@ -53,3 +53,43 @@ def test_each_stage_names_its_run_commit_and_piece(tmp_path):
 
 def test_a_work_dir_without_stages_gives_an_empty_record(tmp_path):
     assert stage_provenance(tmp_path, {}).empty
+
+
+def test_a_stage_run_by_another_profile_into_the_same_work_dir_is_the_latest(tmp_path):
+    # the study profile writes into runs/local but keeps its record in runs/study/stages.json
+    pieces = P.load_pieces()
+    runs = tmp_path / "runs"
+    work = runs / "local"
+    local = _run(runs, "local", "20261203-1200", list(pieces["local-02"].overrides), "02_training_ab.ipynb", "a8cc157")
+    study = _run(
+        runs, "study", "20261203-1547", list(pieces["study-02-seed-45"].overrides), "02_training_ab.ipynb", "079e026"
+    )
+    other = tmp_path / "elsewhere"
+    (work / "stages.json").write_text(
+        json.dumps({"02": {"output": str(local), "work_dir": str(work), "finished": "2026-12-03T14:23"}})
+    )
+    (runs / "study" / "stages.json").write_text(
+        json.dumps(
+            {
+                "02": {"output": str(study), "work_dir": str(work), "finished": "2026-12-03T16:59"},
+                "04": {
+                    "output": str(study),
+                    "work_dir": str(other),
+                    "finished": "2026-12-03T17:30",
+                },  # not this work_dir
+            }
+        )
+    )
+    table = stage_provenance(work, pieces)
+    assert table.to_dict("records") == [
+        {
+            "stage": "02",
+            "notebook": "02_training_ab.ipynb",
+            "piece": "study-02-seed-45",
+            "command": "python -m compsense piece study-02-seed-45",
+            "run": "runs/study/20261203-1547",
+            "commit": "079e026",
+            "finished": "2026-12-03T16:59",
+            "minutes": 0.0,
+        }
+    ]

@@ -34,17 +34,18 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def executed_notebooks(work_dir: str | os.PathLike) -> dict[str, Path]:
-    """{stage: executed notebook} of each stage's last success recorded in {work_dir}/stages.json."""
-    state = resolve(work_dir) / "stages.json"
-    if not state.exists():
-        raise FileNotFoundError(f"{state}: missing; run `make reproduce` for this profile first (it writes it)")
-    stages = json.loads(state.read_text(encoding="utf-8"))
-    found = {}
-    for stage, record in sorted(stages.items()):
-        output = Path(record.get("output", "")) if isinstance(record, dict) else None
-        if output and output.is_file():
-            found[stage] = output
-    return found
+    """{stage: executed notebook} of each stage's last success writing into `work_dir` (the runner's
+    stages.json records, `provenance.stage_records`)."""
+    from compsense.pipeline.provenance import stage_records
+
+    records = stage_records(work_dir)
+    if not records:
+        raise FileNotFoundError(
+            f"{resolve(work_dir)}: no stage has finished into it (no stages.json records it); run "
+            "`make reproduce` for this profile first"
+        )
+    found = {stage: Path(r["output"]) for stage, r in sorted(records.items())}
+    return {stage: path for stage, path in found.items() if path.is_file()}
 
 
 def page(executed: Path, plotly_src: str) -> str:

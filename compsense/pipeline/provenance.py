@@ -2,10 +2,10 @@
 (figures/tables/provenance.csv) and docs/results.md shows it, so every table traces to a command, a
 declared piece where there is one, a run folder and a commit.
 
-The source is the work_dir's `stages.json`, where the runner records, per stage, the executed notebook
-of its last success; the run folder beside that notebook holds the summary.json with the commit, the
-profile and the `--set` overrides. A stage's piece is the declared piece (params/pieces.yaml) with the
-same profile and overrides that runs the stage.
+The source is the runner's `stages.json` (one per profile; see `stage_records`), where it records,
+per stage, the executed notebook of its last success; the run folder beside that notebook holds the
+summary.json with the commit, the profile and the `--set` overrides. A stage's piece is the declared
+piece (params/pieces.yaml) with the same profile and overrides that runs the stage.
 """
 
 from __future__ import annotations
@@ -21,18 +21,33 @@ PROVENANCE_FILE = "provenance.csv"
 COLUMNS = ["stage", "notebook", "piece", "command", "run", "commit", "finished", "minutes"]
 
 
+def stage_records(work_dir) -> dict[str, dict]:
+    """{stage: the runner's record of its last success writing into `work_dir`}. The runner keeps one
+    stages.json per profile (runs/<profile>/), and profiles may share a work_dir (study writes into
+    runs/local), so every stages.json beside it is read and, per stage, the latest success kept."""
+    work = resolve(work_dir).resolve()
+    found: dict[str, dict] = {}
+    for state in sorted({work / "stages.json", *work.parent.glob("*/stages.json")}):
+        if not state.is_file():
+            continue
+        for stage, record in json.loads(state.read_text(encoding="utf-8")).items():
+            if not isinstance(record, dict) or not record.get("output"):
+                continue
+            if Path(record.get("work_dir") or state.parent).resolve() != work:
+                continue
+            if stage not in found or str(record.get("finished", "")) > str(found[stage].get("finished", "")):
+                found[stage] = record
+    return found
+
+
 def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
     """One row per stage with a recorded success in {work_dir}/stages.json (see the module doc)."""
     if pieces is None:
         from compsense.pipeline.pieces import load_pieces
 
         pieces = load_pieces()
-    state = resolve(work_dir) / "stages.json"
-    stages = json.loads(state.read_text(encoding="utf-8")) if state.exists() else {}
     rows = []
-    for stage, record in sorted(stages.items()):
-        if not isinstance(record, dict) or not record.get("output"):
-            continue
+    for stage, record in sorted(stage_records(work_dir).items()):
         notebook = Path(record["output"])
         summary_path = notebook.parent / "summary.json"
         summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
