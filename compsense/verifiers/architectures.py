@@ -536,12 +536,6 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
             "(notebook 04) or restore the file"
         ) from None
     weights = directory / WEIGHTS_FILE
-    recorded = meta.get(WEIGHTS_SHA256)  # absent in verifiers saved before digests were recorded
-    if recorded and weights.exists() and sha256_file(weights) != recorded:
-        raise CorruptFile(
-            f"{weights}: its content differs from the sha256 {CONFIG_FILE} recorded (damaged?). Fix: delete "
-            f"{directory} and re-run notebook 04 (it trains the verifier again), or restore the file"
-        )
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as err:
@@ -549,6 +543,12 @@ def load(directory: str | os.PathLike, device=None) -> Verifier:
             f"{weights}: not readable verifier weights ({type(err).__name__}: {err}). Fix: re-train the "
             "verifier (delete its folder and re-run notebook 04), or restore the file"
         ) from None
+    recorded = meta.get(WEIGHTS_SHA256)  # absent in verifiers saved before digests were recorded
+    if recorded and sha256_file(weights) != recorded:  # readable, but not the weights save wrote
+        raise CorruptFile(
+            f"{weights}: its content differs from the sha256 {CONFIG_FILE} recorded (damaged?). Fix: delete "
+            f"{directory} and re-run notebook 04 (it trains the verifier again), or restore the file"
+        )
     verifier.load_state_dict(state)
     if device is not None:
         verifier.to(device)
