@@ -31,7 +31,12 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     work = tmp_path / "runs" / "local"
     first = _executed(work / "20261203-0900")
     (work / "stages.json").write_text(
-        json.dumps({"03": {"output": str(first)}, "05": {"output": str(work / "gone" / "05_reranking.ipynb")}})
+        json.dumps(
+            {
+                "03": {"fingerprint": "f", "output": str(first)},
+                "05": {"fingerprint": "f", "output": str(work / "gone" / "05_reranking.ipynb")},
+            }
+        )
     )
     out, figures = tmp_path / "docs" / "notebooks", tmp_path / "figures"
     done = P.write_pages(work, out, figures=str(figures))
@@ -49,7 +54,7 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     }
     # a later run of the stage makes the page stale until it is written again
     second = _executed(work / "20261203-1000", commit="def5678")
-    (work / "stages.json").write_text(json.dumps({"03": {"output": str(second)}}))
+    (work / "stages.json").write_text(json.dumps({"03": {"fingerprint": "f", "output": str(second)}}))
     assert P.write_pages(work, out, figures=str(figures), check=True)["stale"] == ["03_pooled_geometry.html"]
     assert P.main(["--work-dir", str(work), "--out", str(out), "--check"]) == 1
 

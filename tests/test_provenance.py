@@ -31,8 +31,18 @@ def test_each_stage_names_its_run_commit_and_piece(tmp_path):
     (work / "stages.json").write_text(
         json.dumps(
             {
-                "02": {"output": str(two), "seconds": 7984.9, "finished": "2026-12-03T14:23:02+00:00"},
-                "03": {"output": str(three), "seconds": 324.4, "finished": "2026-12-03T14:29:51+00:00"},
+                "02": {
+                    "fingerprint": "f",
+                    "output": str(two),
+                    "seconds": 7984.9,
+                    "finished": "2026-12-03T14:23:02+00:00",
+                },
+                "03": {
+                    "fingerprint": "f",
+                    "output": str(three),
+                    "seconds": 324.4,
+                    "finished": "2026-12-03T14:29:51+00:00",
+                },
             }
         )
     )
@@ -66,13 +76,16 @@ def test_a_stage_run_by_another_profile_into_the_same_work_dir_is_the_latest(tmp
     )
     other = tmp_path / "elsewhere"
     (work / "stages.json").write_text(
-        json.dumps({"02": {"output": str(local), "work_dir": str(work), "finished": "2026-12-03T14:23"}})
+        json.dumps(
+            {"02": {"fingerprint": "f", "output": str(local), "work_dir": str(work), "finished": "2026-12-03T14:23"}}
+        )
     )
     (runs / "study" / "stages.json").write_text(
         json.dumps(
             {
-                "02": {"output": str(study), "work_dir": str(work), "finished": "2026-12-03T16:59"},
+                "02": {"fingerprint": "f", "output": str(study), "work_dir": str(work), "finished": "2026-12-03T16:59"},
                 "04": {
+                    "fingerprint": "f",
                     "output": str(study),
                     "work_dir": str(other),
                     "finished": "2026-12-03T17:30",
@@ -93,3 +106,17 @@ def test_a_stage_run_by_another_profile_into_the_same_work_dir_is_the_latest(tmp
             "minutes": 0.0,
         }
     ]
+
+
+def test_a_damaged_record_beside_the_work_dir_is_refused_with_its_name(tmp_path):
+    import pytest
+
+    from compsense.pipeline.runner import Refused
+
+    (tmp_path / "runs" / "local").mkdir(parents=True)
+    (tmp_path / "runs" / "study").mkdir()
+    (tmp_path / "runs" / "study" / "stages.json").write_text('{"02": {')  # cut mid-write
+    (tmp_path / "runs" / "scratch").mkdir()
+    (tmp_path / "runs" / "scratch" / "stages.json").write_text("not json")  # not a profile: never read
+    with pytest.raises(Refused, match=r"study/stages.json"):
+        stage_provenance(tmp_path / "runs" / "local", {})

@@ -25,6 +25,7 @@ from pathlib import Path
 from compsense.core.paths import resolve
 from compsense.core.storage import write_text
 from compsense.figures.export import PLOTLY_JS
+from compsense.pipeline.runner import Refused
 
 PAGES_DIR = "docs/notebooks"
 CSS_FILE = "notebook.css"  # JupyterLab's CSS, shared by the pages
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         args.work_dir = load_profile(args.profile)["common"]["work_dir"]
     try:
         done = write_pages(args.work_dir, args.out, check=args.check)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, Refused) as err:  # Refused: a damaged stages.json, named with its fix
         print(f"notebook-pages: {err}", file=sys.stderr)
         return 2
     for key, names in done.items():

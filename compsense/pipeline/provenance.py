@@ -25,12 +25,16 @@ def stage_records(work_dir) -> dict[str, dict]:
     """{stage: the runner's record of its last success writing into `work_dir`}. The runner keeps one
     stages.json per profile (runs/<profile>/), and profiles may share a work_dir (study writes into
     runs/local), so every stages.json beside it is read and, per stage, the latest success kept."""
+    from compsense.pipeline.profiles import PROFILES
+    from compsense.pipeline.runner import read_state
+
     work = resolve(work_dir).resolve()
     found: dict[str, dict] = {}
-    for state in sorted({work / "stages.json", *work.parent.glob("*/stages.json")}):
+    # runs/<profile>/stages.json for every profile (the work_dir is runs/<profile> in the usual layout)
+    for state in sorted({work / "stages.json", *(work.parent / name / "stages.json" for name in PROFILES)}):
         if not state.is_file():
             continue
-        for stage, record in json.loads(state.read_text(encoding="utf-8")).items():
+        for stage, record in read_state(state).items():  # a damaged one is refused, named
             if not isinstance(record, dict) or not record.get("output"):
                 continue
             if Path(record.get("work_dir") or state.parent).resolve() != work:

@@ -32,6 +32,7 @@ from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.profiles import check_profile_name
 from compsense.pipeline.provenance import PROVENANCE_FILE, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
+from compsense.pipeline.runner import Refused
 
 MANIFEST = "published.json"
 FIGURE_SUFFIXES = (".html", ".png")
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         done = publish(args.profile if args.run is None else None, run=args.run, dest=args.dest)
-    except (NothingToPublish, ValueError) as err:
+    except (NothingToPublish, Refused, ValueError) as err:  # Refused: a damaged stages.json (provenance)
         print(f"publish: {err}", file=sys.stderr)
         return 2
     print(
