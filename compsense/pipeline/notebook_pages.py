@@ -4,8 +4,9 @@ HTML page under docs/notebooks/, so a reader sees the real numbers where the arg
     python -m compsense.pipeline.notebook_pages --profile local            # -> docs/notebooks/
     python -m compsense.pipeline.notebook_pages --profile local --check    # exit 1 when a page is stale
 
-Which run: the work_dir's `stages.json` names, per stage, the executed notebook of its last success
-(a declared piece runs some stages; the pages follow each stage's own run). Each page opens with the
+Which run: the runner's stages.json records (one per profile, `provenance.stage_records`) name, per
+stage, the executed notebook of its last success writing into the work_dir (a declared piece runs some
+stages; the pages follow each stage's own run). Each page opens with the
 profile, the run folder and the commit that made it. nbconvert writes the page; plotly figures, kept
 in the notebook as JSON only, are drawn with the plotly.js `make figures` publishes into figures/
 (no network needed), and progress-bar widgets keep their text. The committed .ipynb files stay
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import re
 import sys
@@ -25,6 +25,7 @@ from pathlib import Path
 from compsense.core.paths import resolve
 from compsense.core.storage import write_text
 from compsense.figures.export import PLOTLY_JS
+from compsense.pipeline.provenance import run_summary, stage_records
 from compsense.pipeline.runner import Refused
 
 PAGES_DIR = "docs/notebooks"
@@ -37,8 +38,6 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 def executed_notebooks(work_dir: str | os.PathLike) -> dict[str, Path]:
     """{stage: executed notebook} of each stage's last success writing into `work_dir` (the runner's
     stages.json records, `provenance.stage_records`)."""
-    from compsense.pipeline.provenance import stage_records
-
     records = stage_records(work_dir)
     if not records:
         raise FileNotFoundError(
@@ -57,8 +56,7 @@ def page(executed: Path, plotly_src: str) -> str:
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(executed, as_version=4)
-    summary_path = executed.parent / "summary.json"
-    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+    summary = run_summary(executed)
     header = (
         f"**Executed notebook**: profile `{summary.get('profile', '?')}`, run `{executed.parent.name}`, "
         f"commit `{summary.get('commit', '?')}`. The committed notebook is `notebooks/{executed.name}`; "

@@ -10,12 +10,12 @@ piece (params/pieces.yaml) with the same profile and overrides that runs the sta
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from compsense.core.paths import resolve
+from compsense.core.storage import read_json
 
 PROVENANCE_FILE = "provenance.csv"
 COLUMNS = ["stage", "notebook", "piece", "command", "run", "commit", "finished", "minutes"]
@@ -35,7 +35,7 @@ def stage_records(work_dir) -> dict[str, dict]:
         if not state.is_file():
             continue
         for stage, record in read_state(state).items():  # a damaged one is refused, named
-            if not isinstance(record, dict) or not record.get("output"):
+            if not record.get("output"):
                 continue
             if Path(record.get("work_dir") or state.parent).resolve() != work:
                 continue
@@ -44,17 +44,21 @@ def stage_records(work_dir) -> dict[str, dict]:
     return found
 
 
+def run_summary(executed_notebook: Path) -> dict:
+    """The summary.json of the run an executed notebook belongs to ({} when there is none)."""
+    path = executed_notebook.parent / "summary.json"
+    return read_json(path) if path.exists() else {}
+
+
 def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
     """One row per stage with a recorded success in {work_dir}/stages.json (see the module doc)."""
-    if pieces is None:
-        from compsense.pipeline.pieces import load_pieces
+    from compsense.pipeline.pieces import Piece, load_pieces
 
-        pieces = load_pieces()
+    pieces = load_pieces() if pieces is None else pieces
     rows = []
     for stage, record in sorted(stage_records(work_dir).items()):
         notebook = Path(record["output"])
-        summary_path = notebook.parent / "summary.json"
-        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+        summary = run_summary(notebook)
         profile, overrides = summary.get("profile", ""), sorted(summary.get("overrides") or [])
         piece = next(
             (
@@ -64,7 +68,6 @@ def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
             ),
             None,
         )
-        sets = "".join(f" --set '{o}'" for o in overrides)
         rows.append(
             {
                 "stage": stage,
@@ -72,7 +75,7 @@ def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
                 "piece": piece.name if piece else "",
                 "command": f"python -m compsense piece {piece.name}"
                 if piece
-                else f"python -m compsense reproduce --profile {profile} --only {stage}{sets}",
+                else Piece("", profile, (stage,), tuple(overrides)).command(),
                 # runs/<profile>/<stamp>: the same on every machine
                 "run": f"runs/{notebook.parent.parent.name}/{notebook.parent.name}",
                 "commit": summary.get("commit", ""),

@@ -32,7 +32,7 @@ from compsense.core.storage import write_text
 from compsense.data.negatives.families import PAPER_FAMILIES
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.pipeline.report import TABLES_DIR
-from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, regime_rank, variant_folders
+from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, noise_level, regime_rank, variant_folders
 
 MARKER = re.compile(
     r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->", re.S | re.M
@@ -337,7 +337,7 @@ def rerank(df: pd.DataFrame) -> str:
             label, regime = ENCODER_LABELS.get(r["variant"], r["variant"]), "encoder only"
         else:
             label, regime = VERIFIER_LABELS.get(r["verifier"], r["verifier"]), r["regime"]
-            noise = parse_noise_name(str(r["variant"]).split("@")[0])
+            noise = noise_level(r["variant"])
             if noise:  # the noise control: frozen MaxSim plus noise, not F1 itself
                 label += f" + {noise[1]:g}x noise (control)"
             if several and folder:

@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Sequence
 
+from compsense.verifiers.architectures import NAMES
+
 HARD_NEGATIVES = ("all", "own")
 RECIPES = ("equal", "authors")
 REGIMES = ("frozen", "end2end")
-ALL_VERIFIERS = ("F0", "F1", "F2", "F3", "F4")
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class VerifierGrid:
                      name does not carry (the budget curve's budgets) never share a folder
     """
 
-    verifiers: Sequence[str] = ALL_VERIFIERS
+    verifiers: Sequence[str] = NAMES
     regimes: Sequence[str] = REGIMES
     sizes: Sequence[str] = ("small",)
     size_scope: dict | None = None

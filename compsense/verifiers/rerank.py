@@ -375,7 +375,7 @@ def variant_folders(df: pd.DataFrame) -> pd.Series:
 
 
 def regime_rank(regime: pd.Series) -> pd.Series:
-    """Each row's place in `training.REGIMES` (frozen before end2end); an unknown regime, or none
+    """Each row's place in `config.REGIMES` (frozen before end2end); an unknown regime, or none
     (an encoder alone), sorts last. The one sort key for tables and figures that list regimes."""
     return regime.map({r: i for i, r in enumerate(REGIMES)}).fillna(len(REGIMES))
 
@@ -493,10 +493,16 @@ class GridResult:
     cost: pd.DataFrame  # one row per method (or baseline) x dataset x K
 
 
+def noise_level(label) -> tuple[str, float] | None:
+    """(base scorer, noise multiple) of a noise-control reranker's label ("F1-frozen+noise2x" or, with
+    its notebook-04 variant, "F1-frozen+noise2x@model_b-small": `method_label`); None for any other."""
+    return parse_noise_name(str(label).split("@")[0])
+
+
 def is_noise_control(variants: pd.Series) -> pd.Series:
-    """Which rows are the noise control ("F1-frozen+noise2x@model_b-small"): frozen MaxSim plus noise,
-    not a verifier, so figures and tables show it apart from F1 itself."""
-    return variants.map(lambda v: parse_noise_name(str(v).split("@")[0]) is not None).astype(bool)
+    """Which rows are the noise control: frozen MaxSim plus noise, not a verifier, so figures and
+    tables show it apart from F1 itself."""
+    return variants.map(lambda v: noise_level(v) is not None).astype(bool)
 
 
 def noise_methods(

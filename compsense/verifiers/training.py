@@ -56,7 +56,7 @@ from compsense.verifiers.architectures import (
     sized_kwargs,
     verifier_names,
 )
-from compsense.verifiers.config import HARD_NEGATIVES, RECIPES, REGIMES, Compute, VerifierGrid, VerifierTraining
+from compsense.verifiers.config import HARD_NEGATIVES, REGIMES, Compute, VerifierGrid, VerifierTraining
 from compsense.verifiers.recipe import authors_budget, authors_recipe, encoder_millions
 from compsense.verifiers.simmap import (
     TokenCache,
@@ -66,8 +66,6 @@ from compsense.verifiers.simmap import (
     encoder_fingerprint,
     similarity_map,
 )
-
-__all__ = ["REGIMES", "RECIPES", "HARD_NEGATIVES", "VerifierTraining", "VerifierGrid", "Compute"]  # re-exported
 
 
 def train_verifier(
