@@ -35,6 +35,7 @@ class VerifierTraining:
     max_grad_norm    gradient clipping per model (0: none)
     in_batch_negatives  other in-batch candidates per anchor besides its hard negative (None: all)
     hard_negatives   "all": other anchors' hard negatives are candidates too; "own": the authors' B x (B + 1)
+                     (their train_and_eval_verifiers_experiment.py, compute_mnrl_loss)
     """
 
     budget_examples: int = 1024
