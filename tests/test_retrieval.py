@@ -342,3 +342,35 @@ def test_evaluate_runs_skips_only_a_split_with_the_same_content(tmp_path, monkey
     ndcg = lambda t: t[t.metric == "ndcg@10"].value.item()  # noqa: E731
     assert len(loads) == 2 and ndcg(edited) < ndcg(first) and edited.data_sha1.nunique() == 1
     assert set(per_query.data_sha1) == set(edited.data_sha1)  # no row of the old content comes back
+
+
+def test_table1_and_the_variant_tests_take_their_seed_level_values_from_one_computation():
+    # two datasets of unequal size: the mean over datasets differs from the mean over all queries,
+    # so a second computation pooling queries would disagree with Table 1's drop
+    from compsense.retrieval.harness import ab_tests, seed_drops, seed_means
+
+    pq = pd.concat(
+        [
+            _per_query({"A": 0.0, "B": -0.05}, seeds=(42, 43, 44, 45), n_queries=n, seed=i).assign(dataset=name)
+            for i, (name, n) in enumerate((("small", 10), ("large", 90)))
+        ],
+        ignore_index=True,
+    )
+    pq.loc[(pq.dataset == "small") & (pq.variant == "B"), "ndcg@10"] -= 0.2  # B loses more on the small set
+    results = (
+        pq.groupby(["backbone", "variant", "seed", "dataset", "regime"], as_index=False)["ndcg@10"]
+        .mean()
+        .rename(columns={"ndcg@10": "value"})
+        .assign(metric="ndcg@10")
+    )
+    from_results = seed_drops(seed_means(results, ["ndcg@10"]), "A", "B")
+    from_queries = seed_drops(seed_means(pq, ["ndcg@10"]), "A", "B")
+    pd.testing.assert_series_equal(from_results, from_queries)
+    pooled = pq[pq.variant == "B"].groupby("seed")["ndcg@10"].mean() - pq[pq.variant == "A"].groupby("seed")["ndcg@10"].mean()
+    assert from_results.mean() == pytest.approx(-0.05 - 0.2 / 2, abs=0.01)
+    assert abs(pooled.mean() - from_results.mean()) > 0.05  # pooling queries would weigh the large set 9:1
+    t1 = table1(results, metrics=("ndcg@10",), per_query=pq, n=500).iloc[0]
+    tests = ab_tests(pq, [("A", "B")], n=500).iloc[0]
+    for column in ("t_p", "t_ci_low", "t_ci_high", "perm_p"):
+        assert t1[column] == pytest.approx(tests[column], rel=1e-9)
+    assert t1["drop"] == pytest.approx(from_results.mean())

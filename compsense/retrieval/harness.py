@@ -425,10 +425,8 @@ def ab_tests(
         for a, b in comparisons:
             if not {a, b} <= set(grp.variant):
                 continue
-            deltas = paired_deltas(grp, metric, a, b)
-            stats = hierarchical_bootstrap(deltas, n=n, seed=seed)
-            per_seed = deltas.T.groupby(level="dataset").mean().mean()  # datasets weigh equally, as in Table 1
-            seed_tests = seed_level_test(per_seed.to_numpy())
+            stats = hierarchical_bootstrap(paired_deltas(grp, metric, a, b), n=n, seed=seed)
+            seed_tests = seed_level_test(seed_drops(seed_means(grp, [metric]), a, b).to_numpy())
             seed_tests = {k: v for k, v in seed_tests.items() if k not in ("n_seeds", "mean_delta")}
             rows.append({"backbone": backbone, "metric": metric, "reference": a, "variant": b, **stats, **seed_tests})
     out = pd.DataFrame(rows)
@@ -510,12 +508,29 @@ def dose_response(
     ]
 
 
-def _seed_means(results: pd.DataFrame, metrics) -> pd.DataFrame:
-    """Mean over datasets per backbone x variant x seed x metric (the paper's 'mean NanoBEIR')."""
-    df = results[results.metric.isin(metrics)]
-    return df.groupby(["backbone", "variant", "seed", "metric"], as_index=False).agg(
+def seed_means(table: pd.DataFrame, metrics) -> pd.DataFrame:
+    """Per backbone x variant x seed x metric: the mean over datasets of each dataset's mean over
+    queries (the paper's 'mean NanoBEIR'; datasets weigh equally). `table` is a results table (tidy:
+    one `value` per dataset and metric) or a per-query table (one column per metric); both give the
+    same numbers, so Table 1 and the variant tests draw their seed-level values from this one place."""
+    keys = ["backbone", "variant", "seed", "dataset"]
+    if "metric" in table.columns:
+        per_dataset = table[table.metric.isin(metrics)].groupby([*keys, "metric"]).value.mean()
+    else:
+        per_dataset = table.groupby(keys)[list(metrics)].mean().rename_axis(columns="metric").stack()
+    per_dataset = per_dataset.rename("value").reset_index()
+    return per_dataset.groupby(["backbone", "variant", "seed", "metric"], as_index=False).agg(
         value=("value", "mean"), n_datasets=("dataset", "nunique")
     )
+
+
+def seed_drops(per_seed: pd.DataFrame, a: str, b: str) -> pd.Series:
+    """b - a per backbone x metric x seed from `seed_means` rows, at the seeds both variants have
+    (the unit of `core.stats.seed_level_test`)."""
+    paired = per_seed.pivot_table(index=["backbone", "metric", "seed"], columns="variant", values="value")
+    if not {a, b} <= set(paired.columns):
+        return pd.Series(dtype=float, index=paired.index[:0])
+    return (paired[b] - paired[a]).dropna()
 
 
 def table1(
@@ -528,7 +543,7 @@ def table1(
     """Table 1: per backbone and metric, mean and std over seeds of base, A and B (each the mean
     over datasets), the drop B - A (absolute and % of A), and the paper's A, B and drop beside.
     Zero-shot rows only (`zero_shot`): the paper's Table 1 is zero-shot."""
-    per_seed = _seed_means(zero_shot(results), metrics)
+    per_seed = seed_means(zero_shot(results), metrics)
     stats = per_seed.groupby(["backbone", "metric", "variant"]).value.agg(["mean", "std", "count"])
     wide = stats.unstack("variant")
     out = pd.DataFrame(index=wide.index)
@@ -538,16 +553,15 @@ def table1(
         else:
             out[f"{v}_mean"] = out[f"{v}_std"] = np.nan
     # The drop is computed per seed (B and A of the same seed), then averaged.
-    paired = per_seed.pivot_table(index=["backbone", "metric", "seed"], columns="variant", values="value")
-    if {"A", "B"} <= set(paired.columns):
-        seed_drops = (paired["B"] - paired["A"]).dropna()
-        drop = seed_drops.groupby(["backbone", "metric"]).agg(["mean", "std"])
+    drops = seed_drops(per_seed, "A", "B")
+    if len(drops):
+        drop = drops.groupby(["backbone", "metric"]).agg(["mean", "std"])
         out["drop"], out["drop_std"] = drop["mean"], drop["std"]
         # The seed-level tests (the unit is a trained model): what the README's conclusion rests on.
         seed_tests = pd.DataFrame(
             [
                 {"backbone": backbone, "metric": metric, **seed_level_test(grp.to_numpy())}
-                for (backbone, metric), grp in seed_drops.groupby(["backbone", "metric"])
+                for (backbone, metric), grp in drops.groupby(["backbone", "metric"])
             ]
         ).set_index(["backbone", "metric"])
         out = out.join(seed_tests.drop(columns=["n_seeds", "mean_delta"]))
