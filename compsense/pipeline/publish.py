@@ -42,24 +42,36 @@ class NothingToPublish(RuntimeError):
     """No run to publish from, or a run without its report; the message says which command makes one."""
 
 
-def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
-    """The run folder under runs/<profile>/ that ran last, among those with a report: the highest
-    `sequence` in its summary.json (the runner numbers a profile's runs under its run lock:
-    `runner.next_run_sequence`); among runs from before that number (sequence 0, all of them before any
-    numbered run) their `finished`, then the folder name. Not `finished` first: it is the wall clock of
-    the machine that ran it, and one clock set ahead (or a run copied from a machine whose clock was)
-    would be published as the latest forever."""
-    folder = resolve(runs_dir) / check_profile_name(profile)
-    found = []
-    for summary in folder.glob("*/summary.json") if folder.is_dir() else []:
+def _reported_runs(root: Path):
+    """(profile folder name, sequence, finished, run name, work_dir or None, run folder) for every run
+    under `root`/<profile>/ with a report.md and summary.json; a damaged summary reads as sequence 0."""
+    for summary in sorted(root.glob("*/*/summary.json")) if root.is_dir() else []:
         if not (summary.parent / "report.md").exists():
             continue
         try:
             record = read_json(summary)
             sequence, finished = int(record.get("sequence") or 0), str(record.get("finished", ""))
+            work_dir = resolve(record["work_dir"]) if record.get("work_dir") else None
         except (CorruptFile, AttributeError, TypeError, ValueError):
-            sequence, finished = 0, ""
-        found.append((sequence, finished, summary.parent.name, summary.parent))
+            sequence, finished, work_dir = 0, "", None
+        yield summary.parent.parent.name, sequence, finished, summary.parent.name, work_dir, summary.parent
+
+
+def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
+    """The run folder that ran last among those with a report, of `profile` and of every profile whose
+    runs share its work_dir (the study extends local and writes runs/local: its run holds the same
+    tables and figures, so after a study piece `make figures` publishes that piece's run). Ordered by
+    the `sequence` in summary.json (the runner numbers the runs of a work_dir under its run lock:
+    `runner.next_run_sequence`); among runs from before that number (sequence 0) by their `finished`,
+    then the folder name. Not `finished` first: it is the wall clock of the machine that ran it, and one
+    clock set ahead (or a run copied from a machine whose clock was) would be published as the latest
+    forever. Runs numbered before the numbering covered the work_dir (per profile) compare rightly
+    only within their profile: pass --run to choose among such runs."""
+    root = resolve(runs_dir)
+    folder = root / check_profile_name(profile)
+    runs = list(_reported_runs(root))
+    shared = {r[4] for r in runs if r[0] == profile and r[4] is not None}
+    found = [r[1:4] + (r[5],) for r in runs if r[0] == profile or r[4] in shared]
     if not found:
         raise NothingToPublish(
             f"{folder}: no run with a report.md and summary.json. Fix: run "

@@ -176,8 +176,8 @@ def reproduce(
         run_dir.mkdir(parents=True, exist_ok=True)
         summary = {
             "profile": profile,
-            # this run's place among the profile's runs (latest_run orders by it, not by a clock)
-            "sequence": next_run_sequence(profile_dir),
+            # this run's place among the work_dir's runs (latest_run orders by it, not by a clock)
+            "sequence": next_run_sequence(profile_dir, work_dir),
             # the code the stages run, taken before they start (commits made during a run are not it)
             "commit": git_commit(),
             "run_dir": str(run_dir),
@@ -603,15 +603,22 @@ def new_run_dir(profile_dir: Path) -> Path:
     raise Refused(f"{profile_dir}: 999 run folders named {stamp}-*; pass --out")
 
 
-def next_run_sequence(profile_dir: Path) -> int:
-    """One more than the highest `sequence` in the summary.json of the runs under `profile_dir` (0 for
-    runs from before it was recorded). Taken under the profile's run lock, so runs of a profile are
-    numbered in the order they ran whatever their clocks say: `publish.latest_run` orders by it, since
-    a run folder's timestamps come from a clock that may be skewed."""
+def next_run_sequence(profile_dir: Path, work_dir: Path | None = None) -> int:
+    """One more than the highest `sequence` in the summary.json of the runs under `profile_dir` and of
+    the runs of other profiles (beside it under runs/) that recorded the same `work_dir` (0 for runs
+    from before it was recorded). Taken under the profile's and the work_dir's run locks, so the runs
+    that write one work_dir are numbered in the order they ran whatever their clocks say:
+    `publish.latest_run` orders by it, since a run folder's timestamps come from a clock that may be
+    skewed."""
     numbers = [0]
-    for path in profile_dir.glob("*/summary.json"):
+    same = resolve(work_dir) if work_dir is not None else None
+    for path in profile_dir.parent.glob("*/*/summary.json"):
         try:
-            numbers.append(int(read_json(path).get("sequence") or 0))
+            record = read_json(path)
+            theirs = record.get("work_dir")
+            if path.parent.parent != profile_dir and (same is None or not theirs or resolve(theirs) != same):
+                continue
+            numbers.append(int(record.get("sequence") or 0))
         except (CorruptFile, AttributeError, TypeError, ValueError):  # a damaged or foreign summary: not a run
             continue
     return max(numbers) + 1
