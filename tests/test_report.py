@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import pytest
 
 from compsense.figures import export
+from compsense.nearmiss.evaluation import SEPARATION_FILE, separation_frame
 from compsense.pipeline import report
 from compsense.retrieval.harness import TABLE1_FILE, table1, write_result_table
 from compsense.verifiers.rerank import RERANK_ANSWER_FILE, bootstrap_vs_baseline, rerank_answer
@@ -56,6 +57,8 @@ def work(tmp_path, monkeypatch):
                 }
             )
     pd.DataFrame(rows).to_parquet(results / "verifiers.parquet")
+    # the separation table as notebook 04 writes it (the report reads it, never recomputes it)
+    separation_frame(pd.DataFrame(rows)).to_parquet(results / SEPARATION_FILE)
     return tmp_path / "work"
 
 
@@ -169,6 +172,18 @@ def test_report_shows_the_separation_table_with_seeds_and_families(work, tmp_pat
     csv = pd.read_csv(tmp_path / "run" / "tables" / "separation.csv")
     assert csv.loc[0, "negatives-heldout:negation auc"] == "0.950 ± 0.071"
     assert csv.loc[0, "parameters"] == 58_433 and "negatives-heldout:negation parameters" not in csv
+
+
+def test_the_report_reads_the_separation_table_notebook_04_wrote_and_never_recomputes_it(work, tmp_path):
+    written = pd.read_parquet(work / "results" / SEPARATION_FILE)
+    written.loc[0, "negatives-heldout auc"] = "0.123 ± 0.004"  # what the notebook wrote is what is shown
+    written.to_parquet(work / "results" / SEPARATION_FILE)
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
+    assert "0.123 ± 0.004" in _section(md, report.SEPARATION_TITLE)
+    (work / "results" / SEPARATION_FILE).unlink()  # verifiers.parquet alone: no table made up from it
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run2")["md"].read_text()
+    assert "No separation table: notebook 04 did not write separation.parquet" in _section(md, report.SEPARATION_TITLE)
+    assert not (tmp_path / "run2" / "tables" / "separation.csv").exists()
 
 
 def test_the_answer_comes_first_and_the_run_metadata_after_it(work, tmp_path, monkeypatch):

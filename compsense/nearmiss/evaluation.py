@@ -58,6 +58,7 @@ TABLE_COLUMNS = ["scorer", "family", "metric", "value", "n"]
 # Columns of notebook 04's tidy rows (`verifiers.study.run_study`) the separation table carries beside
 # the seeds: how large each verifier is and how many training examples it saw.
 SIZE_COLUMNS = ("parameters", "examples_seen")
+SEPARATION_FILE = "separation.parquet"  # notebook 04 writes `separation_frame` here; the report reads it
 
 
 def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sentence1") -> pd.DataFrame:
@@ -572,6 +573,26 @@ def separation_table(results, datasets=None, decimals: int = 3):
 
 
 RUN_KEYS = ["scorer", "regime", "train_data", "size", "seed"]
+
+
+def separation_frame(results: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 04's separation table (`compsense.nearmiss.evaluation.separation_table`) as one flat
+    table: a column per "<dataset> <check>", plus the near-miss AUC of each family of the held-out set
+    ("negatives-heldout:<family> auc"), every cell "mean ± std" over verifier seeds."""
+    wide = separation_table(results)
+    held = results[
+        (results.dataset == "negatives-heldout")
+        & (results.metric == "auc")
+        & ~results.family.isin(["all", "self_match", "copy_vs_near_miss"])
+    ]
+    if not held.empty:
+        # Each family as a dataset of its own whose "all" is that family: the same cells, the same code.
+        per_family = separation_table(held.assign(dataset="negatives-heldout:" + held.family, family="all"))
+        counts = [c for c in ("seeds", *SIZE_COLUMNS) if c in per_family.columns.get_level_values(0)]
+        wide = wide.join(per_family.drop(columns=counts, level=0), how="left")
+    flat = wide.reset_index()
+    flat.columns = [" ".join(str(p) for p in c if p).strip() if isinstance(c, tuple) else c for c in flat.columns]
+    return flat.fillna("").astype(str)  # text cells, blank where a check does not apply (parquet needs one type)
 
 
 def checks_per_run(results, dataset: str = "negatives-heldout") -> pd.DataFrame:

@@ -23,7 +23,7 @@ import pandas as pd
 from compsense.core.layout import purity_file
 from compsense.core.paths import git_commit, repo_root, resolve
 from compsense.core.storage import atomic_path, write_text
-from compsense.nearmiss.evaluation import SIZE_COLUMNS, separation_table
+from compsense.nearmiss.evaluation import SEPARATION_FILE
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import RATES_TABLE, SIZES_TABLE, display_frame, estimate, headline, measurement_tables
 from compsense.retrieval.harness import TABLE1_FILE, VARIANT_TESTS_FILE, VARIANTS_FILE
@@ -103,7 +103,7 @@ def build_report(
         details += _retrieval_details(tables["retrieval"], results)
     details += _variant_tests_blocks(results)
     if "verifiers" in tables:
-        answer.append(_separation_block(tables["verifiers"], _where(results / "verifiers.parquet")))
+        answer.append(_separation_block(results / SEPARATION_FILE))
     if (results / CURVE_FILE).exists():
         answer.append(_budget_block(results / CURVE_FILE))
     if "rerank" in tables:
@@ -234,34 +234,16 @@ def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
     return blocks
 
 
-def separation_frame(results: pd.DataFrame) -> pd.DataFrame:
-    """Notebook 04's separation table (`compsense.nearmiss.evaluation.separation_table`) as one flat
-    table: a column per "<dataset> <check>", plus the near-miss AUC of each family of the held-out set
-    ("negatives-heldout:<family> auc"), every cell "mean ± std" over verifier seeds."""
-    wide = separation_table(results)
-    held = results[
-        (results.dataset == "negatives-heldout")
-        & (results.metric == "auc")
-        & ~results.family.isin(["all", "self_match", "copy_vs_near_miss"])
-    ]
-    if not held.empty:
-        # Each family as a dataset of its own whose "all" is that family: the same cells, the same code.
-        per_family = separation_table(held.assign(dataset="negatives-heldout:" + held.family, family="all"))
-        counts = [c for c in ("seeds", *SIZE_COLUMNS) if c in per_family.columns.get_level_values(0)]
-        wide = wide.join(per_family.drop(columns=counts, level=0), how="left")
-    flat = wide.reset_index()
-    flat.columns = [" ".join(str(p) for p in c if p).strip() if isinstance(c, tuple) else c for c in flat.columns]
-    return flat.fillna("")
-
-
-def _separation_block(table: pd.DataFrame, where: str) -> Block:
-    """Notebook 04's answer, as it shows it: every scorer x regime x training data x size, mean ± std
-    over verifier seeds. A verifier reads the edit only where all three checks are high on every set."""
-    try:
-        flat = separation_frame(table)
-    except (KeyError, ValueError) as err:
-        return Block(SEPARATION_TITLE, text=f"No separation table: {type(err).__name__}: {err} ({where}).")
-    return Block(SEPARATION_TITLE, table=flat, name="separation", source=where)
+def _separation_block(path: Path) -> Block:
+    """Notebook 04's answer as it wrote it (`nearmiss.evaluation.separation_frame`: every scorer x regime x
+    training data x size, mean ± std over verifier seeds): read, never recomputed."""
+    if not path.exists():
+        return Block(
+            SEPARATION_TITLE,
+            text=f"No separation table: notebook 04 did not write {path.name} ({_where(path)}). "
+            "Fix: run notebook 04 (`python -m compsense reproduce --only 04`).",
+        )
+    return Block(SEPARATION_TITLE, table=pd.read_parquet(path), name="separation", source=_where(path))
 
 
 def _budget_block(path: Path) -> Block:
