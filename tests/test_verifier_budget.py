@@ -48,6 +48,14 @@ def test_plan_runs_the_whole_curve_at_the_first_seed_then_more_seeds_at_the_larg
     assert B.BudgetCurve().plan([42]) == [] and not B.BudgetCurve().enabled
 
 
+def test_end_to_end_trains_only_at_its_own_budgets():
+    curve = B.BudgetCurve.from_params({"examples": [8, 16, 32], "regimes": ["frozen", "end2end"], "end2end_examples": [16]})
+    assert [curve.regimes_at(b) for b in (8, 16, 32)] == [("frozen",), ("frozen", "end2end"), ("frozen",)]
+    assert B.BudgetCurve(examples=(8,), regimes=("frozen", "end2end")).regimes_at(8) == ("frozen", "end2end")
+    with pytest.raises(ValueError, match=r"end2end_examples: \[12\] are not budgets"):
+        B.BudgetCurve.from_params({"examples": [8, 16], "end2end_examples": [12]})
+
+
 @pytest.mark.parametrize(
     "params, message",
     [
@@ -67,7 +75,15 @@ def test_from_params_refuses_a_bad_plan_naming_the_key(params, message):
 def test_budget_curve_trains_each_budget_into_its_own_folder_beside_the_noise_line(tiny_encoder, tmp_path):
     rows = _rows()
     curve = B.BudgetCurve.from_params(
-        {"examples": [8, 16], "verifiers": ["F3"], "sizes": ["small"], "size_scope": {}, "authors_recipe": False}
+        {
+            "examples": [8, 16],
+            "verifiers": ["F3"],
+            "sizes": ["small"],
+            "size_scope": {},
+            "regimes": ["frozen", "end2end"],
+            "end2end_examples": [8],
+            "authors_recipe": False,
+        }
     )
     training, results = B.run_budget_curve(
         curve,
@@ -84,6 +100,8 @@ def test_budget_curve_trains_each_budget_into_its_own_folder_beside_the_noise_li
     )
     trained = training[training.verifier == "F3-frozen"]
     assert sorted(zip(trained.budget, trained.seed, trained.examples_seen)) == [(8, 1, 8), (16, 1, 16), (16, 2, 16)]
+    e2e = training[training.verifier == "F3-end2end"]
+    assert list(zip(e2e.budget, e2e.seed, e2e.examples_seen)) == [(8, 1, 8)]  # end-to-end at its one budget
     for budget, seed in [(8, 1), (16, 1), (16, 2)]:
         folder = T.verifier_dir(tmp_path, f"model_b-small{B.budget_suffix(budget)}", seed, "F3-frozen")
         assert (folder / V.CONFIG_FILE).exists()
@@ -105,8 +123,9 @@ def test_budget_curve_trains_each_budget_into_its_own_folder_beside_the_noise_li
     table = B.budget_table(runs)
     largest = table[(table.scorer == "F3") & (table.budget == 16) & (table.metric == "mean_near_miss")]
     assert largest.seeds.item() == 2 and largest.ci_low.item() < largest["mean"].item() < largest.ci_high.item()
-    smallest = table[(table.scorer == "F3") & (table.budget == 8) & (table.metric == "auc")]
-    assert smallest.seeds.item() == 1 and np.isnan(smallest.ci_low.item())
+    smallest = table[(table.scorer == "F3") & (table.budget == 8) & (table.metric == "auc")].set_index("regime")
+    assert sorted(smallest.index) == ["end2end", "frozen"]  # both regimes stand in one table at the shared budget
+    assert (smallest.seeds == 1).all() and smallest.ci_low.isna().all()
 
 
 def test_a_finished_curve_is_loaded_not_retrained(tiny_encoder, tmp_path):

@@ -46,7 +46,9 @@ class BudgetCurve:
     notebook 04's grid, narrowed per size by `size_scope` (default: the authors' size trains F4
     only, their F3 being a GPU job). `authors_recipe`: also train the authors' F4 frozen with their
     whole recipe (budget, loss, learning rate, weight decay, special tokens), at the first seed, so
-    both recipes stand in one table. Empty `examples`: nothing to run."""
+    both recipes stand in one table. `end2end_examples`: the budgets at which the end-to-end regime
+    (when `regimes` has it) trains, since a step there runs the encoder and costs ~100x a frozen one
+    here (default: every budget). Empty `examples`: nothing to run."""
 
     examples: tuple[int, ...] = ()
     verifiers: tuple[str, ...] = ("F3", "F4")
@@ -54,6 +56,7 @@ class BudgetCurve:
     size_scope: dict = field(default_factory=lambda: {"paper": {"verifiers": ["F4"]}})
     regimes: tuple[str, ...] = ("frozen",)
     seeds_at_largest: tuple[int, ...] | None = None
+    end2end_examples: tuple[int, ...] | None = None
     train_data: str = "model_b"
     authors_recipe: bool = True
 
@@ -65,7 +68,7 @@ class BudgetCurve:
         unknown = sorted(set(params) - known)
         if unknown:
             raise ValueError(f"{where}: unknown keys {unknown}; use some of {sorted(known)}")
-        for key in ("examples", "verifiers", "sizes", "regimes", "seeds_at_largest"):
+        for key in ("examples", "verifiers", "sizes", "regimes", "seeds_at_largest", "end2end_examples"):
             if params.get(key) is not None:
                 value = params[key]
                 if isinstance(value, (str, int)):
@@ -85,6 +88,15 @@ class BudgetCurve:
         if stray:
             raise ValueError(f"{where}.regimes: unknown {stray}; use some of {list(REGIMES)}")
         verifier_names(self.verifiers)  # raises on an unknown verifier name
+        stray = sorted(set(self.end2end_examples or ()) - set(self.examples))
+        if stray:
+            raise ValueError(f"{where}.end2end_examples: {stray} are not budgets of `examples` {list(self.examples)}")
+
+    def regimes_at(self, budget: int) -> tuple[str, ...]:
+        """The regimes that train at `budget`: end-to-end only at `end2end_examples` (when given)."""
+        if self.end2end_examples is None:
+            return tuple(self.regimes)
+        return tuple(r for r in self.regimes if r != "end2end" or budget in self.end2end_examples)
 
     @property
     def enabled(self) -> bool:
@@ -151,8 +163,10 @@ def run_budget_curve(
         summaries.append(summary.assign(budget=0))
         results.append(_append(tidy, results_path))
     for budget, seed in plan:
+        if not curve.regimes_at(budget):
+            continue
         point = grid.replace(
-            verifiers=curve.verifiers, regimes=curve.regimes, sizes=curve.sizes, size_scope=curve.size_scope,
+            verifiers=curve.verifiers, regimes=curve.regimes_at(budget), sizes=curve.sizes, size_scope=curve.size_scope,
             seeds=[seed], noise_multiples=(), folder_suffix=budget_suffix(budget),
         )  # fmt: skip
         at = training.replace(budget_examples=int(budget))
