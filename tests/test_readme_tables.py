@@ -238,3 +238,26 @@ def test_the_rerank_table_names_the_noise_control_apart_from_f1():
     lines = T.rerank(df).splitlines()
     assert lines[3].startswith("| F1 MaxSim | frozen | 0.782") and "noise" not in lines[3]
     assert lines[4].startswith("| F1 MaxSim + 2x noise (control) | frozen | 0.244")
+
+
+def test_a_value_quoted_in_prose_is_rewritten_from_one_cell_and_a_bad_marker_names_the_fix(tmp_path):
+    pd.DataFrame(
+        {"metric": ["acc@1", "ndcg@10"], "drop": [-0.0158, -0.00935], "t_p": [0.068, 0.0325]}
+    ).to_csv(tmp_path / "table1.csv", index=False)
+    text = (
+        "B − A = <!-- value:table1.csv metric=ndcg@10 drop +3 -->+0.500<!-- /value --> "
+        "(p <!-- value:table1.csv metric=ndcg@10 t_p p -->0.9<!-- /value -->), "
+        "Acc@1 <!-- value:table1.csv metric=acc@1 drop 2 --><!-- /value -->.\n"
+    )
+    assert T.update(text, tmp_path) == (
+        "B − A = <!-- value:table1.csv metric=ndcg@10 drop +3 -->−0.009<!-- /value --> "
+        "(p <!-- value:table1.csv metric=ndcg@10 t_p p -->0.033<!-- /value -->), "
+        "Acc@1 <!-- value:table1.csv metric=acc@1 drop 2 -->−0.02<!-- /value -->.\n"
+    )
+    assert T.update(T.update(text, tmp_path), tmp_path) == T.update(text, tmp_path)  # stable
+    with pytest.raises(T.TableError, match=r"line 2: `` selects 2 rows of .*table1.csv, not one"):
+        T.update("\nnDCG <!-- value:table1.csv drop 3 -->x<!-- /value -->", tmp_path)
+    with pytest.raises(T.TableError, match=r"has no column 'dorp'"):
+        T.update("<!-- value:table1.csv metric=ndcg@10 dorp 3 -->x<!-- /value -->", tmp_path)
+    with pytest.raises(T.TableError, match=r"line 1: a `<!-- value:.*does not parse"):
+        T.update("<!-- value:table1.csv metric=ndcg@10 drop 3 -->x", tmp_path)

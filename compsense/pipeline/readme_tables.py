@@ -10,6 +10,14 @@ and is rewritten from its CSV (written by the run's report, copied by `make figu
 in the README cannot drift from a run's. `--check` changes nothing and exits 1 when the README is not
 what the tables give (tests/test_readme_tables.py runs it on the committed files).
 
+A number quoted in prose is marked the same way, inline, and rewritten from one cell of a table:
+
+    B − A = <!-- value:table1.csv metric=ndcg@10 drop +3 -->−0.009<!-- /value -->
+
+(file, `column=value` filters that select exactly one row, the column, and the format: `3` three
+decimals, `+3` with a sign, `p` a p-value), so the README's reading of a run cannot keep an older
+run's numbers.
+
 Numbers are rounded half up from their decimal text (0.725 -> 0.73), as a reader rounds; the minus
 sign is U+2212. Which columns and rows each table shows is set here, and every table says where all
 of its rows are.
@@ -38,6 +46,10 @@ MARKER = re.compile(
     r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->", re.S | re.M
 )
 DASH = "–"  # a cell with no number
+VALUE = re.compile(
+    r"<!-- value:(?P<file>[A-Za-z0-9_.-]+\.csv)(?P<filters>(?: [^\s=]+=\S+)*) (?P<column>\S+) (?P<fmt>\+?\d|p) -->"
+    r"(?P<body>[^<]*)<!-- /value -->"
+)
 
 BACKBONE_LABELS = {
     "minilm-l6": "MiniLM-L6",
@@ -464,8 +476,33 @@ def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -
         ) from None
 
 
+def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/{TABLES_DIR}", where="") -> str:
+    """One cell of `file` in `tables_dir`, in the row `filters` select (exactly one), formatted by
+    `fmt`: "3" three decimals, "+3" three with a sign, "p" a p-value (`pvalue`)."""
+    path = resolve(tables_dir) / file
+    said = " ".join(f"{k}={v}" for k, v in filters.items())
+    if not path.exists():
+        raise TableError(f"{where}: a value is read from {path}, which is missing. Fix: `make figures`")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    unknown = [c for c in (*filters, column) if c not in df.columns]
+    if unknown:
+        raise TableError(f"{where}: {path} has no column {unknown[0]!r} (value `{said} {column}`); it has {list(df.columns)}")
+    rows = df
+    for key, wanted in filters.items():
+        rows = rows[rows[key] == wanted]
+    if len(rows) != 1:
+        raise TableError(
+            f"{where}: `{said}` selects {len(rows)} rows of {path}, not one. Fix: add or correct a "
+            "column=value filter in the marker"
+        )
+    cell = rows[column].iloc[0]
+    if fmt == "p":
+        return pvalue(cell)
+    return num(cell, int(fmt.lstrip("+")), sign=fmt.startswith("+"))
+
+
 def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", where: str = "README.md") -> str:
-    """`text` with every marked table rewritten from its CSV."""
+    """`text` with every marked table, and every marked value in prose, rewritten from its CSV."""
     for opened in re.finditer(r"^<!-- table:", text, re.M):  # a marker starts a line; a mention in prose does not
         if not MARKER.match(text, opened.start()):
             line = text.count("\n", 0, opened.start()) + 1
@@ -478,7 +515,21 @@ def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", w
         head = match.group(0)[: match.start("body") - match.start()]
         return f"{head}{render(match.group('name'), tables_dir)}\n<!-- /table -->"
 
-    return MARKER.sub(one, text)
+    def inline(match: re.Match) -> str:
+        line = text.count("\n", 0, match.start()) + 1
+        filters = dict(f.split("=", 1) for f in match.group("filters").split())
+        got = value(match.group("file"), filters, match.group("column"), match.group("fmt"), tables_dir, f"{where}, line {line}")
+        return match.group(0)[: match.start("body") - match.start()] + got + "<!-- /value -->"
+
+    for opened in re.finditer(r"<!-- value:", text):
+        if not VALUE.match(text, opened.start()):
+            line = text.count("\n", 0, opened.start()) + 1
+            raise TableError(
+                f"{where}, line {line}: a `<!-- value:FILE.csv [column=value ...] COLUMN FORMAT -->` marker that "
+                "does not parse, or without its closing `<!-- /value -->` on the same line. Fix: write it as the "
+                "module's docstring shows"
+            )
+    return VALUE.sub(inline, MARKER.sub(one, text))
 
 
 DOCUMENTS = ("README.md", "docs/results.md")  # the files whose marked tables are generated
@@ -515,7 +566,7 @@ def _one_document(name: str, tables: str, check: bool) -> int:
         print(f"{name}: the tables differ from {tables}/. Fix: make readme-tables", file=sys.stderr)
         return 1
     write_text(path, new)
-    print(f"{name}: {len(MARKER.findall(text))} table(s) rewritten from {tables}/")
+    print(f"{name}: {len(MARKER.findall(text))} table(s) and {len(VALUE.findall(text))} value(s) rewritten from {tables}/")
     return 0
 
 
