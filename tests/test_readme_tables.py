@@ -257,6 +257,9 @@ def test_a_value_quoted_in_prose_is_rewritten_from_one_cell_and_a_bad_marker_nam
     assert T.update(T.update(text, tmp_path), tmp_path) == T.update(text, tmp_path)  # stable
     with pytest.raises(T.TableError, match=r"line 2: `` selects 2 rows of .*table1.csv, not one"):
         T.update("\nnDCG <!-- value:table1.csv drop 3 -->x<!-- /value -->", tmp_path)
+    assert T.update("<!-- value:table1.csv drop m+2 --><!-- /value -->", tmp_path).endswith("−0.01<!-- /value -->")
+    with pytest.raises(T.TableError, match=r"selects 0 rows"):
+        T.update("<!-- value:table1.csv metric=mrr@10 drop m2 --><!-- /value -->", tmp_path)
     with pytest.raises(T.TableError, match=r"has no column 'dorp'"):
         T.update("<!-- value:table1.csv metric=ndcg@10 dorp 3 -->x<!-- /value -->", tmp_path)
     with pytest.raises(T.TableError, match=r"line 1: a `<!-- value:.*does not parse"):

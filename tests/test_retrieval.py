@@ -194,6 +194,12 @@ def test_table1_means_drops_and_paper_columns():
     assert t.t_p == pytest.approx(stats.ttest_rel([0.4, 0.5], [0.5, 0.7]).pvalue) and t.perm_p_floor == 0.5
     html = retrieval.style_table1(table1(_results(rows))).to_html()
     assert "p (paired t)" in html and "sign flips" in html
+    # a second metric: the seed-level t p-values are Holm-adjusted over the table's rows
+    extra = [(bb, v, seed, ds, "acc@1", val * 0.9 + 0.01 * (seed - 42)) for bb, v, seed, ds, _, val in rows]
+    both = table1(_results(rows + extra)).set_index("metric")
+    from compsense.core.stats import holm
+
+    assert list(both.t_p_holm) == pytest.approx(list(holm(both.t_p))) and (both.t_p_holm >= both.t_p).all()
     assert set(PAPER_TABLE1.backbone) == {"minilm-l6", "minilm-l12", "gte-small", "gte-modernbert-base"}
 
 

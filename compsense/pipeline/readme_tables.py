@@ -15,7 +15,8 @@ A number quoted in prose is marked the same way, inline, and rewritten from one 
     B − A = <!-- value:table1.csv metric=ndcg@10 drop +3 -->−0.009<!-- /value -->
 
 (file, `column=value` filters that select exactly one row, the column, and the format: `3` three
-decimals, `+3` with a sign, `p` a p-value), so the README's reading of a run cannot keep an older
+decimals, `+3` with a sign, `p` a p-value; `m2` is the mean of the rows the filters select, at two
+decimals, for tables with a row per seed), so the README's reading of a run cannot keep an older
 run's numbers.
 
 Numbers are rounded half up from their decimal text (0.725 -> 0.73), as a reader rounds; the minus
@@ -47,7 +48,7 @@ MARKER = re.compile(
 )
 DASH = "–"  # a cell with no number
 VALUE = re.compile(
-    r"<!-- value:(?P<file>[A-Za-z0-9_.-]+\.csv)(?P<filters>(?: [^\s=]+=\S+)*) (?P<column>\S+) (?P<fmt>\+?\d|p) -->"
+    r"<!-- value:(?P<file>[A-Za-z0-9_.-]+\.csv)(?P<filters>(?: [^\s=]+=\S+)*) (?P<column>\S+) (?P<fmt>m?\+?\d|p) -->"
     r"(?P<body>[^<]*)<!-- /value -->"
 )
 
@@ -178,8 +179,9 @@ def _seed_level(r) -> str:
     """The seed-level tests of Table 1 (`compsense.core.stats.seed_level_test`), or a dash before they existed."""
     if _decimal(getattr(r, "t_p", None)) is None:
         return DASH
+    holm = "" if _decimal(getattr(r, "t_p_holm", None)) is None else f" (Holm {pvalue(r.t_p_holm)})"
     return (
-        f"[{num(r.t_ci_low, sign=True)}, {num(r.t_ci_high, sign=True)}], p {pvalue(r.t_p)}; "
+        f"[{num(r.t_ci_low, sign=True)}, {num(r.t_ci_high, sign=True)}], p {pvalue(r.t_p)}{holm}; "
         f"{pvalue(r.perm_p)} (≥ {pvalue(r.perm_p_floor)})"
     )
 
@@ -478,7 +480,8 @@ def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -
 
 def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/{TABLES_DIR}", where="") -> str:
     """One cell of `file` in `tables_dir`, in the row `filters` select (exactly one), formatted by
-    `fmt`: "3" three decimals, "+3" three with a sign, "p" a p-value (`pvalue`)."""
+    `fmt`: "3" three decimals, "+3" three with a sign, "p" a p-value (`pvalue`); "m2" ("m+2"): the
+    mean of `column` over every row the filters select (one per seed), two decimals."""
     path = resolve(tables_dir) / file
     said = " ".join(f"{k}={v}" for k, v in filters.items())
     if not path.exists():
@@ -490,12 +493,14 @@ def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/
     rows = df
     for key, wanted in filters.items():
         rows = rows[rows[key] == wanted]
-    if len(rows) != 1:
+    mean = fmt.startswith("m")
+    if len(rows) != 1 and not (mean and len(rows)):
         raise TableError(
             f"{where}: `{said}` selects {len(rows)} rows of {path}, not one. Fix: add or correct a "
-            "column=value filter in the marker"
+            "column=value filter in the marker" + ("" if len(rows) else ", or a format `m...` for the mean of several")
         )
-    cell = rows[column].iloc[0]
+    cell = repr(float(pd.to_numeric(rows[column]).mean())) if mean else rows[column].iloc[0]
+    fmt = fmt.lstrip("m")
     if fmt == "p":
         return pvalue(cell)
     return num(cell, int(fmt.lstrip("+")), sign=fmt.startswith("+"))

@@ -565,6 +565,10 @@ def table1(
             ]
         ).set_index(["backbone", "metric"])
         out = out.join(seed_tests.drop(columns=["n_seeds", "mean_delta"]))
+        # Holm over the table's seed-level t tests (every backbone x metric), as the bootstrap's p_holm below
+        tested = out.t_p.notna()
+        out["t_p_holm"] = np.nan
+        out.loc[tested, "t_p_holm"] = holm(out.t_p[tested])
     else:
         out["drop"] = out["drop_std"] = np.nan
     out["drop_pct"] = 100 * out["drop"] / out["A_mean"]
