@@ -362,3 +362,18 @@ def test_notebook_02s_variant_tests_are_read_into_the_report(work, tmp_path):
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert "## Tests between variants" in md and "perm_p_floor = 2 / 2^S" in md
     assert pd.read_csv(tmp_path / "run" / report.TABLES_DIR / "variant_tests.csv").reference.tolist() == ["C-identity"]
+
+
+def test_notebook_02s_held_out_near_miss_aucs_are_a_table_of_the_report(work, tmp_path):
+    rows = [
+        {"run": f"m/{v}-seed{s}", "backbone": "m", "variant": v, "seed": s, "dataset": "heldout-near-miss",
+         "metric": "auc", "family": "negation", "value": val + s / 1000, "ci_low": val - s / 1000, "ci_high": val + 0.03,
+         "model_stamp": f"{v}{s}"}
+        for v, val in (("A", 0.2), ("B", 0.8)) for s in (42, 43)
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(work / "results" / "nearmiss_pooled.parquet")
+    report.build_report(work, tmp_path / "figs", tmp_path / "run")
+    table = pd.read_csv(tmp_path / "run" / "tables" / "all_nearmiss_pooled.csv")
+    b = table[table.variant == "B"]
+    assert len(b) == 2 and sorted(b["mean"]) == pytest.approx([0.842, 0.843])  # a row per seed (its own interval)
+    assert (b["count"] == 1).all() and b["mean"].mean() == pytest.approx(0.8425)  # the README's `m` reads their mean

@@ -33,6 +33,7 @@ from compsense.verifiers.rerank import RERANK_ANSWER_FILE
 # Result tables the stages write, with the heading of the section that shows all of them.
 SECTIONS = [
     ("retrieval", "Retrieval, every model and set with its regime (notebook 02)"),
+    ("nearmiss_pooled", "Held-out near-miss AUC of every trained model under pooled cosine, per family (notebook 02)"),
     ("geometry", "Pooled-space separation (notebook 03)"),
     ("verifiers", "Verifier near-miss separation (notebook 04)"),
     ("rerank", "Reranking with verifiers (notebook 05)"),
