@@ -258,6 +258,8 @@ def test_a_value_quoted_in_prose_is_rewritten_from_one_cell_and_a_bad_marker_nam
     with pytest.raises(T.TableError, match=r"line 2: `` selects 2 rows of .*table1.csv, not one"):
         T.update("\nnDCG <!-- value:table1.csv drop 3 -->x<!-- /value -->", tmp_path)
     assert T.update("<!-- value:table1.csv drop m+2 --><!-- /value -->", tmp_path).endswith("−0.01<!-- /value -->")
+    pd.DataFrame({"stage": ["02"], "commit": ["0a1b2c3"]}).to_csv(tmp_path / "provenance.csv", index=False)
+    assert "-->0a1b2c3<!--" in T.update("<!-- value:provenance.csv stage=02 commit s --><!-- /value -->", tmp_path)
     with pytest.raises(T.TableError, match=r"selects 0 rows"):
         T.update("<!-- value:table1.csv metric=mrr@10 drop m2 --><!-- /value -->", tmp_path)
     with pytest.raises(T.TableError, match=r"has no column 'dorp'"):

@@ -15,9 +15,9 @@ A number quoted in prose is marked the same way, inline, and rewritten from one 
     B − A = <!-- value:table1.csv metric=ndcg@10 drop +3 -->−0.009<!-- /value -->
 
 (file, `column=value` filters that select exactly one row, the column, and the format: `3` three
-decimals, `+3` with a sign, `p` a p-value; `m2` is the mean of the rows the filters select, at two
-decimals, for tables with a row per seed), so the README's reading of a run cannot keep an older
-run's numbers.
+decimals, `+3` with a sign, `p` a p-value, `s` the text as it is (a commit, a run folder); `m2` is
+the mean of the rows the filters select, at two decimals, for tables with a row per seed), so the
+README's reading of a run cannot keep an older run's numbers.
 
 Numbers are rounded half up from their decimal text (0.725 -> 0.73), as a reader rounds; the minus
 sign is U+2212. Which columns and rows each table shows is set here, and every table says where all
@@ -48,7 +48,7 @@ MARKER = re.compile(
 )
 DASH = "–"  # a cell with no number
 VALUE = re.compile(
-    r"<!-- value:(?P<file>[A-Za-z0-9_.-]+\.csv)(?P<filters>(?: [^\s=]+=\S+)*) (?P<column>\S+) (?P<fmt>m?\+?\d|p) -->"
+    r"<!-- value:(?P<file>[A-Za-z0-9_.-]+\.csv)(?P<filters>(?: [^\s=]+=\S+)*) (?P<column>\S+) (?P<fmt>m?\+?\d|p|s) -->"
     r"(?P<body>[^<]*)<!-- /value -->"
 )
 
@@ -480,7 +480,7 @@ def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -
 
 def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/{TABLES_DIR}", where="") -> str:
     """One cell of `file` in `tables_dir`, in the row `filters` select (exactly one), formatted by
-    `fmt`: "3" three decimals, "+3" three with a sign, "p" a p-value (`pvalue`); "m2" ("m+2"): the
+    `fmt`: "3" three decimals, "+3" three with a sign, "p" a p-value (`pvalue`), "s" the text; "m2" ("m+2"): the
     mean of `column` over every row the filters select (one per seed), two decimals."""
     path = resolve(tables_dir) / file
     said = " ".join(f"{k}={v}" for k, v in filters.items())
@@ -501,6 +501,8 @@ def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/
         )
     cell = repr(float(pd.to_numeric(rows[column]).mean())) if mean else rows[column].iloc[0]
     fmt = fmt.lstrip("m")
+    if fmt == "s":
+        return str(cell).replace("<", "&lt;")
     if fmt == "p":
         return pvalue(cell)
     return num(cell, int(fmt.lstrip("+")), sign=fmt.startswith("+"))
