@@ -364,3 +364,33 @@ def test_separation_table_puts_pairwise_accuracy_and_the_papers_mean_score_besid
     assert [c for d, c in sep.columns if d == "held"] == list(SEPARATION)
     assert ("ext", "pairwise_accuracy") not in sep.columns  # left out, not "nan"
     assert sep.loc[("F4", "frozen", "b", "small"), ("held", "mean_near_miss")] == "0.250"
+
+
+def test_pairwise_accuracy_carries_its_interval_resampling_anchors_into_the_separation_table():
+    from compsense.nearmiss.metrics import PAIRWISE_CI, keyed_pairwise_accuracy_interval
+
+    rng = np.random.default_rng(0)
+    anchors = [f"s{i}" for i in range(40)]
+    positives = pd.DataFrame({"sentence1": anchors, "sentence2": [f"p{i}" for i in range(40)]})
+    near = pd.DataFrame(
+        {"sentence1": anchors * 2, "sentence2": [f"n{i}" for i in range(80)], "family": ["negation"] * 80}
+    )
+    scores = dict(zip(N.as_pairs(positives) + N.as_pairs(near), rng.random(120), strict=True))
+    table = N.near_miss_table({"toy": lambda pairs: [scores[p] for p in pairs]}, positives, near)
+    got = table.set_index(["family", "metric"])["value"]
+    low, high = got["negation", PAIRWISE_CI[0]], got["negation", PAIRWISE_CI[1]]
+    assert low < got["negation", "pairwise_accuracy"] < high and got["all", PAIRWISE_CI[0]] == low
+    # the same as the metric on the same scores; an anchor's two near-misses are drawn together
+    pos = [scores[p] for p in N.as_pairs(positives)]
+    neg = [scores[p] for p in N.as_pairs(near)]
+    assert (low, high) == keyed_pairwise_accuracy_interval(pos, neg, anchors, anchors * 2)
+    with pytest.raises(ValueError, match="at least two anchors"):
+        keyed_pairwise_accuracy_interval(pos[:1], neg[:2], anchors[:1], anchors[:1] * 2)
+    # in the separation table: the pairwise cell with its interval, each bound averaged over seeds
+    tidy = pd.concat(
+        [table.assign(seed=s, value=table.value + d) for s, d in ((1, 0.0), (2, 0.02))], ignore_index=True
+    ).rename(columns={"scorer": "variant"})
+    sep = N.separation_table(tidy.assign(dataset="held", variant="F3-frozen"))
+    cell = sep.loc[("F3", "frozen", "", ""), ("held", "pairwise_accuracy")]
+    assert cell.endswith(f"[{low + 0.01:.3f}, {high + 0.01:.3f}]") and "±" in cell
+    assert "[" not in sep.loc[("F3", "frozen", "", ""), ("held", "auc")]

@@ -35,6 +35,10 @@ def test_numbers_round_half_up_from_their_decimals_with_a_true_minus():
     assert T.num(-0.00251) == "−0.003" and T.num(0.007126, sign=True) == "+0.007"
     assert T.num(float("nan")) == T.DASH and T.num("") == T.DASH
     assert T.num("0.650 ± 0.071", 2) == "0.65"  # a separation cell: the mean
+    assert T.num("0.650 ± 0.071 [0.601, 0.702]", 2) == "0.65" == T.num("0.650 [0.601, 0.702]", 2)
+    # a pairwise cell keeps its interval (resampling anchors) in the README's separation table
+    assert T._mean_std_cell("0.650 ± 0.071 [0.601, 0.702]") == "0.65 ± 0.07 [0.60, 0.70]"
+    assert T._mean_std_cell("0.650 [0.601, 0.702]") == "0.65 [0.60, 0.70]" and T._mean_std_cell("0.650 ± 0.001") == "0.65"
     assert [T.pvalue(p) for p in (0.0484, 0.1694, 0.1, 1.0, 0.0002)] == ["0.048", "0.17", "0.10", "1", "< 0.001"]
 
 

@@ -45,10 +45,12 @@ from compsense.nearmiss.metrics import (
     COPY_VS_NEAR_MISS,
     MEAN_SCORE,
     PAIRWISE_ACCURACY,
+    PAIRWISE_CI,
     PARAPHRASE,
     SELF_MATCH,
     SEPARATION,
     has_positive,
+    keyed_pairwise_accuracy_interval,
     near_miss_auc,
     pairwise_accuracy,
     self_match_auc,
@@ -70,7 +72,8 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
     - auc: `near_miss_auc` of all positive scores against the family's near-miss scores; n = near-misses.
     - pairwise_accuracy: `pairwise_accuracy` with `match_on` (by default the query sentence) as the
       key, so a near-miss is compared with every positive of its query; n = near-misses that have
-      one, NaN when none has.
+      one, NaN when none has; pairwise_accuracy_ci_low/high: its 95% interval resampling anchors
+      (`metrics.keyed_pairwise_accuracy_interval`), where two anchors or more have one.
     - mean_score: the family's mean near-miss score, and (family "paraphrase") the positives' mean:
       the view of the paper's Figure 3. Scales differ between scorers; compare within a scorer.
     Family "all" pools the paper's families (`PAPER_FAMILIES`) when any is present, else every family
@@ -118,6 +121,13 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
                 ),
                 dict(scorer=scorer_name, family=family, metric=PAIRWISE_ACCURACY, value=accuracy, n=n_matched),
             ]
+            keys = fam_keys[has_positive(pos[match_on], fam_keys)]
+            if n_matched and len(set(keys)) >= 2:  # its interval, resampling anchors (their near-misses together)
+                bounds = keyed_pairwise_accuracy_interval(pos_scores, fam_scores, pos[match_on], fam_keys)
+                rows += [
+                    dict(scorer=scorer_name, family=family, metric=name, value=bound, n=n_matched)
+                    for name, bound in zip(PAIRWISE_CI, bounds, strict=True)
+                ]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
@@ -532,7 +542,9 @@ def separation_table(results, datasets=None, decimals: int = 3):
     alone with one seed). "seeds" counts them; where the results carry them, "parameters" and
     "examples_seen" say how large each verifier is and how much it trained on. Columns
     (`metrics.SEPARATION`): near-miss AUC over all families ("auc"), within-anchor pairwise
-    accuracy beside it ("pairwise_accuracy": a sentence's own paraphrase against its own near-miss),
+    accuracy beside it ("pairwise_accuracy": a sentence's own paraphrase against its own near-miss,
+    with its 95% interval resampling anchors in brackets where the results carry it, each bound the
+    mean over seeds),
     self-match AUC ("self_match": score(s, s) against score(s, paraphrase)), copy > near-miss
     ("copy_vs_near_miss": pairwise accuracy of score(s, s) against score(s, near-miss)), and the
     paper's Figure 3 metric, the mean near-miss score ("mean_near_miss"), with the paraphrases' mean
@@ -555,6 +567,20 @@ def separation_table(results, datasets=None, decimals: int = 3):
         f"{m:.{decimals}f}" if n < 2 else f"{m:.{decimals}f} ± {sd:.{decimals}f}"
         for m, sd, n in zip(stats["mean"], stats["std"], stats["count"], strict=True)
     ]
+    bounds = results[(results.family == SEPARATION[PAIRWISE_ACCURACY][0]) & results.metric.isin(PAIRWISE_CI)]
+    if datasets is not None:
+        bounds = bounds[bounds.dataset.isin(datasets)]
+    if not bounds.empty:
+        # the pairwise cell carries its 95% interval resampling anchors, each bound averaged over seeds
+        bounds = bounds.assign(**{c: bounds[c] if c in bounds else "" for c in ("train_data", "size")})
+        bounds = bounds.fillna({"train_data": "", "size": ""})
+        ci = bounds.groupby(keys + ["dataset", "metric"], sort=False).value.mean().unstack("metric")
+        stats = stats.join(ci, on=keys + ["dataset"])
+        has_ci = stats.check.eq(PAIRWISE_ACCURACY) & stats[list(PAIRWISE_CI)].notna().all(axis=1)
+        stats.loc[has_ci, "cell"] = [
+            f"{cell} [{low:.{decimals}f}, {high:.{decimals}f}]"
+            for cell, low, high in stats.loc[has_ci, ["cell", *PAIRWISE_CI]].itertuples(index=False)
+        ]
     wide = stats.pivot_table(index=keys, columns=["dataset", "check"], values="cell", aggfunc="first", sort=False)
     datasets_seen = list(dict.fromkeys(stats["dataset"]))
     wide = wide[sorted(wide.columns, key=lambda c: (datasets_seen.index(c[0]), list(SEPARATION).index(c[1])))]

@@ -46,6 +46,8 @@ from sklearn.metrics import roc_auc_score
 # Metric names, as stored in the `metric` column of every near-miss result table.
 AUC = "auc"
 PAIRWISE_ACCURACY = "pairwise_accuracy"
+# its 95% interval resampling anchors, as metric rows of their own (`nearmiss.evaluation.near_miss_table`)
+PAIRWISE_CI = (f"{PAIRWISE_ACCURACY}_ci_low", f"{PAIRWISE_ACCURACY}_ci_high")
 MEAN_SCORE = "mean_score"
 # Families that are not edit families: every family together, the positives themselves, and the
 # two sanity checks (their positive is the sentence's exact copy).
@@ -154,6 +156,44 @@ def pairwise_accuracy(positive_scores, near_miss_scores, positive_keys=None, nea
     return float(wins.groupby(pairs.row).mean().mean())
 
 
+def keyed_pairwise_accuracy_interval(
+    positive_scores, near_miss_scores, positive_keys, near_miss_keys, n: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of keyed `pairwise_accuracy` (each near-miss against every positive
+    of its key), resampling keys: a key's near-misses share its positives, so they are drawn together.
+    The statistic is the mean over near-misses of their win rates, as `pairwise_accuracy` computes it.
+    Raises ValueError when fewer than two keys have a near-miss and a positive."""
+    caller = "keyed_pairwise_accuracy_interval"
+    pos, neg = _scores(positive_scores, "positive", caller), _scores(near_miss_scores, "near-miss", caller)
+    positives = pd.DataFrame({"key": _keys(positive_keys, len(pos), "positive_keys"), "positive": pos})
+    near = pd.DataFrame(
+        {"key": _keys(near_miss_keys, len(neg), "near_miss_keys"), "near_miss": neg, "row": np.arange(len(neg))}
+    )
+    pairs = near.dropna(subset=["key"]).merge(positives.dropna(subset=["key"]), on="key")
+    pairs["win"] = (pairs.positive > pairs.near_miss) + 0.5 * (pairs.positive == pairs.near_miss)
+    per_row = pairs.groupby(["key", "row"], sort=True).win.mean().reset_index()
+    per_key = per_row.groupby("key", sort=True).win.agg(["sum", "size"])
+    return _cluster_interval(per_key, caller, n, seed, level)
+
+
+def _cluster_interval(per_cluster: pd.DataFrame, caller: str, n: int, seed: int, level: float) -> tuple[float, float]:
+    """Percentile bootstrap of sum(wins) / sum(sizes) over clusters drawn with replacement
+    (`per_cluster`: columns sum and size, a row per cluster): `scipy.stats.bootstrap`, paired."""
+    if len(per_cluster) < 2:
+        raise ValueError(f"{caller} needs near-misses of at least two anchors (got {len(per_cluster)})")
+    ci = stats.bootstrap(
+        (per_cluster["sum"].to_numpy(float), per_cluster["size"].to_numpy(float)),
+        lambda wins, sizes, axis=-1: wins.sum(axis=axis) / sizes.sum(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=n,
+        method="percentile",
+        confidence_level=level,
+        random_state=np.random.default_rng(seed),
+    ).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
 def pairwise_accuracy_interval(
     positive_scores, near_miss_scores, anchors=None, n: int = 2000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
@@ -173,19 +213,7 @@ def pairwise_accuracy_interval(
         .groupby("anchor", sort=True)
         .win.agg(["sum", "size"])
     )
-    if len(per_anchor) < 2:
-        raise ValueError(f"{caller} needs near-misses of at least two anchors (got {len(per_anchor)})")
-    ci = stats.bootstrap(
-        (per_anchor["sum"].to_numpy(float), per_anchor["size"].to_numpy(float)),
-        lambda wins, sizes, axis=-1: wins.sum(axis=axis) / sizes.sum(axis=axis),
-        paired=True,
-        vectorized=True,
-        n_resamples=n,
-        method="percentile",
-        confidence_level=level,
-        random_state=np.random.default_rng(seed),
-    ).confidence_interval
-    return float(ci.low), float(ci.high)
+    return _cluster_interval(per_anchor, caller, n, seed, level)
 
 
 def has_positive(positive_keys, near_miss_keys) -> np.ndarray:

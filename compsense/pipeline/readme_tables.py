@@ -77,7 +77,8 @@ class TableError(ValueError):
 def _decimal(value) -> Decimal | None:
     if value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() in ("", "nan"):
         return None
-    text = str(value).split("±")[0].strip()  # separation cells are "mean ± std"; the README shows the mean
+    # separation cells are "mean ± std" (a pairwise one with "[low, high]" after it); this is the mean
+    text = str(value).split("[")[0].split("±")[0].strip()
     return Decimal(repr(float(text)) if isinstance(value, float) else text)
 
 
@@ -247,13 +248,18 @@ SEPARATION_COLUMNS = (
 
 
 def _mean_std_cell(value) -> str:
-    """A separation cell: "mean ± std" over seeds at 2 decimals, the mean alone when the spread rounds to 0."""
-    text = str(value)
+    """A separation cell: "mean ± std" over seeds at 2 decimals, the mean alone when the spread rounds
+    to 0; a pairwise cell's interval ("... [low, high]") follows it at 2 decimals."""
+    text, _, bracket = str(value).partition("[")
+    interval = ""
+    if bracket:
+        low, high = (part.strip() for part in bracket.rstrip("] ").split(","))
+        interval = f" [{num(low, 2)}, {num(high, 2)}]"
     if "±" not in text:
-        return num(value, 2)
+        return num(text.strip(), 2) + interval
     mean, std = (part.strip() for part in text.split("±"))
     spread = num(std, 2)
-    return num(mean, 2) if spread in ("0.00", DASH) else f"{num(mean, 2)} ± {spread}"
+    return (num(mean, 2) if spread in ("0.00", DASH) else f"{num(mean, 2)} ± {spread}") + interval
 
 
 def _parameter_count(rows: pd.DataFrame) -> str:
