@@ -102,7 +102,8 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
         for family in sorted(families.unique()) + [ALL_FAMILIES]:
             sel = pooled if family == ALL_FAMILIES else (families == family).to_numpy()
             fam_scores, fam_keys = neg_scores[sel], neg[match_on].to_numpy()[sel]
-            n_matched = int(has_positive(pos[match_on], fam_keys).sum())
+            matched = has_positive(pos[match_on], fam_keys)
+            n_matched = int(matched.sum())
             accuracy = pairwise_accuracy(pos_scores, fam_scores, pos[match_on], fam_keys) if n_matched else float("nan")
             rows += [
                 dict(
@@ -121,8 +122,7 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
                 ),
                 dict(scorer=scorer_name, family=family, metric=PAIRWISE_ACCURACY, value=accuracy, n=n_matched),
             ]
-            keys = fam_keys[has_positive(pos[match_on], fam_keys)]
-            if n_matched and len(set(keys)) >= 2:  # its interval, resampling anchors (their near-misses together)
+            if n_matched and len(set(fam_keys[matched])) >= 2:  # its interval, resampling anchors (their near-misses together)
                 bounds = keyed_pairwise_accuracy_interval(pos_scores, fam_scores, pos[match_on], fam_keys)
                 rows += [
                     dict(scorer=scorer_name, family=family, metric=name, value=bound, n=n_matched)

@@ -141,19 +141,26 @@ def pairwise_accuracy(positive_scores, near_miss_scores, positive_keys=None, nea
                 f"positive and {len(neg)} near-miss scores; pass positive_keys and near_miss_keys"
             )
         return float(np.mean((pos > neg) + 0.5 * (pos == neg)))
+    pairs = _keyed_pairs(pos, neg, positive_keys, near_miss_keys)
+    if pairs.empty:
+        raise ValueError(
+            f"{caller}: no near-miss shares a key with any positive ({len(neg)} near-misses, "
+            f"{len(pos)} positives); check that both keys name the same queries"
+        )
+    return float(pairs.groupby("row").win.mean().mean())
+
+
+def _keyed_pairs(pos: np.ndarray, neg: np.ndarray, positive_keys, near_miss_keys) -> pd.DataFrame:
+    """Every (near-miss, positive of its key) pair: columns key, row (the near-miss's index), win (1 when
+    the positive scores higher, 0.5 on a tie)."""
     positives = pd.DataFrame({"key": _keys(positive_keys, len(pos), "positive_keys"), "positive": pos})
     near = pd.DataFrame(
         {"key": _keys(near_miss_keys, len(neg), "near_miss_keys"), "near_miss": neg, "row": np.arange(len(neg))}
     )
     # NaN keys mean "no query": they must not match each other, as a merge on NaN would.
     pairs = near.dropna(subset=["key"]).merge(positives.dropna(subset=["key"]), on="key")
-    if pairs.empty:
-        raise ValueError(
-            f"{caller}: no near-miss shares a key with any positive ({len(neg)} near-misses, "
-            f"{len(pos)} positives); check that both keys name the same queries"
-        )
-    wins = (pairs.positive > pairs.near_miss) + 0.5 * (pairs.positive == pairs.near_miss)
-    return float(wins.groupby(pairs.row).mean().mean())
+    pairs["win"] = (pairs.positive > pairs.near_miss) + 0.5 * (pairs.positive == pairs.near_miss)
+    return pairs
 
 
 def keyed_pairwise_accuracy_interval(
@@ -165,12 +172,7 @@ def keyed_pairwise_accuracy_interval(
     Raises ValueError when fewer than two keys have a near-miss and a positive."""
     caller = "keyed_pairwise_accuracy_interval"
     pos, neg = _scores(positive_scores, "positive", caller), _scores(near_miss_scores, "near-miss", caller)
-    positives = pd.DataFrame({"key": _keys(positive_keys, len(pos), "positive_keys"), "positive": pos})
-    near = pd.DataFrame(
-        {"key": _keys(near_miss_keys, len(neg), "near_miss_keys"), "near_miss": neg, "row": np.arange(len(neg))}
-    )
-    pairs = near.dropna(subset=["key"]).merge(positives.dropna(subset=["key"]), on="key")
-    pairs["win"] = (pairs.positive > pairs.near_miss) + 0.5 * (pairs.positive == pairs.near_miss)
+    pairs = _keyed_pairs(pos, neg, positive_keys, near_miss_keys)
     per_row = pairs.groupby(["key", "row"], sort=True).win.mean().reset_index()
     per_key = per_row.groupby("key", sort=True).win.agg(["sum", "size"])
     return _cluster_interval(per_key, caller, n, seed, level)

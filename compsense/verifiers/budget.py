@@ -163,10 +163,11 @@ def run_budget_curve(
         summaries.append(summary.assign(budget=0))
         results.append(_append(tidy, results_path))
     for budget, seed in plan:
-        if not curve.regimes_at(budget):
+        regimes = curve.regimes_at(budget)
+        if not regimes:
             continue
         point = grid.replace(
-            verifiers=curve.verifiers, regimes=curve.regimes_at(budget), sizes=curve.sizes, size_scope=curve.size_scope,
+            verifiers=curve.verifiers, regimes=regimes, sizes=curve.sizes, size_scope=curve.size_scope,
             seeds=[seed], noise_multiples=(), folder_suffix=budget_suffix(budget),
         )  # fmt: skip
         at = training.replace(budget_examples=int(budget))
