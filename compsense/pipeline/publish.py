@@ -32,7 +32,7 @@ from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.profiles import check_profile_name
 from compsense.pipeline.provenance import PROVENANCE_FILE, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
-from compsense.pipeline.runner import Refused
+from compsense.pipeline.runner import Refused, run_summaries
 
 MANIFEST = "published.json"
 FIGURE_SUFFIXES = (".html", ".png")
@@ -44,17 +44,13 @@ class NothingToPublish(RuntimeError):
 
 def _reported_runs(root: Path):
     """(profile folder name, sequence, finished, run name, work_dir or None, run folder) for every run
-    under `root`/<profile>/ with a report.md and summary.json; a damaged summary reads as sequence 0."""
-    for summary in sorted(root.glob("*/*/summary.json")) if root.is_dir() else []:
-        if not (summary.parent / "report.md").exists():
+    under `root`/<profile>/ with a report.md and summary.json (`runner.run_summaries`); a damaged
+    summary reads as sequence 0."""
+    for run, sequence, work_dir, record in run_summaries(root):
+        if not (run / "report.md").exists():
             continue
-        try:
-            record = read_json(summary)
-            sequence, finished = int(record.get("sequence") or 0), str(record.get("finished", ""))
-            work_dir = resolve(record["work_dir"]) if record.get("work_dir") else None
-        except (CorruptFile, AttributeError, TypeError, ValueError):
-            sequence, finished, work_dir = 0, "", None
-        yield summary.parent.parent.name, sequence, finished, summary.parent.name, work_dir, summary.parent
+        finished = str(record.get("finished", "")) if record is not None else ""
+        yield run.parent.name, sequence or 0, finished, run.name, work_dir, run
 
 
 def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:

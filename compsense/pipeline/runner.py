@@ -603,6 +603,21 @@ def new_run_dir(profile_dir: Path) -> Path:
     raise Refused(f"{profile_dir}: 999 run folders named {stamp}-*; pass --out")
 
 
+def run_summaries(runs_root: Path):
+    """(run folder, sequence, work_dir or None, summary) for every runs_root/<profile>/<run>/summary.json,
+    in folder order; a damaged or foreign summary gives (run folder, None, None, None). The one reading
+    of the runs' records that `next_run_sequence` and `publish.latest_run` share."""
+    for path in sorted(runs_root.glob("*/*/summary.json")) if runs_root.is_dir() else []:
+        try:
+            record = read_json(path)
+            sequence = int(record.get("sequence") or 0)  # 0: a run from before runs were numbered
+            work_dir = resolve(record["work_dir"]) if record.get("work_dir") else None
+        except (CorruptFile, AttributeError, TypeError, ValueError):
+            yield path.parent, None, None, None
+            continue
+        yield path.parent, sequence, work_dir, record
+
+
 def next_run_sequence(profile_dir: Path, work_dir: Path | None = None) -> int:
     """One more than the highest `sequence` in the summary.json of the runs under `profile_dir` and of
     the runs of other profiles (beside it under runs/) that recorded the same `work_dir` (0 for runs
@@ -610,17 +625,13 @@ def next_run_sequence(profile_dir: Path, work_dir: Path | None = None) -> int:
     that write one work_dir are numbered in the order they ran whatever their clocks say:
     `publish.latest_run` orders by it, since a run folder's timestamps come from a clock that may be
     skewed."""
-    numbers = [0]
     same = resolve(work_dir) if work_dir is not None else None
-    for path in profile_dir.parent.glob("*/*/summary.json"):
-        try:
-            record = read_json(path)
-            theirs = record.get("work_dir")
-            if path.parent.parent != profile_dir and (same is None or not theirs or resolve(theirs) != same):
-                continue
-            numbers.append(int(record.get("sequence") or 0))
-        except (CorruptFile, AttributeError, TypeError, ValueError):  # a damaged or foreign summary: not a run
+    numbers = [0]
+    for run, sequence, theirs, _ in run_summaries(profile_dir.parent):
+        if sequence is None:  # a damaged or foreign summary: not a run
             continue
+        if run.parent == profile_dir or (same is not None and theirs == same):
+            numbers.append(sequence)
     return max(numbers) + 1
 
 
