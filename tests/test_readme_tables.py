@@ -266,6 +266,12 @@ def test_a_value_quoted_in_prose_is_rewritten_from_one_cell_and_a_bad_marker_nam
     assert "-->0a1b2c3<!--" in T.update("<!-- value:provenance.csv stage=02 commit s --><!-- /value -->", tmp_path)
     with pytest.raises(T.TableError, match=r"selects 0 rows"):
         T.update("<!-- value:table1.csv metric=mrr@10 drop m2 --><!-- /value -->", tmp_path)
+    # the line is the document's own, though a table above the value is rewritten to another length
+    (tmp_path / "table1.csv").unlink()
+    pd.read_csv(repo_root() / "figures" / "tables" / "table1.csv").to_csv(tmp_path / "table1.csv", index=False)
+    doc = "<!-- table:table1 from x -->\n| stale |\n<!-- /table -->\n\n<!-- value:table1.csv dorp 3 --><!-- /value -->\n"
+    with pytest.raises(T.TableError, match=r"README.md, line 5: .*has no column 'dorp'"):
+        T.update(doc, tmp_path)
     with pytest.raises(T.TableError, match=r"has no column 'dorp'"):
         T.update("<!-- value:table1.csv metric=ndcg@10 dorp 3 -->x<!-- /value -->", tmp_path)
     with pytest.raises(T.TableError, match=r"line 1: a `<!-- value:.*does not parse"):

@@ -516,12 +516,22 @@ def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/
 
 def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", where: str = "README.md") -> str:
     """`text` with every marked table, and every marked value in prose, rewritten from its CSV."""
+
+    def at(document: str, position: int) -> str:
+        return f"{where}, line {document.count(chr(10), 0, position) + 1}"
+
     for opened in re.finditer(r"^<!-- table:", text, re.M):  # a marker starts a line; a mention in prose does not
         if not MARKER.match(text, opened.start()):
-            line = text.count("\n", 0, opened.start()) + 1
             raise TableError(
-                f"{where}, line {line}: a `<!-- table:NAME ... -->` marker without its closing "
+                f"{at(text, opened.start())}: a `<!-- table:NAME ... -->` marker without its closing "
                 "`<!-- /table -->` (or not followed by a new line). Fix: add the closing marker."
+            )
+    for opened in re.finditer(r"<!-- value:", text):
+        if not VALUE.match(text, opened.start()):
+            raise TableError(
+                f"{at(text, opened.start())}: a `<!-- value:FILE.csv [column=value ...] COLUMN FORMAT -->` marker "
+                "that does not parse, or without its closing `<!-- /value -->` on the same line. Fix: write it as "
+                "the module's docstring shows"
             )
 
     def one(match: re.Match) -> str:
@@ -529,20 +539,13 @@ def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", w
         return f"{head}{render(match.group('name'), tables_dir)}\n<!-- /table -->"
 
     def inline(match: re.Match) -> str:
-        line = text.count("\n", 0, match.start()) + 1
         filters = dict(f.split("=", 1) for f in match.group("filters").split())
-        got = value(match.group("file"), filters, match.group("column"), match.group("fmt"), tables_dir, f"{where}, line {line}")
+        got = value(match.group("file"), filters, match.group("column"), match.group("fmt"), tables_dir, at(text, match.start()))
         return match.group(0)[: match.start("body") - match.start()] + got + "<!-- /value -->"
 
-    for opened in re.finditer(r"<!-- value:", text):
-        if not VALUE.match(text, opened.start()):
-            line = text.count("\n", 0, opened.start()) + 1
-            raise TableError(
-                f"{where}, line {line}: a `<!-- value:FILE.csv [column=value ...] COLUMN FORMAT -->` marker that "
-                "does not parse, or without its closing `<!-- /value -->` on the same line. Fix: write it as the "
-                "module's docstring shows"
-            )
-    return VALUE.sub(inline, MARKER.sub(one, text))
+    # values first, on `text` itself, so an error names the document's own line (a table rewritten above
+    # a value would move it); no value marker sits inside a generated table
+    return MARKER.sub(one, VALUE.sub(inline, text))
 
 
 DOCUMENTS = ("README.md", "docs/results.md")  # the files whose marked tables are generated
