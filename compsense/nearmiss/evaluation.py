@@ -550,17 +550,16 @@ def separation_table(results, datasets=None, decimals: int = 3):
     paper's Figure 3 metric, the mean near-miss score ("mean_near_miss"), with the paraphrases' mean
     beside it ("mean_paraphrase"). A value a set cannot give (no near-miss with a paraphrase of
     its own sentence) is left out, not shown as NaN."""
+    # pooled cosines have no training data or size: blank, so they group with the verifiers
+    results = results.assign(**{c: results[c] if c in results else "" for c in ("train_data", "size")})
+    results = results.fillna({"train_data": "", "size": ""})
+    if datasets is not None:
+        results = results[results.dataset.isin(datasets)]
     parts = []
     for check, (family, metric) in SEPARATION.items():
         sel = results[(results.family == family) & (results.metric == metric)]
         parts.append(sel.assign(check=check))
     data = pd.concat(parts, ignore_index=True).dropna(subset=["value"])
-    if datasets is not None:
-        data = data[data.dataset.isin(datasets)]
-    for col in ("train_data", "size"):
-        if col not in data.columns:
-            data[col] = ""
-    data = data.fillna({"train_data": "", "size": ""})
     keys = ["variant", "train_data", "size"]
     stats = data.groupby(keys + ["dataset", "check"], sort=False).value.agg(["mean", "std", "count"]).reset_index()
     stats["cell"] = [
@@ -568,12 +567,8 @@ def separation_table(results, datasets=None, decimals: int = 3):
         for m, sd, n in zip(stats["mean"], stats["std"], stats["count"], strict=True)
     ]
     bounds = results[(results.family == SEPARATION[PAIRWISE_ACCURACY][0]) & results.metric.isin(PAIRWISE_CI)]
-    if datasets is not None:
-        bounds = bounds[bounds.dataset.isin(datasets)]
     if not bounds.empty:
         # the pairwise cell carries its 95% interval resampling anchors, each bound averaged over seeds
-        bounds = bounds.assign(**{c: bounds[c] if c in bounds else "" for c in ("train_data", "size")})
-        bounds = bounds.fillna({"train_data": "", "size": ""})
         ci = bounds.groupby(keys + ["dataset", "metric"], sort=False).value.mean().unstack("metric")
         stats = stats.join(ci, on=keys + ["dataset"])
         has_ci = stats.check.eq(PAIRWISE_ACCURACY) & stats[list(PAIRWISE_CI)].notna().all(axis=1)
