@@ -27,11 +27,11 @@ reproduce: install
 .PHONY: figures readme-tables
 figures: install
 	$(BIN)/python -m compsense.pipeline.publish --profile $(PROFILE)
-	$(BIN)/python -m compsense.pipeline.notebook_pages --profile $(PROFILE)
-	$(BIN)/python -m compsense.pipeline.readme_tables
+	$(BIN)/python scripts/notebook_pages.py --profile $(PROFILE)
+	$(BIN)/python scripts/readme_tables.py
 
 readme-tables: install
-	$(BIN)/python -m compsense.pipeline.readme_tables
+	$(BIN)/python scripts/readme_tables.py
 
 test: test-unit test-notebooks
 

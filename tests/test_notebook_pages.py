@@ -1,4 +1,4 @@
-"""The executed notebooks published as pages (compsense.pipeline.notebook_pages): the run each stage's
+"""The executed notebooks published as pages (scripts/notebook_pages.py): the run each stage's
 page comes from, figures drawn with the published plotly.js, widgets as their text, stale pages found."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import nbformat
 import plotly.graph_objects as go
 import pytest
 
-from compsense.pipeline import notebook_pages as P
+from scripts import load_script
+
+P = load_script("notebook_pages")
 
 
 def _executed(folder, name="03_pooled_geometry.ipynb", commit="abc1234"):

@@ -8,8 +8,10 @@ import json
 import pandas as pd
 
 from compsense.pipeline import pieces as P
-from compsense.pipeline import readme_tables as T
 from compsense.pipeline.provenance import COLUMNS, stage_provenance
+from scripts import load_script
+
+T = load_script("readme_tables")
 
 
 def _run(runs, profile, stamp, overrides, notebook, commit):

@@ -1,5 +1,5 @@
 """The README's result tables are generated from the committed tables (figures/tables/*.csv) by
-`make readme-tables` (compsense.pipeline.readme_tables), so they cannot drift from a run's numbers."""
+`make readme-tables` (scripts/readme_tables.py), so they cannot drift from a run's numbers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 from compsense.core.paths import repo_root
-from compsense.pipeline import readme_tables as T
+from scripts import load_script
+
+T = load_script("readme_tables")
 
 
 @pytest.mark.parametrize("document", T.DOCUMENTS)
@@ -38,7 +40,9 @@ def test_numbers_round_half_up_from_their_decimals_with_a_true_minus():
     assert T.num("0.650 ± 0.071 [0.601, 0.702]", 2) == "0.65" == T.num("0.650 [0.601, 0.702]", 2)
     # a pairwise cell keeps its interval (resampling anchors) in the README's separation table
     assert T._mean_std_cell("0.650 ± 0.071 [0.601, 0.702]") == "0.65 ± 0.07 [0.60, 0.70]"
-    assert T._mean_std_cell("0.650 [0.601, 0.702]") == "0.65 [0.60, 0.70]" and T._mean_std_cell("0.650 ± 0.001") == "0.65"
+    assert (
+        T._mean_std_cell("0.650 [0.601, 0.702]") == "0.65 [0.60, 0.70]" and T._mean_std_cell("0.650 ± 0.001") == "0.65"
+    )
     assert [T.pvalue(p) for p in (0.0484, 0.1694, 0.1, 1.0, 0.0002)] == ["0.048", "0.17", "0.10", "1", "< 0.001"]
 
 
@@ -245,9 +249,9 @@ def test_the_rerank_table_names_the_noise_control_apart_from_f1():
 
 
 def test_a_value_quoted_in_prose_is_rewritten_from_one_cell_and_a_bad_marker_names_the_fix(tmp_path):
-    pd.DataFrame(
-        {"metric": ["acc@1", "ndcg@10"], "drop": [-0.0158, -0.00935], "t_p": [0.068, 0.0325]}
-    ).to_csv(tmp_path / "table1.csv", index=False)
+    pd.DataFrame({"metric": ["acc@1", "ndcg@10"], "drop": [-0.0158, -0.00935], "t_p": [0.068, 0.0325]}).to_csv(
+        tmp_path / "table1.csv", index=False
+    )
     text = (
         "B − A = <!-- value:table1.csv metric=ndcg@10 drop +3 -->+0.500<!-- /value --> "
         "(p <!-- value:table1.csv metric=ndcg@10 t_p p -->0.9<!-- /value -->), "
@@ -269,7 +273,9 @@ def test_a_value_quoted_in_prose_is_rewritten_from_one_cell_and_a_bad_marker_nam
     # the line is the document's own, though a table above the value is rewritten to another length
     (tmp_path / "table1.csv").unlink()
     pd.read_csv(repo_root() / "figures" / "tables" / "table1.csv").to_csv(tmp_path / "table1.csv", index=False)
-    doc = "<!-- table:table1 from x -->\n| stale |\n<!-- /table -->\n\n<!-- value:table1.csv dorp 3 --><!-- /value -->\n"
+    doc = (
+        "<!-- table:table1 from x -->\n| stale |\n<!-- /table -->\n\n<!-- value:table1.csv dorp 3 --><!-- /value -->\n"
+    )
     with pytest.raises(T.TableError, match=r"README.md, line 5: .*has no column 'dorp'"):
         T.update(doc, tmp_path)
     with pytest.raises(T.TableError, match=r"has no column 'dorp'"):

@@ -367,8 +367,8 @@ def test_notebook_02s_variant_tests_are_read_into_the_report(work, tmp_path):
 def test_notebook_02s_held_out_near_miss_aucs_are_a_table_of_the_report(work, tmp_path):
     rows = [
         {"run": f"m/{v}-seed{s}", "backbone": "m", "variant": v, "seed": s, "dataset": "heldout-near-miss",
-         "metric": "auc", "family": "negation", "value": val + s / 1000, "ci_low": val - s / 1000, "ci_high": val + 0.03,
-         "model_stamp": f"{v}{s}"}
+         "metric": "auc", "family": "negation", "value": val + s / 1000, "ci_low": val - s / 1000,
+         "ci_high": val + 0.03, "model_stamp": f"{v}{s}"}
         for v, val in (("A", 0.2), ("B", 0.8)) for s in (42, 43)
     ]  # fmt: skip
     pd.DataFrame(rows).to_parquet(work / "results" / "nearmiss_pooled.parquet")

@@ -344,7 +344,9 @@ def test_grid_reranks_with_each_verifier_seed_and_the_bootstrap_covers_seeds(enc
 
 def test_several_notebook04_variants_are_separate_methods_through_every_table(encoder, tmp_path):
     from compsense.data.datasets import BeirDataset
-    from compsense.pipeline import readme_tables
+    from scripts import load_script
+
+    readme_tables = load_script("readme_tables")
 
     ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
     V.save(V.create("F3", seed=1), verifier_dir(tmp_path, "model_b-small", 42, "F3-frozen"))

@@ -372,7 +372,10 @@ def test_table1_and_the_variant_tests_take_their_seed_level_values_from_one_comp
     from_results = seed_drops(seed_means(results, ["ndcg@10"]), "A", "B")
     from_queries = seed_drops(seed_means(pq, ["ndcg@10"]), "A", "B")
     pd.testing.assert_series_equal(from_results, from_queries)
-    pooled = pq[pq.variant == "B"].groupby("seed")["ndcg@10"].mean() - pq[pq.variant == "A"].groupby("seed")["ndcg@10"].mean()
+    pooled = (
+        pq[pq.variant == "B"].groupby("seed")["ndcg@10"].mean()
+        - pq[pq.variant == "A"].groupby("seed")["ndcg@10"].mean()
+    )
     assert from_results.mean() == pytest.approx(-0.05 - 0.2 / 2, abs=0.01)
     assert abs(pooled.mean() - from_results.mean()) > 0.05  # pooling queries would weigh the large set 9:1
     t1 = table1(results, metrics=("ndcg@10",), per_query=pq, n=500).iloc[0]

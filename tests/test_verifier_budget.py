@@ -49,7 +49,9 @@ def test_plan_runs_the_whole_curve_at_the_first_seed_then_more_seeds_at_the_larg
 
 
 def test_end_to_end_trains_only_at_its_own_budgets():
-    curve = B.BudgetCurve.from_params({"examples": [8, 16, 32], "regimes": ["frozen", "end2end"], "end2end_examples": [16]})
+    curve = B.BudgetCurve.from_params(
+        {"examples": [8, 16, 32], "regimes": ["frozen", "end2end"], "end2end_examples": [16]}
+    )
     assert [curve.regimes_at(b) for b in (8, 16, 32)] == [("frozen",), ("frozen", "end2end"), ("frozen",)]
     assert B.BudgetCurve(examples=(8,), regimes=("frozen", "end2end")).regimes_at(8) == ("frozen", "end2end")
     with pytest.raises(ValueError, match=r"end2end_examples: \[12\] are not budgets"):

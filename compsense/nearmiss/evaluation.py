@@ -122,7 +122,9 @@ def near_miss_table(scorers: dict, positives, near_misses, match_on: str = "sent
                 ),
                 dict(scorer=scorer_name, family=family, metric=PAIRWISE_ACCURACY, value=accuracy, n=n_matched),
             ]
-            if n_matched and len(set(fam_keys[matched])) >= 2:  # its interval, resampling anchors (their near-misses together)
+            if (
+                n_matched and len(set(fam_keys[matched])) >= 2
+            ):  # its interval, resampling anchors (their near-misses together)
                 bounds = keyed_pairwise_accuracy_interval(pos_scores, fam_scores, pos[match_on], fam_keys)
                 rows += [
                     dict(scorer=scorer_name, family=family, metric=name, value=bound, n=n_matched)

@@ -8,7 +8,7 @@ result table, then how the run was made (machine, versions, stage times, the tim
 Every table it shows is also written whole as <run_dir>/tables/<name>.csv, and a table cut to
 MAX_ROWS says how many rows it leaves out and links that file: nothing is cut silently.
 `make figures` (compsense.pipeline.publish) copies these tables and the figures into figures/, and
-`make readme-tables` (compsense.pipeline.readme_tables) sets the README's result tables from them.
+`make readme-tables` (scripts/readme_tables.py) sets the README's result tables from them.
 """
 
 from __future__ import annotations

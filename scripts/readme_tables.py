@@ -495,7 +495,9 @@ def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     unknown = [c for c in (*filters, column) if c not in df.columns]
     if unknown:
-        raise TableError(f"{where}: {path} has no column {unknown[0]!r} (value `{said} {column}`); it has {list(df.columns)}")
+        raise TableError(
+            f"{where}: {path} has no column {unknown[0]!r} (value `{said} {column}`); it has {list(df.columns)}"
+        )
     rows = df
     for key, wanted in filters.items():
         rows = rows[rows[key] == wanted]
@@ -540,7 +542,9 @@ def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", w
 
     def inline(match: re.Match) -> str:
         filters = dict(f.split("=", 1) for f in match.group("filters").split())
-        got = value(match.group("file"), filters, match.group("column"), match.group("fmt"), tables_dir, at(text, match.start()))
+        got = value(
+            match.group("file"), filters, match.group("column"), match.group("fmt"), tables_dir, at(text, match.start())
+        )
         return match.group(0)[: match.start("body") - match.start()] + got + "<!-- /value -->"
 
     # values first, on `text` itself, so an error names the document's own line (a table rewritten above
@@ -553,7 +557,7 @@ DOCUMENTS = ("README.md", "docs/results.md")  # the files whose marked tables ar
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m compsense.pipeline.readme_tables",
+        prog="python scripts/readme_tables.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -582,7 +586,9 @@ def _one_document(name: str, tables: str, check: bool) -> int:
         print(f"{name}: the tables differ from {tables}/. Fix: make readme-tables", file=sys.stderr)
         return 1
     write_text(path, new)
-    print(f"{name}: {len(MARKER.findall(text))} table(s) and {len(VALUE.findall(text))} value(s) rewritten from {tables}/")
+    print(
+        f"{name}: {len(MARKER.findall(text))} table(s) and {len(VALUE.findall(text))} value(s) rewritten from {tables}/"
+    )
     return 0
 
 

@@ -1,8 +1,8 @@
 """`make figures` (second step): each stage's executed notebook, from its last successful run, as an
 HTML page under docs/notebooks/, so a reader sees the real numbers where the argument is made.
 
-    python -m compsense.pipeline.notebook_pages --profile local            # -> docs/notebooks/
-    python -m compsense.pipeline.notebook_pages --profile local --check    # exit 1 when a page is stale
+    python scripts/notebook_pages.py --profile local            # -> docs/notebooks/
+    python scripts/notebook_pages.py --profile local --check    # exit 1 when a page is stale
 
 Which run: the runner's stages.json records (one per profile, `provenance.stage_records`) name, per
 stage, the executed notebook of its last success writing into the work_dir (a declared piece runs some
@@ -125,7 +125,7 @@ def write_pages(work_dir, out: str | os.PathLike = PAGES_DIR, figures: str = "fi
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m compsense.pipeline.notebook_pages", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python scripts/notebook_pages.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--profile", default="local")
     parser.add_argument("--work-dir", help="default: the profile's work_dir")
