@@ -106,6 +106,7 @@ def test_a_stage_run_by_another_profile_into_the_same_work_dir_is_the_latest(tmp
             "commit": "079e026",
             "finished": "2026-12-03T16:59",
             "minutes": 0.0,
+            "row_commits": "",  # no result tables recorded
         }
     ]
 
@@ -122,3 +123,31 @@ def test_a_damaged_record_beside_the_work_dir_is_refused_with_its_name(tmp_path)
     (tmp_path / "runs" / "scratch" / "stages.json").write_text("not json")  # not a profile: never read
     with pytest.raises(Refused, match=r"study/stages.json"):
         stage_provenance(tmp_path / "runs" / "local", {})
+
+
+def test_each_result_table_lists_the_commits_its_rows_were_computed_at(tmp_path):
+    from compsense.core.storage import write_table
+
+    runs, work = tmp_path / "runs", tmp_path / "runs" / "local"
+    two = _run(runs, "local", "20261204-0900", [], "02_training_ab.ipynb", "ccccccc")
+    # this run evaluated one model and reused two evaluations of earlier runs; Table 1 was written
+    # before rows carried a commit
+    retrieval = pd.DataFrame({"run": ["A", "A", "B", "C"], "commit": ["aaaaaaa", "aaaaaaa", "bbbbbbb", "ccccccc"]})
+    write_table(retrieval, work / "results" / "retrieval.parquet")
+    write_table(pd.DataFrame({"run": ["A", "B"], "commit": ["ccccccc", None]}), work / "results" / "variants.parquet")
+    write_table(pd.DataFrame({"metric": ["ndcg@10"]}), work / "results" / "table1.parquet")
+    # "gone" was deleted since; DONE.json is not a result table
+    outputs = {f"results/{name}.parquet": "1:x" for name in ("retrieval", "variants", "table1", "gone")}
+    outputs["models/A/DONE.json"] = "1:x"
+    (work / "stages.json").write_text(
+        json.dumps({"02": {"fingerprint": "f", "output": str(two), "work_dir": str(work), "outputs": outputs}})
+    )
+    record = stage_provenance(work, {}).to_dict("records")[0]
+    assert record["commit"] == "ccccccc"  # the run's, as before
+    assert record["row_commits"] == (
+        "retrieval.parquet: aaaaaaa (2 rows), bbbbbbb (1 row), ccccccc (1 row); "
+        "table1.parquet: not recorded; variants.parquet: ccccccc (1 row), not recorded (1 row)"
+    )
+    csv = tmp_path / "provenance.csv"
+    stage_provenance(work, {}).to_csv(csv, index=False)
+    assert "| 02 `02_training_ab.ipynb` |" in T.provenance(pd.read_csv(csv))  # the README's table still renders

@@ -320,7 +320,8 @@ def test_a_set_some_model_trained_on_is_not_named_zero_shot(work, tmp_path):
     assert "Zero-shot sets: scifact (" in md  # Base is zero-shot on NFCorpus too, A and B are not
 
 
-def test_notebook_04s_budget_curve_is_read_into_the_report_not_recomputed(work, tmp_path):
+def test_notebook_04s_budget_curve_is_read_into_the_report_not_recomputed(work, tmp_path, monkeypatch):
+    from compsense.core.paths import ENV_COMMIT
     from compsense.retrieval.harness import write_result_table
     from compsense.verifiers.budget import CURVE_FILE
 
@@ -338,10 +339,12 @@ def test_notebook_04s_budget_curve_is_read_into_the_report_not_recomputed(work, 
             "seeds": [3, 1],
         }
     )
-    write_result_table(curve, work, CURVE_FILE)
+    monkeypatch.setenv(ENV_COMMIT, "abc1234")
+    write_result_table(curve, work, CURVE_FILE)  # each row with the commit that computed it
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert report.BUDGET_TITLE in md
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "tables" / "verifier_budget.csv"), curve)
+    expected = curve.assign(commit="abc1234")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "tables" / "verifier_budget.csv"), expected)
 
 
 def test_notebook_02s_variant_tests_are_read_into_the_report(work, tmp_path):
@@ -377,3 +380,11 @@ def test_notebook_02s_held_out_near_miss_aucs_are_a_table_of_the_report(work, tm
     b = table[table.variant == "B"]
     assert len(b) == 2 and sorted(b["mean"]) == pytest.approx([0.842, 0.843])  # a row per seed (its own interval)
     assert (b["count"] == 1).all() and b["mean"].mean() == pytest.approx(0.8425)  # the README's `m` reads their mean
+
+
+def test_seeds_computed_at_other_commits_are_still_one_result():
+    table = pd.DataFrame(
+        {"run": ["A-seed42", "A-seed43"], "seed": [42, 43], "variant": ["A", "A"], "metric": ["auc", "auc"]}
+    ).assign(value=[0.4, 0.6], commit=["aaaaaaa", "bbbbbbb"])  # seed 43 trained and scored later
+    summary = report.summarize(table)
+    assert len(summary) == 1 and summary["count"].item() == 2 and "commit" not in summary

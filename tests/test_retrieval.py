@@ -318,6 +318,7 @@ def test_nanobeir_sets_come_from_the_named_dataset_id(monkeypatch):
 
 
 def test_evaluate_runs_skips_only_a_split_with_the_same_content(tmp_path, monkeypatch):
+    from compsense.core.paths import ENV_COMMIT
     from compsense.data.datasets import BeirDataset
 
     vectors = {"q one": [1.0, 0.0], "q two": [0.0, 1.0], "alpha": [1.0, 0.1], "beta": [0.1, 1.0], "gamma": [0.0, 1.0]}
@@ -340,14 +341,18 @@ def test_evaluate_runs_skips_only_a_split_with_the_same_content(tmp_path, monkey
             }
         ]
     )
+    monkeypatch.setenv(ENV_COMMIT, "aaaaaaa")  # the commit each run's kernels compute at
     first, _ = retrieval.evaluate_runs(runs, [split(["alpha", "beta"])], tmp_path)
+    monkeypatch.setenv(ENV_COMMIT, "bbbbbbb")
     again, _ = retrieval.evaluate_runs(runs, [split(["alpha", "beta"])], tmp_path)
     assert len(loads) == 1 and again.value.tolist() == first.value.tolist()  # same content: read back
+    assert set(again.commit) == {"aaaaaaa"}  # ... with the commit that computed it, not this run's
     # the same size and ids, other texts: d0 now loses to nothing relevant -> scored again, new numbers
     edited, per_query = retrieval.evaluate_runs(runs, [split(["gamma", "alpha"])], tmp_path)
     ndcg = lambda t: t[t.metric == "ndcg@10"].value.item()  # noqa: E731
     assert len(loads) == 2 and ndcg(edited) < ndcg(first) and edited.data_sha1.nunique() == 1
     assert set(per_query.data_sha1) == set(edited.data_sha1)  # no row of the old content comes back
+    assert set(edited.commit) == set(per_query.commit) == {"bbbbbbb"}
 
 
 def test_table1_and_the_variant_tests_take_their_seed_level_values_from_one_computation():

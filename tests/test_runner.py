@@ -1,6 +1,7 @@
 """The runner on a miniature project: two stages, skip when unchanged, stop dependents on failure."""
 
 import json
+import os
 
 import pytest
 import yaml
@@ -385,3 +386,19 @@ def test_a_dataset_cut_or_altered_against_the_manifest_refuses_the_run(project):
     with pytest.raises(runner.Refused, match=r"data mrpc: .*msr_paraphrase_train.txt has .* bytes, expected.*Fix"):
         runner.reproduce("smoke", out="runs/smoke/b")
     assert not (project / "runs/smoke/b").exists()
+
+
+@pytest.mark.slow
+def test_the_stages_kernels_get_the_commit_the_run_started_at(project, monkeypatch):
+    # what their result rows record (compsense.core.paths.code_commit), however HEAD moves meanwhile
+    from compsense.core.paths import ENV_COMMIT
+
+    monkeypatch.delenv(ENV_COMMIT, raising=False)
+    monkeypatch.setattr(runner, "git_commit", lambda: "abc1234-dirty")
+    _notebook(
+        project / "notebooks" / "01_first.ipynb",
+        f"import os\nfrom pathlib import Path\nPath('../commit.txt').write_text(os.environ['{ENV_COMMIT}'])",
+    )
+    assert runner.reproduce("smoke", out="runs/smoke/first", only=["01"]) == 0
+    assert (project / "commit.txt").read_text() == _summary(project, "first")["commit"] == "abc1234-dirty"
+    assert ENV_COMMIT not in os.environ  # set for the stages only

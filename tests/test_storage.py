@@ -1,4 +1,5 @@
-"""Result tables appended by several processes at once (compsense.core.storage.append_results)."""
+"""Result tables appended by several processes at once (compsense.core.storage.append_results), and the
+commit each row records: the one that computed it, kept through later appends."""
 
 from __future__ import annotations
 
@@ -26,3 +27,45 @@ def test_two_processes_appending_at_once_both_keep_their_rows(tmp_path):
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
     assert len(read_table(path)) == 30  # without the lock one process's rows are lost
+
+
+def test_a_row_keeps_the_commit_that_computed_it_through_later_appends(tmp_path, monkeypatch):
+    from compsense.core.paths import ENV_COMMIT
+    from compsense.core.storage import append_results, read_table, tidy
+
+    path = tmp_path / "results" / "retrieval.parquet"
+    monkeypatch.setenv(ENV_COMMIT, "aaaaaaa")
+    append_results(tidy([{"metric": "ndcg@10", "value": 0.5}, {"metric": "acc@1", "value": 0.4}], run="A"), path)
+    monkeypatch.setenv(ENV_COMMIT, "bbbbbbb")  # a later run: reuses A's evaluation, computes B's
+    cached = read_table(path)
+    append_results(tidy([{"metric": "ndcg@10", "value": 0.6}], run="B"), path)
+    append_results(cached[cached.metric == "ndcg@10"], path)  # a reused row written again keeps its commit
+    append_results(tidy([{"metric": "acc@1", "value": 0.45}], run="A"), path)  # recomputed: replaced, new commit
+    table = read_table(path)
+    got = {(r.run, r.metric): r.commit for r in table.itertuples()}
+    assert got == {("A", "ndcg@10"): "aaaaaaa", ("B", "ndcg@10"): "bbbbbbb", ("A", "acc@1"): "bbbbbbb"}
+    assert len(table) == 3
+
+
+def test_a_fresh_row_gets_the_runners_commit_else_the_checkouts(tmp_path, monkeypatch):
+    from compsense.core import paths
+    from compsense.core.storage import append_results, read_table, tidy
+
+    path = tmp_path / "t.parquet"
+    monkeypatch.setenv(paths.ENV_COMMIT, "1234567")  # set by the runner for the kernels it starts
+    append_results(tidy([{"metric": "m", "value": 1.0}], run="r1"), path)
+    monkeypatch.delenv(paths.ENV_COMMIT)  # a notebook run by hand: HEAD, with git_commit's -dirty
+    monkeypatch.setattr(paths, "git_commit", lambda: "89abcde-dirty")
+    append_results(tidy([{"metric": "m", "value": 1.0}], run="r2"), path)
+    assert dict(zip(read_table(path).run, read_table(path).commit)) == {"r1": "1234567", "r2": "89abcde-dirty"}
+
+
+def test_a_table_written_before_rows_had_a_commit_still_loads_and_merges(tmp_path, monkeypatch):
+    from compsense.core.paths import ENV_COMMIT
+    from compsense.core.storage import append_results, read_table, tidy, write_table
+
+    path = write_table(tidy([{"metric": "m", "value": 1.0}], run="old"), tmp_path / "t.parquet")
+    monkeypatch.setenv(ENV_COMMIT, "ccccccc")
+    append_results(tidy([{"metric": "m", "value": 2.0}], run="new"), path)
+    commits = read_table(path).set_index("run").commit
+    assert commits.isna()["old"] and commits["new"] == "ccccccc"  # the old row's is unknown, not guessed

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 ENV_DATA_DIR = "COMPSENSE_DATA_DIR"
+ENV_COMMIT = "COMPSENSE_COMMIT"  # the runner's start commit, passed to the notebook kernels it starts
 SMOKE_DATA_DIR = "data/smoke"  # relative to the repo root
 MANIFEST = "data/MANIFEST.json"
 
@@ -130,3 +131,11 @@ def git_commit() -> str:
         return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def code_commit() -> str:
+    """The commit of the code computing a result now, as result rows record it (`storage.COMMIT`): the
+    runner's start commit, which it passes to each stage's kernel in COMPSENSE_COMMIT (a commit made
+    while a run goes on is not the code its stages run), else `git_commit()` (a notebook or
+    `compsense evaluate` run by hand)."""
+    return os.environ.get(ENV_COMMIT) or git_commit()

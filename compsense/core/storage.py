@@ -16,10 +16,15 @@ from typing import Iterator
 
 import pandas as pd
 
+from compsense.core.paths import code_commit
+
 TIDY_COLUMNS = ["run", "backbone", "variant", "seed", "dataset", "metric", "value"]
 # What names one tidy result; tables with more dimensions extend it (nearmiss NEARMISS_KEY, rerank RERANK_KEY).
 TIDY_KEY = [c for c in TIDY_COLUMNS if c != "value"]
 RERUN = "delete it (or restore a copy) and re-run the notebook that writes it"
+# The code commit that computed a row (`stamp_commit`); never part of a key: a row recomputed at another
+# commit replaces the old one.
+COMMIT = "commit"
 
 
 class CorruptFile(ValueError):
@@ -143,10 +148,18 @@ def tidy(rows: list[dict], **constants) -> pd.DataFrame:
 def append_results(df: pd.DataFrame, path: str | os.PathLike, key: list[str] | None = None) -> pd.DataFrame:
     """Merge new tidy rows into the table at `path` (replacing rows with the same key), atomically,
     and under a lock on the table: two processes appending at once both keep their rows (without it,
-    each reads the old table and the later write drops the other's)."""
+    each reads the old table and the later write drops the other's). Each new row records the commit that
+    computed it (`stamp_commit`)."""
     path = Path(path)
     key = key or TIDY_KEY
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Why here, on the rows being added (not in tidy(), not on the merged table): a stage adds a row when
+    # it computes it (per-query and cost rows too, which tidy() never builds), and a result it reuses (an
+    # evaluation of the same model on the same data, an AUC on the same pairs) stays in the table and is
+    # not added again. So the commit running now is the one that computed the new rows, and the rows
+    # already here keep theirs through every later merge (an old table's rows have none: blank, "not
+    # recorded"); a row passed back in keeps the commit it carries.
+    df = stamp_commit(df)
     with exclusive(path.parent / f".{path.name}.lock"):
         if path.exists():
             old = read_table(path)
@@ -156,6 +169,16 @@ def append_results(df: pd.DataFrame, path: str | os.PathLike, key: list[str] | N
             merged = df
         write_table(merged.reset_index(drop=True), path)
     return merged
+
+
+def stamp_commit(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with a `commit` column (`paths.code_commit`: the runner's start commit, else HEAD's) on the
+    rows that have none; rows that carry one keep it. A copy: the caller's frame is left as it is."""
+    if COMMIT in df.columns and df[COMMIT].notna().all():
+        return df
+    out = df.copy()
+    out[COMMIT] = out[COMMIT].fillna(code_commit()) if COMMIT in out.columns else code_commit()
+    return out
 
 
 @contextmanager

@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from compsense.core.encoders import Encoding, encode_pooled, load_encoder, quiet_transformers
 from compsense.core.layout import model_key, pairs_file, parse_model_key
 from compsense.core.paths import workspace
-from compsense.core.storage import append_results, read_table, tidy, write_table
+from compsense.core.storage import append_results, read_table, stamp_commit, tidy, write_table
 from compsense.data.negatives.families import PAPER_FAMILIES, resolve_families
 from compsense.nearmiss.metrics import (
     ALL_FAMILIES,
@@ -630,6 +630,7 @@ def write_geometry(table: pd.DataFrame, scores: pd.DataFrame | None, work_dir) -
     append_results(table, written["table"], key=TABLE_KEY)
     if scores is not None:
         written["scores"] = results / "geometry_scores.parquet"
+        scores = stamp_commit(scores)  # the scores beside the rows they give, with the same commit
         if written["scores"].exists():
             old = read_table(written["scores"])
             scores = pd.concat([old[~old.backbone.isin(scores.backbone.unique())], scores], ignore_index=True)

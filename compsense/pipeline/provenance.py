@@ -6,6 +6,12 @@ The source is the runner's `stages.json` (one per profile; see `stage_records`),
 per stage, the executed notebook of its last success; the run folder beside that notebook holds the
 summary.json with the commit, the profile and the `--set` overrides. A stage's piece is the declared
 piece (params/pieces.yaml) with the same profile and overrides that runs the stage.
+
+That run's commit is not always the code that computed a table's rows: a stage reuses results of
+earlier runs (an evaluation of the same model on the same data, an AUC on the same pairs). So
+`row_commits` lists, per result table the stage wrote (results/*.parquet among its recorded
+outputs), the commits its rows record (`storage.COMMIT`, stamped when a row is computed), "not
+recorded" for rows written before rows carried one.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from compsense.core.layout import RESULTS
 from compsense.core.paths import resolve
-from compsense.core.storage import read_json
+from compsense.core.storage import COMMIT, CorruptFile, read_json, read_table
 
 PROVENANCE_FILE = "provenance.csv"
-COLUMNS = ["stage", "notebook", "piece", "command", "run", "commit", "finished", "minutes"]
+COLUMNS = ["stage", "notebook", "piece", "command", "run", "commit", "finished", "minutes", "row_commits"]
+NOT_RECORDED = "not recorded"
 
 
 def stage_records(work_dir) -> dict[str, dict]:
@@ -81,6 +89,31 @@ def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
                 "commit": summary.get("commit", ""),
                 "finished": record.get("finished", ""),
                 "minutes": round(float(record.get("seconds") or 0) / 60, 1),
+                "row_commits": "; ".join(
+                    f"{path.name}: {row_commits(path)}" for path in result_tables(work_dir, record)
+                ),
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def result_tables(work_dir, record: dict) -> list[Path]:
+    """The result tables (results/*.parquet) among a stage's recorded outputs that are still there."""
+    work = resolve(work_dir)
+    found = (work / rel for rel in record.get("outputs") or {} if Path(rel).parts[:1] == (RESULTS,))
+    return sorted(p for p in found if p.suffix == ".parquet" and p.is_file())
+
+
+def row_commits(path: Path) -> str:
+    """The commits a table's rows record, each with its count of rows, most rows first:
+    "195e5fb (96 rows), a8cc157 (24 rows)"; rows without one are counted as "not recorded". A damaged
+    table is said to be, not raised: publishing the run's report does not need it."""
+    try:
+        table = read_table(path)
+    except CorruptFile:
+        return "unreadable"
+    if COMMIT not in table.columns:
+        return NOT_RECORDED
+    counts = table[COMMIT].fillna(NOT_RECORDED).astype(str).value_counts()
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{commit} ({n} row{'' if n == 1 else 's'})" for commit, n in ordered)

@@ -9,7 +9,8 @@ main command leaves a clone clean. figures/ changes only when this is asked for:
 
 What it writes, each file only when its bytes change: the run's figures (*.html, *.png and the
 plotly.min.js they load), figures/tables/*.csv (the report's tables, and provenance.csv: which run,
-piece and commit made each stage's results, `compsense.pipeline.provenance`), figures/<profile>_report.md (the
+piece and commit made each stage's results, and the commits the rows of each of its result tables were
+computed at, `compsense.pipeline.provenance`), figures/<profile>_report.md (the
 report, its figure links pointing beside it) and figures/published.json (which run, and the sha256 of
 every file). The same run gives byte-identical files (figures carry fixed div ids; nothing here
 stamps a date). A file the previous publication wrote that this run lacks is removed, if it is inside

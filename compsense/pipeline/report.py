@@ -22,7 +22,7 @@ import pandas as pd
 
 from compsense.core.layout import purity_file
 from compsense.core.paths import git_commit, repo_root, resolve
-from compsense.core.storage import atomic_path, write_text
+from compsense.core.storage import COMMIT, atomic_path, write_text
 from compsense.nearmiss.evaluation import SEPARATION_FILE
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.estimate import RATES_TABLE, SIZES_TABLE, display_frame, estimate, headline, measurement_tables
@@ -38,7 +38,7 @@ SECTIONS = [
     ("verifiers", "Verifier near-miss separation (notebook 04)"),
     ("rerank", "Reranking with verifiers (notebook 05)"),
 ]
-GROUP_DROP = {"run", "seed", "value"}
+GROUP_DROP = {"run", "seed", "value", COMMIT}  # COMMIT: seeds computed at other commits are still one result
 MAX_ROWS = 80  # rows a report table shows; the rest are counted and the full table is linked
 TABLES_DIR = "tables"  # beside report.md: every table of the report, whole, as CSV
 

@@ -28,7 +28,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from compsense.core.layout import NOT_OUTPUTS
-from compsense.core.paths import check_can_write, git_commit, local_data_dir, repo_root, resolve
+from compsense.core.paths import ENV_COMMIT, check_can_write, git_commit, local_data_dir, repo_root, resolve
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters, parse_override
 from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
@@ -223,15 +223,16 @@ def reproduce(
             before = _snapshot(stage_work, run_dir)
             started = time.time()
             try:
-                papermill.execute_notebook(
-                    str(nb),
-                    str(output),
-                    parameters=params,
-                    cwd=str(nb.parent),
-                    kernel_name="python3",
-                    progress_bar=True,
-                    log_output=False,
-                )
+                with environment(ENV_COMMIT, summary["commit"]):  # the kernel's rows record it (code_commit)
+                    papermill.execute_notebook(
+                        str(nb),
+                        str(output),
+                        parameters=params,
+                        cwd=str(nb.parent),
+                        kernel_name="python3",
+                        progress_bar=True,
+                        log_output=False,
+                    )
             except Exception as err:
                 failed.add(key)
                 summary["stages"][key] = {
@@ -271,6 +272,21 @@ def reproduce(
             written = build_report(common["work_dir"], figures_dir, run_dir, summary)
             print(f"report:  {written['html']}\n         {written['md']}")
     return 1 if failed else 0
+
+
+@contextmanager
+def environment(name: str, value: str):
+    """Set one environment variable for the duration, as the kernels papermill starts then inherit it,
+    and restore what was there after."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def check_stage_data(profile: str, stages: list[Path], profile_data: dict) -> None:

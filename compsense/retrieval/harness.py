@@ -29,7 +29,7 @@ from compsense.core.encoders import encode_pooled, load_encoder, quiet_transform
 from compsense.core.layout import RESULTS
 from compsense.core.paths import workspace
 from compsense.core.stats import hierarchical_bootstrap, holm, holm_floor, paired_deltas, seed_level_test
-from compsense.core.storage import append_results, read_table, tidy, write_table
+from compsense.core.storage import append_results, read_table, stamp_commit, tidy, write_table
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
 from compsense.retrieval.regime import overlap, read_training_keys
@@ -600,8 +600,10 @@ VARIANT_TESTS_FILE = "variant_tests.parquet"  # every comparison of the variant 
 
 
 def write_result_table(table: pd.DataFrame, work_dir, file: str) -> Path:
-    """A notebook's result table to {work_dir}/results/<file>, atomically (pandas `attrs` are not kept)."""
-    out = table.reset_index(drop=True)
+    """A notebook's result table to {work_dir}/results/<file>, atomically (pandas `attrs` are not kept),
+    each row with the commit that computed it (`storage.stamp_commit`): such a table is computed whole
+    from the tidy results each time its notebook runs, so that is the commit running now."""
+    out = stamp_commit(table.reset_index(drop=True))
     out.attrs = {}  # variant_table keeps its tests there: a table of its own, not parquet metadata
     return write_table(out, workspace(work_dir, RESULTS) / file)
 
