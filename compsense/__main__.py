@@ -36,12 +36,6 @@ def main(argv: list[str] | None = None) -> int:
         "exits 1 when something a profile needs is missing",
     )
     doc.add_argument("--profile", default="local", help="the profile whose needs to check (smoke, local, paper)")
-    doc.add_argument(
-        "--png",
-        action="store_true",
-        default=None,
-        help="require Chromium for PNG figures (default: when kaleido is installed)",
-    )
     ev = sub.add_parser(
         "evaluate",
         help="retrieval metrics of one encoder on BEIR folders or NanoBEIR sets "
@@ -137,7 +131,7 @@ def _dispatch(args) -> int:
     if args.command == "doctor":
         from compsense.pipeline.doctor import main as doctor
 
-        return doctor(profile=args.profile, png=args.png)
+        return doctor(profile=args.profile)
     if args.command == "evaluate":
         from compsense.core.encoders import Encoding
         from compsense.retrieval.evaluate import main as evaluate
@@ -181,7 +175,7 @@ def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
     from pathlib import Path
 
     from compsense.data.datasets import DataError
-    from compsense.pipeline.doctor import release_checks
+    from compsense.data.release import release_checks
     from compsense.retrieval.evaluate import SUBSET_SUFFIX
 
     altered = {name: c for name, c in release_checks(datasets, data_dir).items() if c.altered}

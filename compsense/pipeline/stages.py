@@ -1,5 +1,5 @@
 """The pipeline's stages: its notebooks in run order, their keys, which stage reads which, and the
-local dataset folders each one reads.
+local dataset folders each one reads (`data_needs`: what the data check, compsense.data.release, checks).
 
 Why a module of its own: the runner, doctor and the time estimate all need the list of stages, and
 the report (which the runner writes) reads doctor and the estimate; with the list here, none of
@@ -36,3 +36,21 @@ STAGE_DATA = {
     "04": ["mrpc", "stsb", "sugarcrepe", "condaqa"],
     "05": [],
 }
+
+
+def data_needs(stage_params: dict) -> tuple[dict[str, set[str]], object, object]:
+    """({dataset: stages}, data_dir, nq_path) from {notebook: parameters}: the local dataset folders each
+    stage reads (STAGE_DATA, plus the ones its train_sources and eval_datasets name; NanoBEIR sets count
+    as "nanobeir"), and the profile's data_dir and nq_path settings: what `compsense.data.release.data_checks`
+    checks."""
+    needs: dict[str, set[str]] = {}
+    data_dir, nq_path = None, None
+    for nb, params in stage_params.items():
+        data_dir = params.get("data_dir", data_dir)
+        nq_path = params.get("nq_path") or nq_path
+        names = set(STAGE_DATA.get(stage_key(nb), []))
+        for key in ("train_sources", "eval_datasets"):
+            names |= set(params.get(key) or [])
+        for name in map(str, names):
+            needs.setdefault("nanobeir" if name.lower().startswith("nano") else name, set()).add(stage_key(nb))
+    return needs, data_dir, nq_path
