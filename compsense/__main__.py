@@ -189,7 +189,7 @@ def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
 
 
 def _estimate(args) -> int:
-    from compsense.pipeline import estimate as E
+    from compsense import estimate as E
     from compsense.pipeline.report import _md_table
 
     rates = {}
@@ -210,7 +210,7 @@ def _estimate(args) -> int:
     print(f"# Time estimate: profile {args.profile}, rates measured in {where}\n")
     print(E.headline(est) + "\n")
     print(_md_table(E.display_frame(est)))
-    print("\nUnits (compsense.pipeline.estimate.UNITS):")
+    print("\nUnits (compsense.estimate.UNITS):")
     for (stage, component), unit in E.UNITS.items():
         print(f"  {stage} {component}: {unit}")
     if args.work_dir and E.measured_profile(args.work_dir) == args.profile:

@@ -2,7 +2,7 @@
 
 Layers, lowest first (a module may import its own layer and the ones below, never above):
 core -> data -> retrieval -> nearmiss -> verifiers -> figures and explorer -> pipeline (and the
-command line): the near-miss tests judge any scorer, and the verifiers are scorers they judge.
+command line and the time estimate): the near-miss tests judge any scorer, and the verifiers are scorers they judge.
 Every import counts, at the top of a module or inside a function, so a cycle cannot hide behind a
 late import.
 """
@@ -22,7 +22,7 @@ LAYERS = [
     ("nearmiss",),
     ("verifiers",),
     ("figures", "explorer"),
-    ("pipeline", "__main__"),
+    ("pipeline", "__main__", "estimate"),
 ]
 
 

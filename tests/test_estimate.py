@@ -1,4 +1,4 @@
-"""compsense.pipeline.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a
+"""compsense.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a
 run writes (DONE.json, train_log.jsonl, verifier.json, executed notebooks), the estimate, the CLI
 and the report section. Unit counts are derived by hand from params/{smoke,local,paper}.yaml."""
 
@@ -11,7 +11,7 @@ import math
 import pandas as pd
 import pytest
 
-from compsense.pipeline import estimate as E
+from compsense import estimate as E
 
 
 def _write(path, obj):

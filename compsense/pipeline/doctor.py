@@ -18,7 +18,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from compsense.data.release import Check, data_checks
-from compsense.pipeline.profiles import notebook_parameters, parameters_cell
+from compsense.pipeline.profiles import stage_parameters
 from compsense.pipeline.stages import data_needs, notebooks
 
 # {name shown: distribution}
@@ -69,11 +69,6 @@ def report() -> dict:
         "data_dir": str(data_dir) if data_dir else data_error,
         "datasets": available_datasets() if data_dir else {},
     }
-
-
-def stage_parameters(profile: str) -> dict:
-    """{notebook: the parameters the runner injects for `profile`} of the notebooks with a parameters cell."""
-    return {nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None}
 
 
 def profile_data_needs(profile: str) -> dict[str, set[str]]:

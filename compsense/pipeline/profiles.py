@@ -17,6 +17,7 @@ from typing import Sequence
 import yaml
 
 from compsense.core.paths import repo_root
+from compsense.pipeline.stages import notebooks
 
 PROFILES = ("smoke", "local", "study", "paper")
 # A profile name becomes params/<name>.yaml and runs/<name>/: no separators, no '..'.
@@ -210,3 +211,8 @@ def notebook_parameters(profile: str, notebook: str | Path, data: dict | None = 
             f"add them under `common:` or `{notebook.stem}:`"
         )
     return {k: merged[k] for k in declared}
+
+
+def stage_parameters(profile: str) -> dict[Path, dict]:
+    """{notebook: the parameters the runner injects for `profile`} of every notebook with a parameters cell."""
+    return {nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None}

@@ -21,11 +21,12 @@ from pathlib import Path
 import pandas as pd
 
 from compsense.core.layout import purity_file
-from compsense.core.paths import git_commit, repo_root, resolve
+from compsense.core.paths import git_commit, resolve
 from compsense.core.storage import COMMIT, atomic_path, write_text
+from compsense.estimate import RATES_TABLE, SIZES_TABLE, display_frame, estimate, headline, measurement_tables
 from compsense.nearmiss.evaluation import SEPARATION_FILE
 from compsense.pipeline.doctor import report as machine
-from compsense.pipeline.estimate import RATES_TABLE, SIZES_TABLE, display_frame, estimate, headline, measurement_tables
+from compsense.pipeline.stages import shown as _where
 from compsense.retrieval.harness import TABLE1_FILE, VARIANT_TESTS_FILE, VARIANTS_FILE
 from compsense.verifiers.budget import CURVE_FILE
 from compsense.verifiers.rerank import RERANK_ANSWER_FILE
@@ -159,11 +160,6 @@ def build_report(
     return {"md": md_path, "html": html_path}
 
 
-def _where(path: Path) -> str:
-    """`path` as the reader knows it: relative to the repository when inside it."""
-    return str(path.relative_to(repo_root())) if path.is_relative_to(repo_root()) else str(path)
-
-
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
     """A table as CSV, the same bytes for the same table (no index, fixed line ends)."""
     with atomic_path(path) as tmp:
@@ -279,7 +275,7 @@ def _rerank_blocks(results: Path) -> list[Block]:
 
 
 def _estimate_blocks(work: Path) -> list[Block]:
-    """The paper profile's time at the rates this run measured (compsense.pipeline.estimate). Never fails the
+    """The paper profile's time at the rates this run measured (compsense.estimate). Never fails the
     report: whatever is missing or unreadable is said in the section instead."""
     try:
         est = estimate("paper", work)

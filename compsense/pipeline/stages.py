@@ -27,6 +27,12 @@ def stage_key(notebook: Path) -> str:
     return notebook.stem[:2] if notebook.stem[:2].isdigit() else notebook.stem
 
 
+def shown(path) -> str:
+    """`path` as a reader of the report or the estimate knows it: relative to the repository when inside it."""
+    path = Path(path)
+    return str(path.relative_to(repo_root())) if path.is_relative_to(repo_root()) else str(path)
+
+
 # Local dataset folders each stage reads whatever its parameters say; folders a parameter names
 # (train_sources, eval_datasets) and files a parameter points at (nq_path) are added to these.
 STAGE_DATA = {

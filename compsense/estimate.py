@@ -1,4 +1,7 @@
-"""Time estimates from measured throughput: seconds = work units of the target profile / measured rate.
+"""`python -m compsense estimate`: time estimates from measured throughput: seconds = work units of the
+target profile / measured rate. Operations tooling beside the pipeline (it reads the profiles and the
+runs' records; the report writes its measurements into figures/tables/ for a fresh clone), not one of
+the pipeline's stages.
 
 A run leaves measurements behind: DONE.json (or, unfinished, train_log.jsonl) per trained model,
 verifier.json per verifier, and the executed notebooks, whose papermill metadata holds each
@@ -27,8 +30,8 @@ import pandas as pd
 from compsense.core.encoders import BACKBONES
 from compsense.core.layout import RESULTS, trained_model_dirs, verifiers_root
 from compsense.core.paths import repo_root, resolve
-from compsense.pipeline.profiles import notebook_parameters
-from compsense.pipeline.stages import notebooks, stage_key
+from compsense.pipeline.profiles import stage_parameters
+from compsense.pipeline.stages import shown, stage_key
 from compsense.retrieval.training import TrainConfig, plan_runs
 from compsense.verifiers.study import size_plan
 
@@ -90,7 +93,7 @@ NOT_MEASURED = "not measured"
 def stage_params(profile: str) -> dict[str, dict]:
     """Each stage's parameters, exactly as the runner injects them (the same set papermill records
     in an executed notebook, which the measured settings come from), keyed by notebook prefix."""
-    return {stage_key(nb): notebook_parameters(profile, nb) for nb in notebooks() if nb.stem[:2].isdigit()}
+    return {stage_key(nb): p for nb, p in stage_parameters(profile).items() if nb.stem[:2].isdigit()}
 
 
 def work_units(profile: str, work_dir=None, sizes: dict | None = None) -> pd.DataFrame:
@@ -235,7 +238,7 @@ def _train_rates(work: Path, device: str) -> list[dict]:
                 "seconds": sum(m[1] for m in ms),
                 "device": _one(m[4] for m in ms),
                 "settings": settings,
-                "source": f"{_rel(work)}/models/{backbone}/*/{', '.join(files)} ({len(ms)} runs)",
+                "source": f"{shown(work)}/models/{backbone}/*/{', '.join(files)} ({len(ms)} runs)",
             }
         )
     return rows
@@ -249,10 +252,7 @@ def _from_done(path: Path, run_dev: str):
         if d.get("triplets_per_s")
         else d["global_step"] * cfg["batch_size"] * d.get("world_size", 1)
     )
-    torch_version = d.get("versions", {}).get("torch", "")
-    device = cfg.get("device") or (
-        f"cpu (torch {torch_version} build, in DONE.json)" if torch_version.endswith("+cpu") else run_dev
-    )
+    device = cfg.get("device") or _cpu_build(d, "build, in DONE.json") or run_dev
     return (units, seconds, cfg, "DONE.json", device) if seconds > 0 and units > 0 else None
 
 
@@ -292,7 +292,7 @@ def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[dict]
                 "backbone": backbone,
                 "units": h["examples_seen"],
                 "seconds": h["seconds"],
-                "source": _rel(path),
+                "source": shown(path),
                 "device": device,
                 "settings": {k: rec.get(k, "not recorded") for k in SAME[("04", "train")]},
             }
@@ -391,7 +391,7 @@ def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
             "seconds": e["seconds"],
             "backbone": ",".join(sorted({str(r["backbone"]) for r in rows})),
             "settings": rows[0]["settings"],
-            "source": f"{_rel(e['path'])} (papermill duration"
+            "source": f"{shown(e['path'])} (papermill duration"
             f"{', less the trainings DONE.json / verifier.json record inside it' if e['stage'] in TRAINS else ''})",
             "device": device,
         }
@@ -406,12 +406,18 @@ def run_device(work: Path) -> str:
     if cost.exists():
         devices = sorted(pd.read_parquet(cost, columns=["device"]).device.dropna().astype(str).unique())
         if devices:
-            return f"{', '.join(devices)} (the run's device, recorded in {_rel(cost)})"
+            return f"{', '.join(devices)} (the run's device, recorded in {shown(cost)})"
     for done in sorted(p / "DONE.json" for p in trained_model_dirs(work) if (p / "DONE.json").exists()):
-        torch_version = json.loads(done.read_text()).get("versions", {}).get("torch", "")
-        if torch_version.endswith("+cpu"):
-            return f"cpu (torch {torch_version} in {_rel(done)})"
+        device = _cpu_build(json.loads(done.read_text()), f"in {shown(done)}")
+        if device:
+            return device
     return "not recorded"
+
+
+def _cpu_build(done: dict, where: str) -> str | None:
+    """'cpu (torch 2.x+cpu <where>)' when a DONE.json records a CPU-only torch build, else None."""
+    torch_version = done.get("versions", {}).get("torch", "")
+    return f"cpu (torch {torch_version} {where})" if torch_version.endswith("+cpu") else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,6 +459,20 @@ def measurement_tables(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rates, sizes
 
 
+ESTIMATE_COLUMNS = [
+    "stage",
+    "component",
+    "backbone",
+    "units",
+    "unit",
+    "rate",
+    "seconds",
+    "source",
+    "device",
+    "assumption",
+]
+
+
 def estimate(
     target_profile: str, work_dir=None, summary_json=None, bench=None, rates: dict | None = None, tables_dir=None
 ) -> pd.DataFrame:
@@ -471,21 +491,7 @@ def estimate(
         measured, sizes = measured_rates(work_dir, summary_json), None
     units = work_units(target_profile, work_dir, sizes=sizes)
     rows = [_estimate_row(u, measured, overrides) for u in units.to_dict("records")]
-    df = pd.DataFrame(
-        rows,
-        columns=[
-            "stage",
-            "component",
-            "backbone",
-            "units",
-            "unit",
-            "rate",
-            "seconds",
-            "source",
-            "device",
-            "assumption",
-        ],
-    )
+    df = pd.DataFrame(rows, columns=ESTIMATE_COLUMNS)
     left_out = int(df.seconds.isna().sum())
     total = {
         "stage": "total",
@@ -587,7 +593,7 @@ def _bench_rate(path) -> dict:
         raise ValueError(f"{path}: missing {missing}; write it with benchmarks/bench_training.py --out {path.name}")
     backbone = data["model"].removesuffix("-random")
     source = (
-        f"{_rel(path)} (bench_training.py: batch {data.get('batch_size')}, {data.get('precision')}, "
+        f"{shown(path)} (bench_training.py: batch {data.get('batch_size')}, {data.get('precision')}, "
         f"{data.get('data')} data)"
     )
     return {
@@ -691,8 +697,3 @@ def measured_profile(work_dir) -> str | None:
 def _one(values):
     vals = {json.dumps(v, sort_keys=True, default=str) for v in values}
     return json.loads(vals.pop()) if len(vals) == 1 else "mixed"
-
-
-def _rel(path: Path) -> str:
-    path = Path(path)
-    return str(path.relative_to(repo_root())) if path.is_relative_to(repo_root()) else str(path)
