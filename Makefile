@@ -25,9 +25,15 @@ reproduce: install
 # Runs write figures into their profile's figures_dir (under runs/); figures/ (committed) changes only here:
 # the latest run's figures, tables and report, then the README's result tables from them.
 .PHONY: figures readme-tables
+# PIECE=NAME: only the files that declared piece lists (`publishes` in params/pieces.yaml), from its last run.
+PIECE   ?=
 figures: install
+ifeq ($(PIECE),)
 	$(BIN)/python -m compsense.pipeline.publish --profile $(PROFILE)
 	$(BIN)/python scripts/notebook_pages.py --profile $(PROFILE)
+else
+	$(BIN)/python -m compsense.pipeline.publish --piece $(PIECE)
+endif
 	$(BIN)/python scripts/readme_tables.py
 
 readme-tables: install

@@ -433,12 +433,80 @@ def geometry(df: pd.DataFrame) -> str:
     return markdown(header, rows)
 
 
+BUDGET_METRICS = {
+    "auc": "near-miss AUC",
+    "pairwise_accuracy": "pairwise (all)",
+    "self_match": "self-match",
+    "copy_vs_near_miss": "copy > nm",
+    "mean_near_miss": "mean nm score",
+    "mean_paraphrase": "mean para score",
+    "noise_excess": "above the noise line",
+}
+
+
+def budget(df: pd.DataFrame) -> str:
+    """The verifier budget curve (notebook 04's `verifiers.budget.budget_table`): one row per scorer x
+    regime x size x recipe x budget, each check's mean over seeds with its seed-level 95% interval
+    where there are several seeds. Budget 0 is frozen MaxSim (nothing learned) and its noise control,
+    the line every trained point is read against; per-family columns stay in the CSV."""
+    df = df.astype({"budget": int, "seeds": int})
+    df["regime"] = df["regime"].fillna("").astype(str)
+    keys = ["scorer", "regime", "size", "recipe", "budget"]
+
+    def label(scorer, regime, size, recipe) -> str:
+        noise = parse_noise_name(scorer)
+        if noise is not None:
+            name, _, base_regime = noise[0].partition("-")
+            return f"{VERIFIER_LABELS.get(name, name)} {base_regime} + {noise[1]:g}x noise (control)"
+        text = f"{VERIFIER_LABELS.get(scorer, scorer)} {regime}".strip()
+        notes = [f"{size} size"] if scorer in ("F3", "F4") and isinstance(size, str) and size else []
+        if recipe == "authors":
+            notes.append("the authors' whole recipe")
+        return text + (f" ({', '.join(notes)})" if notes else "")
+
+    def order(row) -> tuple:
+        noise = parse_noise_name(row["scorer"])
+        size = row["size"] if isinstance(row["size"], str) else ""
+        return (
+            row["budget"] > 0,
+            noise[1] if noise else 0.0,
+            row["scorer"],
+            size,
+            row["recipe"] != "equal",
+            row["budget"],
+        )
+
+    points = df.drop_duplicates(keys).copy()
+    points["_order"] = points.apply(order, axis=1)
+    rows = []
+    for _, point in points.sort_values("_order", kind="stable").iterrows():
+        sel = df[(df[keys].astype(str) == point[keys].astype(str)).all(axis=1)].set_index("metric")
+        cells = []
+        for metric in BUDGET_METRICS:
+            if metric not in sel.index:
+                cells.append(DASH)
+                continue
+            r = sel.loc[metric]
+            places, sign = (3, True) if metric == "noise_excess" else (2, False)
+            ci = ""
+            if r["seeds"] > 1 and _decimal(r["ci_low"]) is not None:
+                ci = f" [{num(r['ci_low'], places, sign)}, {num(r['ci_high'], places, sign)}]"
+            cells.append(num(r["mean"], places, sign) + ci)
+        seeds = int(sel["seeds"].max())
+        rows.append([label(*point[keys[:4]]), f"{point['budget']:,}", *cells, str(seeds)])
+    return markdown(["scorer", "triplets", *BUDGET_METRICS.values(), "seeds"], rows)
+
+
 def provenance(df: pd.DataFrame) -> str:
-    """Which command, run and commit made each stage's results."""
+    """Which command, run and commit made each stage's results; a row of a piece published on its own
+    (`publish --piece`) names the files it gave."""
+    df = df.copy()
+    if "publishes" not in df:
+        df["publishes"] = ""
     rows = [
         [
             f"{str(r['stage']).zfill(2)} `{r['notebook']}`",  # the CSV reads "01" back as 1
-            f"`{r['command']}`",
+            f"`{r['command']}`" + (f" (only {r['publishes']})" if r["publishes"] else ""),
             f"`{r['run']}`",
             f"`{r['commit']}`",
             f"{float(r['minutes']):.0f} min",
@@ -456,6 +524,7 @@ TABLES = {
     "separation": ("separation.csv", separation),
     "rerank": ("rerank.csv", rerank),
     "provenance": ("provenance.csv", provenance),
+    "budget": ("verifier_budget.csv", budget),
 }
 
 

@@ -107,6 +107,7 @@ def test_a_stage_run_by_another_profile_into_the_same_work_dir_is_the_latest(tmp
             "finished": "2026-12-03T16:59",
             "minutes": 0.0,
             "row_commits": "",  # no result tables recorded
+            "publishes": "",  # its run published whole
         }
     ]
 

@@ -147,3 +147,74 @@ def test_two_publishes_at_once_take_turns(run, tmp_path, monkeypatch):
     assert overlaps == [1, 1]  # without the lock both write at once: [1, 2]
     manifest = json.loads((dest / publish.MANIFEST).read_text())
     assert all(publish._sha256((dest / n).read_bytes()) == sha for n, sha in manifest["files"].items())
+
+
+def _budget_piece_run(tmp_path, overrides=None):
+    """A finished run of the declared piece study-04-budget-seed42 writing into runs/local (as the
+    study does), with the table and figure the piece publishes; returns (run folder, piece)."""
+    from compsense.pipeline.pieces import load_pieces
+
+    piece = load_pieces()["study-04-budget-seed42"]
+    work, run_dir = tmp_path / "runs" / "local", tmp_path / "runs" / "study" / "20261204-160000"
+    (run_dir / "tables").mkdir(parents=True)
+    (work / "figures").mkdir(parents=True)
+    notebook = run_dir / "04_verifiers.ipynb"
+    notebook.write_text("{}")
+    (run_dir / "tables" / "verifier_budget.csv").write_text("scorer,budget,metric,mean\nF4,48000,auc,0.3\n")
+    for name in ("04_verifier_budget.html", "04_verifier_budget.png", "plotly.min.js"):
+        (work / "figures" / name).write_text(name)
+    summary = {
+        "profile": piece.profile,
+        "commit": "abc1234",
+        "overrides": list(piece.overrides if overrides is None else overrides),
+        "stages": {"04": {"status": "ok", "output": str(notebook), "seconds": 600.0}},
+        "work_dir": str(work),
+        "figures_dir": str(work / "figures"),
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    (work / "stages.json").write_text(
+        json.dumps(
+            {"04": {"fingerprint": "f", "output": str(notebook), "seconds": 600.0, "finished": "2026-12-04T16:10"}}
+        )
+    )
+    return run_dir, piece
+
+
+def test_a_piece_publishes_its_own_files_beside_the_rest(tmp_path):
+    from compsense.pipeline.provenance import COLUMNS
+
+    run_dir, piece = _budget_piece_run(tmp_path)
+    dest = tmp_path / "figs"
+    (dest / "tables").mkdir(parents=True)
+    (dest / "tables" / "table1.csv").write_text("made,by,another,run\n")
+    earlier = pd.DataFrame([{c: "" for c in COLUMNS} | {"stage": "04", "piece": "local-04-frozen", "minutes": "21.2"}])
+    earlier.to_csv(dest / "tables" / "provenance.csv", index=False)
+    (dest / publish.MANIFEST).write_text(json.dumps({"profile": "local", "files": {"tables/table1.csv": "x"}}))
+
+    done = publish.publish_piece(piece.name, run=run_dir, dest=dest)
+    assert set(done["written"]) == {*piece.publishes, "plotly.min.js", "tables/provenance.csv"}
+    assert (dest / "tables" / "table1.csv").read_text() == "made,by,another,run\n"  # the rest untouched
+    assert (dest / "tables" / "verifier_budget.csv").read_text().startswith("scorer,budget")
+    rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False)
+    assert list(rows.piece) == ["local-04-frozen", piece.name]  # the whole run's row first, then the piece's
+    mine = rows.iloc[1]
+    assert mine.run == "runs/study/20261204-160000" and mine.commit == "abc1234" and mine.minutes == "10.0"
+    assert mine.publishes == ", ".join(piece.publishes)
+    manifest = json.loads((dest / publish.MANIFEST).read_text())
+    assert manifest["profile"] == "local" and "tables/table1.csv" in manifest["files"]
+    assert set(piece.publishes) <= set(manifest["files"])
+    assert manifest["pieces"][piece.name]["run"].endswith("runs/study/20261204-160000")
+    again = publish.publish_piece(piece.name, run=run_dir, dest=dest)  # its row replaced, not added
+    assert again["written"] == [] and len(pd.read_csv(dest / "tables" / "provenance.csv")) == 2
+
+
+def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path):
+    run_dir, piece = _budget_piece_run(tmp_path, overrides=["04_verifiers.regimes=[frozen]"])
+    with pytest.raises(publish.NothingToPublish, match="not a finished run of piece"):
+        publish.publish_piece(piece.name, run=run_dir, dest=tmp_path / "figs")
+    run_dir, piece = _budget_piece_run(tmp_path / "second")
+    (run_dir / "tables" / "verifier_budget.csv").unlink()
+    with pytest.raises(publish.NothingToPublish, match="verifier_budget.csv: missing"):
+        publish.publish_piece(piece.name, run=run_dir, dest=tmp_path / "figs")
+    with pytest.raises(publish.NothingToPublish, match="published whole"):
+        publish.publish_piece("local-01", run=run_dir, dest=tmp_path / "figs")

@@ -282,3 +282,37 @@ def test_a_value_quoted_in_prose_is_rewritten_from_one_cell_and_a_bad_marker_nam
         T.update("<!-- value:table1.csv metric=ndcg@10 dorp 3 -->x<!-- /value -->", tmp_path)
     with pytest.raises(T.TableError, match=r"line 1: a `<!-- value:.*does not parse"):
         T.update("<!-- value:table1.csv metric=ndcg@10 drop 3 -->x", tmp_path)
+
+
+def test_the_budget_table_reads_each_point_against_the_noise_line_with_its_seed_interval():
+    from compsense.verifiers.budget import budget_table
+
+    runs = pd.DataFrame(
+        [
+            {"scorer": "F1", "regime": "frozen", "size": "small", "recipe": "equal", "budget": 0, "seed": 42},
+            {"scorer": "F1-frozen+noise2x", "regime": "", "size": "small", "recipe": "equal", "budget": 0, "seed": 42},
+            {"scorer": "F4", "regime": "frozen", "size": "paper", "recipe": "equal", "budget": 2048, "seed": 42},
+            *[
+                {"scorer": "F4", "regime": "frozen", "size": "paper", "recipe": "equal", "budget": 48000, "seed": s}
+                for s in (42, 43, 44)
+            ],
+            {"scorer": "F4", "regime": "frozen", "size": "paper", "recipe": "authors", "budget": 48000, "seed": 42},
+        ]
+    )
+    runs["auc"] = [0.08, 0.34, 0.24, 0.30, 0.36, 0.42, 0.5]
+    runs["self_match"] = [1.0, 0.73, 0.94, 0.9, 0.85, 0.8, 0.6]
+    runs["noise_excess"] = [float("nan"), 0.0, 0.09, 0.1, 0.12, 0.14, 0.05]
+    text = T.budget(budget_table(runs))
+    lines = text.splitlines()
+    assert lines[0].startswith("| scorer | triplets | near-miss AUC |")
+    # the noise line first (budget 0, in increasing noise), then each trained point by budget
+    assert lines[2].startswith("| F1 MaxSim frozen | 0 | 0.08 |")
+    assert lines[3].startswith("| F1 MaxSim frozen + 2x noise (control) | 0 | 0.34 |")
+    assert lines[4].startswith("| F4 Transformer frozen (paper size) | 2,048 | 0.24 | – | 0.94 |")
+    # three seeds: the mean with its seed-level t interval; the excess with its sign
+    assert (
+        "| 48,000 | 0.36 [0.21, 0.51] |" in lines[5]
+        and "| +0.120 [+0.070, +0.170] |" in lines[5]
+        and lines[5].endswith("| 3 |")
+    )
+    assert lines[6].startswith("| F4 Transformer frozen (paper size, the authors' whole recipe) | 48,000 | 0.50 |")

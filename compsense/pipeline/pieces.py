@@ -21,7 +21,7 @@ from compsense.pipeline.runner import Refused, select_stages
 from compsense.pipeline.stages import stage_key
 
 PIECES_FILE = "pieces.yaml"
-KEYS = {"profile", "only", "set", "makes", "hours"}
+KEYS = {"profile", "only", "set", "makes", "hours", "publishes"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ class Piece:
     overrides: tuple[str, ...] = ()
     makes: str = ""
     hours: float | None = None
+    # The files (relative to figures/) this piece publishes on its own (`publish --piece`), for a piece that
+    # adds one table to a publication made from other runs; empty: its run is published whole.
+    publishes: tuple[str, ...] = ()
 
     @property
     def stages(self) -> list[str]:
@@ -61,7 +64,11 @@ def load_pieces(path=None) -> dict[str, Piece]:
             tuple(str(s) for s in spec.get("set") or ()),
             str(spec.get("makes", "")),
             spec.get("hours"),
+            tuple(str(f) for f in spec.get("publishes") or ()),
         )
+        bad = [f for f in piece.publishes if Path(f).is_absolute() or ".." in Path(f).parts]
+        if bad:
+            raise ValueError(f"{where}: publishes {bad}: name files inside figures/ (e.g. tables/x.csv)")
         try:
             piece.stages  # noqa: B018  (a prefix that names no stage raises)
             apply_overrides(load_profile(piece.profile), piece.overrides)

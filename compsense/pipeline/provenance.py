@@ -25,7 +25,9 @@ from compsense.core.paths import resolve
 from compsense.core.storage import COMMIT, CorruptFile, read_json, read_table
 
 PROVENANCE_FILE = "provenance.csv"
-COLUMNS = ["stage", "notebook", "piece", "command", "run", "commit", "finished", "minutes", "row_commits"]
+# publishes: blank where the row's run was published whole; else the files of it a piece published on its
+# own (`publish.publish_piece`), beside rows of other runs for the same stage
+COLUMNS = ["stage", "notebook", "piece", "command", "run", "commit", "finished", "minutes", "row_commits", "publishes"]
 NOT_RECORDED = "not recorded"
 
 
@@ -92,6 +94,7 @@ def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
                 "row_commits": "; ".join(
                     f"{path.name}: {row_commits(path)}" for path in result_tables(work_dir, record)
                 ),
+                "publishes": "",
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -6,6 +6,7 @@ main command leaves a clone clean. figures/ changes only when this is asked for:
 
     python -m compsense.pipeline.publish --profile local        # the latest local run
     python -m compsense.pipeline.publish --run runs/local/<run>  # one run
+    python -m compsense.pipeline.publish --piece NAME            # only the files a declared piece publishes
 
 What it writes, each file only when its bytes change: the run's figures (*.html, *.png and the
 plotly.min.js they load), figures/tables/*.csv (the report's tables, and provenance.csv: which run,
@@ -16,6 +17,12 @@ every file). The same run gives byte-identical files (figures carry fixed div id
 stamps a date). A file the previous publication wrote that this run lacks is removed, if it is inside
 the destination and unchanged since (its sha256 is the manifest's); any other file in figures/ is
 left as it is and named.
+
+`--piece NAME` publishes only the files the piece declares (`publishes` in params/pieces.yaml) from
+its last finished run (or `--run`, which must be that piece's), beside a publication made from other
+runs: a run folder is not kept from one machine to the next, so a piece that adds one table (the
+verifier budget curve) is published on its own, without the stages its machine never ran. Its row in
+provenance.csv names the files it published; the other rows, files and the report stay as they are.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_json, write_json
 from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.profiles import check_profile_name
-from compsense.pipeline.provenance import PROVENANCE_FILE, stage_provenance
+from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
 from compsense.pipeline.runner import Refused, run_summaries
 
@@ -104,6 +111,98 @@ def publish(
     # Two publishes at once take turns: each one's files and manifest come from one run.
     with exclusive(out.parent / f".{out.name}.publish.lock"):
         return _publish(run_dir, profile, summary, figures, report_path, out)
+
+
+def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | os.PathLike = "figures") -> dict:
+    """Copy the files piece `name` declares (`Piece.publishes`) from its run into `dest`, and set its
+    rows of provenance.csv (one per stage of the piece, naming those files). Returns {"run",
+    "written", "unchanged"}. Refused, with the fix, when the piece declares nothing to publish on its
+    own, has no finished run, `run` was not made by it, or a declared file is missing from the run."""
+    from compsense.pipeline.pieces import last_run, load_pieces
+
+    pieces = load_pieces()
+    if name not in pieces:
+        raise NothingToPublish(f"no piece {name!r} in params/pieces.yaml; the pieces are {', '.join(pieces)}")
+    piece = pieces[name]
+    if not piece.publishes:
+        raise NothingToPublish(
+            f"piece {name} has no `publishes` list in params/pieces.yaml: its run is published whole. "
+            "Fix: python -m compsense.pipeline.publish --run <its run folder>"
+        )
+    if run is None:
+        found = last_run(piece)
+        if found is None:
+            raise NothingToPublish(f"piece {name}: no finished run. Fix: python -m compsense piece {name}")
+        run = found["run"]
+    run_dir = resolve(run)
+    summary_path = run_dir / "summary.json"
+    if not summary_path.exists():
+        raise NothingToPublish(f"{summary_path}: missing, so {run_dir} is not a finished run of piece {name}")
+    summary = read_json(summary_path)
+    stages = summary.get("stages", {})
+    made_by_piece = (
+        summary.get("profile") == piece.profile
+        and sorted(summary.get("overrides") or []) == sorted(piece.overrides)
+        and all(stages.get(key, {}).get("status") == "ok" for key in piece.stages)
+    )
+    if not made_by_piece:
+        raise NothingToPublish(
+            f"{run_dir}: not a finished run of piece {name} (its profile, --set overrides or stage status "
+            f"differ from params/pieces.yaml). Fix: publish the run `python -m compsense piece {name}` made"
+        )
+    work_dir = summary.get("work_dir") or f"runs/{piece.profile}"
+    figures = resolve(summary.get("figures_dir") or Path(work_dir) / "figures")
+    files: dict[str, bytes] = {}
+    for rel in piece.publishes:
+        source = run_dir / rel if Path(rel).parts[0] == TABLES_DIR else figures / rel
+        if not source.is_file():
+            raise NothingToPublish(
+                f"{source}: missing; piece {name} publishes {rel}. Fix: re-run the piece "
+                f"(python -m compsense piece {name}) or correct `publishes` in params/pieces.yaml"
+            )
+        files[rel] = source.read_bytes()
+    if any(rel.endswith(".html") for rel in files) and (figures / PLOTLY_JS).exists():
+        files[PLOTLY_JS] = (figures / PLOTLY_JS).read_bytes()
+    out = resolve(dest)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive(out.parent / f".{out.name}.publish.lock"):
+        return _publish_files(out, files, piece, run_dir, work_dir)
+
+
+def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir) -> dict:
+    import pandas as pd
+
+    where = _relative(run_dir)
+    mine = stage_provenance(work_dir)
+    mine = mine[mine.stage.isin(piece.stages)]
+    wrong = mine[mine.run != f"runs/{run_dir.parent.name}/{run_dir.name}"]
+    if len(mine) != len(piece.stages) or len(wrong):
+        raise NothingToPublish(
+            f"{work_dir}: the last success of stage(s) {', '.join(piece.stages)} there is not {where}, so "
+            f"its record cannot be published as piece {piece.name}'s. Fix: re-run the piece, then publish it"
+        )
+    mine = mine.assign(publishes=", ".join(piece.publishes))
+    table = out / TABLES_DIR / PROVENANCE_FILE
+    old = pd.read_csv(table, dtype=str, keep_default_na=False) if table.exists() else pd.DataFrame(columns=COLUMNS)
+    old = old.reindex(columns=COLUMNS, fill_value="")
+    old = old[~((old.piece == piece.name) | (old.stage.isin(piece.stages) & (old.publishes == mine.publishes.iloc[0])))]
+    merged = pd.concat([old, mine.astype(str)], ignore_index=True).sort_values(["stage", "publishes"], kind="stable")
+    files[f"{TABLES_DIR}/{PROVENANCE_FILE}"] = merged.to_csv(index=False).encode("utf-8")
+    done = {"run": where, "written": [], "unchanged": []}
+    for name, data in sorted(files.items()):
+        target = out / name
+        if target.is_file() and target.read_bytes() == data:
+            done["unchanged"].append(name)
+            continue
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(data)
+        done["written"].append(name)
+    manifest = read_json(out / MANIFEST) if (out / MANIFEST).exists() else {"files": {}}
+    manifest.setdefault("files", {}).update({name: _sha256(data) for name, data in files.items()})
+    manifest["files"] = dict(sorted(manifest["files"].items()))
+    manifest.setdefault("pieces", {})[piece.name] = {"run": where, "files": sorted(piece.publishes)}
+    write_json(out / MANIFEST, manifest)
+    return done
 
 
 def _publish(run_dir: Path, profile: str, summary: dict, figures: Path, report_path: Path, out: Path) -> dict:
@@ -194,20 +293,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="local", help="publish this profile's latest run (default local)")
     parser.add_argument("--run", default=None, help="a run folder (runs/<profile>/<run>) instead of the latest")
     parser.add_argument("--dest", default="figures", help="where to publish (default figures/)")
+    parser.add_argument(
+        "--piece", default=None, help="publish only the files this declared piece lists (params/pieces.yaml)"
+    )
     args = parser.parse_args(argv)
     try:
-        done = publish(args.profile if args.run is None else None, run=args.run, dest=args.dest)
+        if args.piece:
+            done = publish_piece(args.piece, run=args.run, dest=args.dest)
+        else:
+            done = publish(args.profile if args.run is None else None, run=args.run, dest=args.dest)
     except (NothingToPublish, Refused, ValueError) as err:  # Refused: a damaged stages.json (provenance)
         print(f"publish: {err}", file=sys.stderr)
         return 2
     print(
         f"published {done['run']} -> {args.dest}/: {len(done['written'])} written, "
-        f"{len(done['unchanged'])} unchanged, {len(done['removed'])} removed"
+        f"{len(done['unchanged'])} unchanged, {len(done.get('removed', []))} removed"
     )
     for name in done["written"] + [
-        f"{n} (removed: the previous publication wrote it, this run has none)" for n in done["removed"]
+        f"{n} (removed: the previous publication wrote it, this run has none)" for n in done.get("removed", [])
     ]:
         print(f"  {name}")
+    if args.piece:
+        return 0
     for name in done["kept"]:
         print(f"  kept {name}")
     if done["others"]:
