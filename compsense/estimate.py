@@ -618,6 +618,45 @@ def _check_rates(rates: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Presentation
 
+ESTIMATE_TITLE = "Time estimate for the paper profile from this run's measured throughput"
+
+
+def report_sections(work_dir) -> list[dict]:
+    """The run report's sections on time (`pipeline.report.Block` fields): the paper profile's estimate at
+    the rates the run in `work_dir` measured, and those rates and dataset sizes as tables, which `make
+    figures` publishes for `estimate` on a fresh clone. Never fails the report: whatever is missing or
+    unreadable is said in the section instead."""
+    work = resolve(work_dir)
+    try:
+        est = estimate("paper", work)
+        rates, sizes = measurement_tables(work)
+    except Exception as err:  # noqa: BLE001 - the report must be written whatever the estimate hits
+        text = (
+            f"No estimate: {type(err).__name__}: {err}. It needs the run's "
+            f"work_dir ({work}) with DONE.json, verifier.json or executed notebooks in it."
+        )
+        return [{"title": ESTIMATE_TITLE, "text": text}]
+    return [
+        {
+            "title": ESTIMATE_TITLE,
+            "text": headline(est) + f" `python -m compsense estimate --profile paper --from {shown(work)}` prints "
+            "it; --bench/--rate add rates measured elsewhere.",
+        },
+        {
+            "title": "Time estimate per stage and component (paper profile)",
+            "table": display_frame(est),
+            "name": "estimate",
+        },
+        {
+            "title": "Measured rates (what `estimate` reads when no run is given)",
+            "text": "Published beside the other tables, so `python -m compsense estimate --profile local` "
+            "works on a fresh clone; with the dataset sizes the run's results recorded.",
+            "table": rates,
+            "name": RATES_TABLE,
+        },
+        {"title": "Dataset sizes the run recorded", "table": sizes, "name": SIZES_TABLE},
+    ]
+
 
 def headline(est: pd.DataFrame) -> str:
     """One paragraph: the total, on which devices its rates were measured, what it leaves out."""

@@ -453,7 +453,7 @@ def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypa
     monkeypatch.setattr(doctor, "report", lambda: {"device": "cpu", "python": "3", "versions": {}})
     written = report.build_report(run, tmp_path / "figs", tmp_path / "out", {"profile": "local", "stages": {}})
     md = written["md"].read_text()
-    assert f"## {report.ESTIMATE_TITLE}" in md and "Estimated total" in md
+    assert f"## {E.ESTIMATE_TITLE}" in md and "Estimated total" in md
     assert "| 02 | train | minilm-l6 | 7,776,000 |" in md
     # the measurements travel with the report's tables: a clone with only those estimates the same
     tables = tmp_path / "out" / report.TABLES_DIR

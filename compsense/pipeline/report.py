@@ -23,7 +23,7 @@ import pandas as pd
 from compsense.core.layout import purity_file
 from compsense.core.paths import git_commit, resolve
 from compsense.core.storage import COMMIT, atomic_path, write_text
-from compsense.estimate import RATES_TABLE, SIZES_TABLE, display_frame, estimate, headline, measurement_tables
+from compsense.estimate import report_sections
 from compsense.nearmiss.evaluation import SEPARATION_FILE
 from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.stages import shown as _where
@@ -50,7 +50,39 @@ SEPARATION_TITLE = "The separation table (notebook 04): near-miss AUC, self-matc
 RERANK_TITLE = "Reranking against Base (notebook 05): nDCG@10 at the largest K, paired bootstrap over queries"
 VARIANTS_TITLE = "Variants against Model A (zero-shot nDCG@10; p Holm-corrected over all rows)"
 IN_DOMAIN_TITLE = "In-domain reference (sets a model trained on; not comparable with the paper)"
-ESTIMATE_TITLE = "Time estimate for the paper profile from this run's measured throughput"
+
+# What each section says about the table a notebook wrote, and what it says when the notebook has not written it.
+PURITY_NOTE = (
+    "The share of each family's pairs that `compsense.data.purity` (token rules sharing no code with the generator) "
+    "files under the pair's own family, per corpus and split; written by notebook 01."
+)
+TABLE1_MISSING = (
+    "No Table 1 yet: `{where}` does not exist. Notebook 02 writes it (re-run it: "
+    "`make reproduce ONLY=02`; finished trainings and evaluations are reused)."
+)
+VARIANT_TESTS_NOTE = (
+    "As notebook 02 wrote it: each comparison (variant minus reference, C-identity against B included) "
+    "with the hierarchical bootstrap over seeds and queries (ci_low, ci_high, p_value, p_holm) and the "
+    "seed-level tests over the per-seed differences (paired t: t_p, t_ci_low, t_ci_high; exact sign "
+    "flips: perm_p, whose floor at S seeds is perm_p_floor = 2 / 2^S)."
+)
+SEPARATION_MISSING = (
+    "No separation table: notebook 04 did not write {file} ({where}). "
+    "Fix: run notebook 04 (`python -m compsense reproduce --only 04`)."
+)
+BUDGET_NOTE = (
+    "As notebook 04 wrote it: per scorer, size, recipe and budget (triplets seen; 0 is frozen MaxSim and its "
+    "noise control, nothing learned), the mean over verifier seeds and a seed-level 95% t interval (blank with "
+    "one seed). noise_excess: near-miss AUC above the noise line at the run's self-match AUC."
+)
+RERANK_NOTE = (
+    "As notebook 05 wrote it. mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same "
+    "queries, 95% interval (n_resamples): BCa over queries for one verifier seed, hierarchical over verifier "
+    "seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run (the noise-control "
+    "rerankers, F1-frozen+noise, corrected as a family of their own), with enough resamples that its floor "
+    "p_floor_holm (the smallest p_holm the table can show) is 0.005 or below."
+)
+RERANK_MISSING = "No reranking table yet: `{where}` does not exist. Notebook 05 writes it (`make reproduce ONLY=05`)."
 
 
 @dataclass
@@ -86,30 +118,18 @@ def build_report(
     }
 
     answer: list[Block] = []
-    details: list[Block] = []
-    purity = purity_file(work)
-    if purity.exists():
-        details.append(
-            Block(
-                PURITY_TITLE,
-                text="The share of each family's pairs that `compsense.data.purity` (token rules sharing no code "
-                "with the generator) files under the pair's own family, per corpus and split; written by "
-                "notebook 01.",
-                table=pd.read_parquet(purity),
-                name="purity",
-                source=_where(purity),
-            )
-        )
+    details = _written(PURITY_TITLE, purity_file(work), "purity", PURITY_NOTE)
     if "retrieval" in tables:
-        answer += _table1_blocks(tables["retrieval"], results)
+        answer += _written(
+            TABLE1_TITLE, results / TABLE1_FILE, "table1", _table1_note(tables["retrieval"]), TABLE1_MISSING
+        )
         details += _retrieval_details(tables["retrieval"], results)
-    details += _variant_tests_blocks(results)
+    details += _written("Tests between variants", results / VARIANT_TESTS_FILE, "variant_tests", VARIANT_TESTS_NOTE)
     if "verifiers" in tables:
-        answer.append(_separation_block(results / SEPARATION_FILE))
-    if (results / CURVE_FILE).exists():
-        answer.append(_budget_block(results / CURVE_FILE))
+        answer += _written(SEPARATION_TITLE, results / SEPARATION_FILE, "separation", missing=SEPARATION_MISSING)
+    answer += _written(BUDGET_TITLE, results / CURVE_FILE, "verifier_budget", BUDGET_NOTE)
     if "rerank" in tables:
-        answer += _rerank_blocks(results)
+        answer += _written(RERANK_TITLE, results / RERANK_ANSWER_FILE, "rerank", RERANK_NOTE, RERANK_MISSING)
     figures = tuple(sorted(figs.glob("*.html"))) if figs.exists() else ()
     answer.append(Block("Figures", text="" if figures else f"No figures in `{_where(figs)}` yet.", figures=figures))
 
@@ -145,7 +165,7 @@ def build_report(
         run_info.append(
             Block("Stages (time per stage in seconds)", table=stages.dropna(axis=1, how="all"), name="stages")
         )
-    run_info += _estimate_blocks(work)
+    run_info += [Block(**section) for section in report_sections(work)]  # never fails: it says what it lacks
 
     blocks = answer + details + every + run_info
     written = set()
@@ -167,20 +187,23 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def _table1_blocks(table: pd.DataFrame, results: Path) -> list[Block]:
-    """Table 1 as notebook 02 wrote it (results/table1.parquet): read, never recomputed here."""
-    path = results / TABLE1_FILE
-    if not path.exists():
-        return [
-            Block(
-                TABLE1_TITLE,
-                text=f"No Table 1 yet: `{_where(path)}` does not exist. Notebook 02 writes it (re-run it: "
-                "`make reproduce ONLY=02`; finished trainings and evaluations are reused).",
-            )
-        ]
+def _written(title: str, path: Path, name: str, note: str = "", missing: str | None = None) -> list[Block]:
+    """The table a notebook wrote at `path`, shown as it wrote it (read, never recomputed) and written
+    whole to tables/<name>.csv; when there is none, a section saying so (`missing`, with the notebook
+    that writes it and `{where}` for the path), or nothing."""
+    if path.exists():
+        return [Block(title, text=note, table=pd.read_parquet(path), name=name, source=_where(path))]
+    return [Block(title, text=missing.format(where=_where(path), file=path.name))] if missing else []
+
+
+def _table1_note(retrieval: pd.DataFrame) -> str:
     # a set is zero-shot when every model's rows on it are (Base alone is zero-shot everywhere)
-    sets = sorted(set(table.dataset) - set(table.dataset[table.regime != "zero-shot"])) if "regime" in table else []
-    note = (
+    sets = (
+        sorted(set(retrieval.dataset) - set(retrieval.dataset[retrieval.regime != "zero-shot"]))
+        if "regime" in retrieval
+        else []
+    )
+    return (
         f"Zero-shot sets: {', '.join(sets) or 'none'} (no training query or document "
         "of any model occurs in them; `compsense.retrieval.regime`). ci_low/ci_high: 95% hierarchical bootstrap "
         "of B − A resampling seeds and queries together; p_holm: Holm-corrected over the table's comparisons; "
@@ -188,22 +211,6 @@ def _table1_blocks(table: pd.DataFrame, results: Path) -> list[Block]:
         "t_ci_low/high: paired t over the per-seed drops; perm_p: exact sign-flip test over them, never below "
         "perm_p_floor (2 / 2^seeds)."
     )
-    return [Block(TABLE1_TITLE, text=note, table=pd.read_parquet(path), name="table1", source=_where(path))]
-
-
-def _variant_tests_blocks(results: Path) -> list[Block]:
-    """Notebook 02's tests between variants (results/variant_tests.parquet), as it wrote them."""
-    tests_path = results / VARIANT_TESTS_FILE
-    if not tests_path.exists():
-        return []
-    note = (
-        "As notebook 02 wrote it: each comparison (variant minus reference, C-identity against B included) "
-        "with the hierarchical bootstrap over seeds and queries (ci_low, ci_high, p_value, p_holm) and the "
-        "seed-level tests over the per-seed differences (paired t: t_p, t_ci_low, t_ci_high; exact sign "
-        "flips: perm_p, whose floor at S seeds is perm_p_floor = 2 / 2^S)."
-    )
-    table = pd.read_parquet(tests_path)
-    return [Block("Tests between variants", text=note, table=table, name="variant_tests", source=_where(tests_path))]
 
 
 def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
@@ -229,81 +236,6 @@ def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
         )
         blocks.append(Block(IN_DOMAIN_TITLE, table=ref, name="in_domain", source=_where(results / "retrieval.parquet")))
     return blocks
-
-
-def _separation_block(path: Path) -> Block:
-    """Notebook 04's answer as it wrote it (`nearmiss.evaluation.separation_frame`: every scorer x regime x
-    training data x size, mean ± std over verifier seeds): read, never recomputed."""
-    if not path.exists():
-        return Block(
-            SEPARATION_TITLE,
-            text=f"No separation table: notebook 04 did not write {path.name} ({_where(path)}). "
-            "Fix: run notebook 04 (`python -m compsense reproduce --only 04`).",
-        )
-    return Block(SEPARATION_TITLE, table=pd.read_parquet(path), name="separation", source=_where(path))
-
-
-def _budget_block(path: Path) -> Block:
-    """Notebook 04's budget curve as it wrote it (`verifiers.budget.budget_table`): read, never recomputed."""
-    note = (
-        "As notebook 04 wrote it: per scorer, size, recipe and budget (triplets seen; 0 is frozen MaxSim and its "
-        "noise control, nothing learned), the mean over verifier seeds and a seed-level 95% t interval (blank with "
-        "one seed). noise_excess: near-miss AUC above the noise line at the run's self-match AUC."
-    )
-    return Block(BUDGET_TITLE, text=note, table=pd.read_parquet(path), name="verifier_budget", source=_where(path))
-
-
-def _rerank_blocks(results: Path) -> list[Block]:
-    """Notebook 05's answer table as it wrote it (results/rerank_answer.parquet): read, never recomputed."""
-    path = results / RERANK_ANSWER_FILE
-    if not path.exists():
-        return [
-            Block(
-                RERANK_TITLE,
-                text=f"No reranking table yet: `{_where(path)}` does not exist. Notebook 05 writes it "
-                "(`make reproduce ONLY=05`).",
-            )
-        ]
-    note = (
-        "As notebook 05 wrote it. mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same "
-        "queries, 95% interval (n_resamples): BCa over queries for one verifier seed, hierarchical over verifier "
-        "seeds and queries for several (n_seeds); p_holm: Holm over every K and weight of the run (the noise-control "
-        "rerankers, F1-frozen+noise, corrected as a family of their own), with enough resamples that its floor "
-        "p_floor_holm (the smallest p_holm the table can show) is 0.005 or below."
-    )
-    return [Block(RERANK_TITLE, text=note, table=pd.read_parquet(path), name="rerank", source=_where(path))]
-
-
-def _estimate_blocks(work: Path) -> list[Block]:
-    """The paper profile's time at the rates this run measured (compsense.estimate). Never fails the
-    report: whatever is missing or unreadable is said in the section instead."""
-    try:
-        est = estimate("paper", work)
-        rates, sizes = measurement_tables(work)
-        return [
-            Block(
-                ESTIMATE_TITLE,
-                text=headline(est) + " `python -m compsense estimate --profile paper --from "
-                f"{_where(work)}` prints it; --bench/--rate add rates measured elsewhere.",
-            ),
-            Block("Time estimate per stage and component (paper profile)", table=display_frame(est), name="estimate"),
-            Block(
-                "Measured rates (what `estimate` reads when no run is given)",
-                text="Published beside the other tables, so `python -m compsense estimate --profile local` "
-                "works on a fresh clone; with the dataset sizes the run's results recorded.",
-                table=rates,
-                name=RATES_TABLE,
-            ),
-            Block("Dataset sizes the run recorded", table=sizes, name=SIZES_TABLE),
-        ]
-    except Exception as err:  # noqa: BLE001 - the report must be written whatever the estimate hits
-        return [
-            Block(
-                ESTIMATE_TITLE,
-                text=f"No estimate: {type(err).__name__}: {err}. It needs the run's "
-                f"work_dir ({work}) with DONE.json, verifier.json or executed notebooks in it.",
-            )
-        ]
 
 
 def _rel(path: Path, start: Path) -> str:
