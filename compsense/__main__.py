@@ -129,7 +129,7 @@ def _dispatch(args) -> int:
     if args.command == "estimate":
         return _estimate(args)
     if args.command == "doctor":
-        from compsense.pipeline.doctor import main as doctor
+        from compsense.doctor import main as doctor
 
         return doctor(profile=args.profile)
     if args.command == "evaluate":

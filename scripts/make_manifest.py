@@ -139,7 +139,7 @@ def counts(name: str, folder: Path) -> dict:
 
 def used_by() -> dict[str, dict[str, list[str]]]:
     """{dataset: {profile: [stages]}} as `compsense doctor` computes what each profile reads."""
-    from compsense.pipeline.doctor import profile_data_needs
+    from compsense.doctor import profile_data_needs
 
     out: dict[str, dict[str, list[str]]] = {}
     for profile in PROFILES:

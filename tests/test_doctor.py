@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from compsense import doctor
 from compsense.__main__ import main as cli
 from compsense.core.paths import smoke_data_dir
 from compsense.core.storage import sha256_file
 from compsense.data import release
 from compsense.data.datasets import _LOCAL_FILES
-from compsense.pipeline import doctor
 
 SMOKE_DATA = ("condaqa", "mrpc", "nfcorpus", "scifact", "stsb", "sugarcrepe")
 

@@ -448,9 +448,9 @@ def test_cli_prints_the_table_and_the_device(run, capsys):
 
 @pytest.mark.slow
 def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypatch):
-    from compsense.pipeline import doctor, report
+    from compsense.pipeline import report
 
-    monkeypatch.setattr(doctor, "report", lambda: {"device": "cpu", "python": "3", "versions": {}})
+    monkeypatch.setattr(report, "machine", lambda: {"device": "cpu", "python": "3", "versions": {}})
     written = report.build_report(run, tmp_path / "figs", tmp_path / "out", {"profile": "local", "stages": {}})
     md = written["md"].read_text()
     assert f"## {E.ESTIMATE_TITLE}" in md and "Estimated total" in md

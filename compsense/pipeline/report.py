@@ -21,11 +21,11 @@ from pathlib import Path
 import pandas as pd
 
 from compsense.core.layout import purity_file
+from compsense.core.machine import machine
 from compsense.core.paths import git_commit, resolve
 from compsense.core.storage import COMMIT, atomic_path, write_text
 from compsense.estimate import report_sections
 from compsense.nearmiss.evaluation import SEPARATION_FILE
-from compsense.pipeline.doctor import report as machine
 from compsense.pipeline.stages import shown as _where
 from compsense.retrieval.harness import TABLE1_FILE, VARIANT_TESTS_FILE, VARIANTS_FILE
 from compsense.verifiers.budget import CURVE_FILE

