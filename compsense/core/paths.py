@@ -1,5 +1,6 @@
 """Where things live: the repo, local (non-redistributable) datasets, the project's own data, and the
-folders under a profile's work_dir (runs/<profile>) through which stages pass files.
+folders under a profile's work_dir (runs/<profile>) through which stages pass files; and where a run
+may write (never into the committed figures, the datasets or the source; only where a write succeeds).
 
 One setting says where local datasets live: the `data_dir` argument of any loader (a profile's
 `data_dir`; relative paths are taken from the repo root), else the environment variable
@@ -104,6 +105,36 @@ def check_can_write(folder: str | os.PathLike, what: str, fix: str) -> Path:
     except OSError as err:  # EACCES, EPERM, EROFS (read-only file system), ENOSPC ...
         raise PermissionError(f"{what}: cannot write in {path} ({err.strerror or err}). Fix: {fix}") from None
     return path
+
+
+# Where a run may write. The repository's folders a run never writes into: what `make figures` publishes
+# (COMMITTED_FIGURES), the datasets and the source; the local data folder is refused too.
+COMMITTED_FIGURES = "figures"  # the repository's published figures: written by `make figures` only
+PROTECTED = (COMMITTED_FIGURES, "data", "compsense", "notebooks", "tests", "params", "benchmarks", "docs", ".git")
+MAKE_WRITABLE = "make it writable (chmod -R u+w, or a disk not mounted read-only)"  # a fix for check_can_write
+
+
+def check_not_protected(path: str | os.PathLike, what: str, fix: str) -> Path:
+    """`path` with symlinks followed, unless it is the repository root or inside a protected folder of it
+    (`PROTECTED`) or inside the local data folder (so a link to one of them is refused too); else
+    PermissionError naming `what` and `fix`, as `check_can_write` words it."""
+    real = Path(os.path.realpath(resolve(path)))
+    root = Path(os.path.realpath(repo_root()))
+    places = [root / name for name in PROTECTED]
+    try:
+        data = local_data_dir(None, required=False)
+    except FileNotFoundError:  # $COMPSENSE_DATA_DIR names no folder: nothing there to protect
+        data = None
+    if data is not None:
+        places.append(Path(os.path.realpath(data)))
+    hit = next((p for p in places if real == p or real.is_relative_to(p)), root if real == root else None)
+    if hit is not None:
+        inside = "is the repository root" if hit == root else f"is inside {hit}"
+        raise PermissionError(
+            f"{what}: {real} {inside}, which a run must not write into (committed figures, datasets or "
+            f"source). Fix: {fix}."
+        )
+    return real
 
 
 def workspace(work_dir: str | os.PathLike, *parts: str) -> Path:

@@ -28,7 +28,16 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from compsense.core.layout import NOT_OUTPUTS
-from compsense.core.paths import ENV_COMMIT, check_can_write, git_commit, local_data_dir, repo_root, resolve
+from compsense.core.paths import (
+    ENV_COMMIT,
+    MAKE_WRITABLE,
+    check_can_write,
+    check_not_protected,
+    git_commit,
+    local_data_dir,
+    repo_root,
+    resolve,
+)
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters, parse_override
 from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, data_needs, notebooks, stage_key
@@ -156,15 +165,8 @@ def reproduce(
         raise Refused(str(err)) from None
     stages = select_stages(only)
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
-    if work_dir is not None:
-        check_writable(
-            work_dir, _setting(profile, "work_dir", common["work_dir"], overrides or ()), f"use runs/{profile}"
-        )
-    if out:
-        check_writable(out, f"--out {out}", f"leave --out out (a new folder under runs/{profile}/) or name one there")
-    figures_dir = run_figures_dir(profile, common, overrides or ())
+    figures_dir = check_run_folders(profile, common, out, overrides or ())
     profile_dir = resolve(f"runs/{profile}")
-    check_disk_writes(profile, common, out, figures_dir, profile_dir)
     check_stage_data(profile, stages, profile_data)
     with (
         run_lock(profile_dir, f"profile {profile}"),
@@ -307,81 +309,39 @@ def check_stage_data(profile: str, stages: list[Path], profile_data: dict) -> No
         raise Refused(f"the data these stages read is not what {profile}'s runs need:\n{lines}")
 
 
-def check_disk_writes(profile: str, common: dict, out: str | None, figures_dir: Path, profile_dir: Path) -> None:
-    """Refuse to start when a folder the run writes into cannot be written (a read-only folder or
-    disk): runs/<profile> (stages.json and the lock), the work_dir, the run folder and the figures
-    folder, each tried with a real write before any stage runs, rather than failing at its first write
-    with a bare PermissionError."""
-    how = "make it writable (chmod -R u+w, or a disk not mounted read-only)"
-    places = [(profile_dir, f"runs/{profile} (stages.json and the run lock)", how)]
-    if "work_dir" in common:
-        places.append(
-            (
-                common["work_dir"],
-                f"params/{profile}.yaml: `work_dir: {common['work_dir']}`",
-                f"{how}, or set work_dir to a folder you can write",
-            )
-        )
-    if out:
-        places.append((out, f"--out {out}", f"{how}, or pass --out a folder you can write"))
-    places.append((figures_dir, f"params/{profile}.yaml: figures folder", f"{how}, or set figures_dir"))
-    for folder, what, fix in places:
-        try:
-            check_can_write(folder, what, fix)
-        except PermissionError as err:
-            raise Refused(str(err)) from None
-
-
-COMMITTED_FIGURES = "figures"  # the repository's published figures: written by `make figures` only
-
-
-def _setting(profile: str, key: str, value, overrides=()) -> str:
-    """Where a common setting came from, for a refusal: the --set that gave it, else the profile file."""
-    if any(parse_override(o)[:2] == ("common", key) for o in overrides):
-        return f"--set common.{key}={value}"
-    return f"params/{profile}.yaml: `{key}: {value}`"
-
-
-def run_figures_dir(profile: str, common: dict, overrides=()) -> Path:
+def check_run_folders(profile: str, common: dict, out: str | None, overrides=()) -> Path:
     """Where the stages of `profile` write figures: its `figures_dir` (default <work_dir>/figures), never
-    the committed figures/ folder, so a run leaves a clone clean; `make figures` publishes a run's
-    figures there when asked (compsense.pipeline.publish)."""
+    the committed figures/ (`make figures` publishes a run's figures there when asked). Refuses to start
+    when the work_dir, --out or that folder is a place no run writes into (`paths.check_not_protected`),
+    then when one of them or runs/<profile> (stages.json and the lock) cannot be written, a read-only
+    folder or disk (`paths.check_can_write` tries a real write before any stage runs)."""
     default = f"{common['work_dir']}/figures" if "work_dir" in common else f"runs/{profile}/figures"
     figures_dir = Path(os.path.normpath(resolve(common.get("figures_dir") or default)))
-    check_writable(
-        figures_dir,
-        _setting(profile, "figures_dir", common.get("figures_dir"), overrides),
-        f"set `figures_dir: {default}` (the run's own folder), then `make figures` copies the latest run's "
-        "figures and tables into figures/",
-    )
-    return figures_dir
 
+    def setting(key: str) -> str:  # where a common setting came from: the --set that gave it, else the profile
+        if any(parse_override(o)[:2] == ("common", key) for o in overrides):
+            return f"--set common.{key}={common.get(key)}"
+        return f"params/{profile}.yaml: `{key}: {common.get(key)}`"
 
-# Folders of the repository a run never writes into: what `make figures` publishes, the datasets,
-# and the source (symlinks are followed, so a link to one of them is refused too).
-PROTECTED = (COMMITTED_FIGURES, "data", "compsense", "notebooks", "tests", "params", "benchmarks", "docs", ".git")
-
-
-def check_writable(path: str | os.PathLike, what: str, fix: str) -> Path:
-    """`path` (symlinks followed) unless it is the repository root or inside a protected folder of it
-    (`PROTECTED`) or inside the local data folder; else Refused naming `what` and `fix`."""
-    real = Path(os.path.realpath(resolve(path)))
-    root = Path(os.path.realpath(repo_root()))
-    places = [root / name for name in PROTECTED]
     try:
-        data = local_data_dir(None, required=False)
-    except FileNotFoundError:  # $COMPSENSE_DATA_DIR names no folder: nothing there to protect
-        data = None
-    if data is not None:
-        places.append(Path(os.path.realpath(data)))
-    hit = next((p for p in places if real == p or real.is_relative_to(p)), root if real == root else None)
-    if hit is not None:
-        inside = "is the repository root" if hit == root else f"is inside {hit}"
-        raise Refused(
-            f"{what}: {real} {inside}, which a run must not write into (committed figures, datasets or "
-            f"source). Fix: {fix}."
-        )
-    return Path(path)
+        if "work_dir" in common:
+            check_not_protected(common["work_dir"], setting("work_dir"), f"use runs/{profile}")
+        if out:
+            fix = f"leave --out out (a new folder under runs/{profile}/) or name one there"
+            check_not_protected(out, f"--out {out}", fix)
+        fix = f"set `figures_dir: {default}` (the run's own folder), then `make figures` copies the latest run's"
+        check_not_protected(figures_dir, setting("figures_dir"), f"{fix} figures and tables into figures/")
+        check_can_write(f"runs/{profile}", f"runs/{profile} (stages.json and the run lock)", MAKE_WRITABLE)
+        if "work_dir" in common:
+            what = f"params/{profile}.yaml: `work_dir: {common['work_dir']}`"
+            check_can_write(common["work_dir"], what, f"{MAKE_WRITABLE}, or set work_dir to a folder you can write")
+        if out:
+            check_can_write(out, f"--out {out}", f"{MAKE_WRITABLE}, or pass --out a folder you can write")
+        what = f"params/{profile}.yaml: figures folder"
+        check_can_write(figures_dir, what, f"{MAKE_WRITABLE}, or set figures_dir")
+    except PermissionError as err:
+        raise Refused(str(err)) from None
+    return figures_dir
 
 
 def select_stages(only: list[str] | None) -> list[Path]:
