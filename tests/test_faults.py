@@ -213,12 +213,14 @@ def _one_line(err: str) -> str:
     return err
 
 
-@pytest.mark.parametrize("where", ["work_dir", "--out"])
+@pytest.mark.parametrize("where", ["work_dir", "--out", "--set work_dir"])
 def test_a_read_only_work_dir_or_out_refuses_reproduce_in_one_line(project, tmp_path, capsys, where):
     folder = _unwritable(tmp_path)
     args = ["reproduce", "--profile", "smoke"]
     if where == "--out":
         args += ["--out", str(folder / "run")]
+    elif where == "--set work_dir":
+        args += ["--set", f"common.work_dir={folder}"]
     else:
         (project / "params" / "smoke.yaml").write_text(
             yaml.safe_dump({"common": {"value": 2, "work_dir": str(folder)}})
@@ -226,6 +228,8 @@ def test_a_read_only_work_dir_or_out_refuses_reproduce_in_one_line(project, tmp_
     assert cli(args) == 2
     err = _one_line(capsys.readouterr().err)
     assert f"cannot write in {folder}" in err and "Fix: make it writable" in err, err
+    if where == "--set work_dir":  # the error names where the folder came from: the --set, not the profile
+        assert f"--set common.work_dir={folder}" in err and "smoke.yaml" not in err, err
     assert not (project / "runs" / "smoke" / "stages.json").exists()  # no stage ran
     with pytest.raises(runner.Refused, match="cannot write in"):  # --debug: the error itself
         cli(["--debug", *args])

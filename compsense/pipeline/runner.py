@@ -321,6 +321,8 @@ def check_run_folders(profile: str, common: dict, out: str | None, overrides=())
     def setting(key: str) -> str:  # where a common setting came from: the --set that gave it, else the profile
         if any(parse_override(o)[:2] == ("common", key) for o in overrides):
             return f"--set common.{key}={common.get(key)}"
+        if key not in common:  # figures_dir left out: the default beside the work_dir
+            return f"params/{profile}.yaml: `{key}` not set (default {default})"
         return f"params/{profile}.yaml: `{key}: {common.get(key)}`"
 
     try:
@@ -333,12 +335,13 @@ def check_run_folders(profile: str, common: dict, out: str | None, overrides=())
         check_not_protected(figures_dir, setting("figures_dir"), f"{fix} figures and tables into figures/")
         check_can_write(f"runs/{profile}", f"runs/{profile} (stages.json and the run lock)", MAKE_WRITABLE)
         if "work_dir" in common:
-            what = f"params/{profile}.yaml: `work_dir: {common['work_dir']}`"
-            check_can_write(common["work_dir"], what, f"{MAKE_WRITABLE}, or set work_dir to a folder you can write")
+            fix = f"{MAKE_WRITABLE}, or set work_dir to a folder you can write"
+            check_can_write(common["work_dir"], setting("work_dir"), fix)
         if out:
             check_can_write(out, f"--out {out}", f"{MAKE_WRITABLE}, or pass --out a folder you can write")
-        what = f"params/{profile}.yaml: figures folder"
-        check_can_write(figures_dir, what, f"{MAKE_WRITABLE}, or set figures_dir")
+        check_can_write(
+            figures_dir, f"{setting('figures_dir')} (figures folder)", f"{MAKE_WRITABLE}, or set figures_dir"
+        )
     except PermissionError as err:
         raise Refused(str(err)) from None
     return figures_dir
