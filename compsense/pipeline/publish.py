@@ -188,15 +188,7 @@ def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, wor
     old = old[~((old.piece == piece.name) | (old.stage.isin(piece.stages) & (old.publishes == mine.publishes.iloc[0])))]
     merged = pd.concat([old, mine.astype(str)], ignore_index=True).sort_values(["stage", "publishes"], kind="stable")
     files[f"{TABLES_DIR}/{PROVENANCE_FILE}"] = merged.to_csv(index=False).encode("utf-8")
-    done = {"run": where, "written": [], "unchanged": []}
-    for name, data in sorted(files.items()):
-        target = out / name
-        if target.is_file() and target.read_bytes() == data:
-            done["unchanged"].append(name)
-            continue
-        with atomic_path(target) as tmp:
-            tmp.write_bytes(data)
-        done["written"].append(name)
+    done = {"run": where, **_write_changed(out, files)}
     manifest = read_json(out / MANIFEST) if (out / MANIFEST).exists() else {"files": {}}
     manifest.setdefault("files", {}).update({name: _sha256(data) for name, data in files.items()})
     manifest["files"] = dict(sorted(manifest["files"].items()))
@@ -227,15 +219,7 @@ def _publish(run_dir: Path, profile: str, summary: dict, figures: Path, report_p
         "files": {name: _sha256(data) for name, data in sorted(files.items())},
     }
     previous = _previous_files(out / MANIFEST)
-    done = {"run": where, "written": [], "unchanged": [], "removed": [], "kept": [], "others": [], "stale_png": []}
-    for name, data in sorted(files.items()):
-        target = out / name
-        if target.is_file() and target.read_bytes() == data:
-            done["unchanged"].append(name)
-            continue
-        with atomic_path(target) as tmp:
-            tmp.write_bytes(data)
-        done["written"].append(name)
+    done = {"run": where, **_write_changed(out, files), "removed": [], "kept": [], "others": [], "stale_png": []}
     root = out.resolve()
     for name in sorted(set(previous) - set(files)):
         target = (out / name).resolve()
@@ -254,6 +238,20 @@ def _publish(run_dir: Path, profile: str, summary: dict, figures: Path, report_p
             if path.suffix == ".png" and path.with_suffix(".html").name in files:
                 done["stale_png"].append(name)
     write_json(out / MANIFEST, manifest)
+    return done
+
+
+def _write_changed(out: Path, files: dict[str, bytes]) -> dict[str, list[str]]:
+    """Write each file under `out`, atomically, only where its bytes differ: {"written", "unchanged"}."""
+    done: dict[str, list[str]] = {"written": [], "unchanged": []}
+    for name, data in sorted(files.items()):
+        target = out / name
+        if target.is_file() and target.read_bytes() == data:
+            done["unchanged"].append(name)
+            continue
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(data)
+        done["written"].append(name)
     return done
 
 
