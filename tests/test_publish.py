@@ -149,6 +149,20 @@ def test_two_publishes_at_once_take_turns(run, tmp_path, monkeypatch):
     assert all(publish._sha256((dest / n).read_bytes()) == sha for n, sha in manifest["files"].items())
 
 
+def _budget_points(points, mean=0.3) -> pd.DataFrame:
+    """A budget table (`verifiers.budget.budget_table`'s columns): frozen MaxSim at budget 0 and F4 at
+    each (budget, seeds) of `points`, two metrics each."""
+    rows = []
+    for scorer, size, budget, seeds in [("F1", "small", 0, max(n for _, n in points))] + [
+        ("F4", "paper", b, n) for b, n in points
+    ]:
+        for metric in ("auc", "self_match"):
+            low, high = (mean - 0.1, mean + 0.1) if seeds > 1 else (float("nan"), float("nan"))
+            rows.append([scorer, "frozen", size, "equal", budget, metric, mean, low, high, seeds])
+    columns = ["scorer", "regime", "size", "recipe", "budget", "metric", "mean", "ci_low", "ci_high", "seeds"]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _budget_piece_run(tmp_path, overrides=None):
     """A finished run of the declared piece study-04-budget-seed42 writing into runs/local (as the
     study does), with the table and figure the piece publishes; returns (run folder, piece)."""
@@ -160,7 +174,7 @@ def _budget_piece_run(tmp_path, overrides=None):
     (work / "figures").mkdir(parents=True)
     notebook = run_dir / "04_verifiers.ipynb"
     notebook.write_text("{}")
-    (run_dir / "tables" / "verifier_budget.csv").write_text("scorer,budget,metric,mean\nF4,48000,auc,0.3\n")
+    _budget_points([(2048, 1), (48000, 1)]).to_csv(run_dir / "tables" / "verifier_budget.csv", index=False)
     for name in ("04_verifier_budget.html", "04_verifier_budget.png", "plotly.min.js"):
         (work / "figures" / name).write_text(name)
     summary = {
@@ -180,7 +194,8 @@ def _budget_piece_run(tmp_path, overrides=None):
     return run_dir, piece
 
 
-def test_a_piece_publishes_its_own_files_beside_the_rest(tmp_path):
+def test_a_piece_publishes_its_own_files_beside_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
     from compsense.pipeline.provenance import COLUMNS
 
     run_dir, piece = _budget_piece_run(tmp_path)
@@ -192,9 +207,14 @@ def test_a_piece_publishes_its_own_files_beside_the_rest(tmp_path):
     (dest / publish.MANIFEST).write_text(json.dumps({"profile": "local", "files": {"tables/table1.csv": "x"}}))
 
     done = publish.publish_piece(piece.name, run=run_dir, dest=dest)
-    assert set(done["written"]) == {*piece.publishes, "plotly.min.js", "tables/provenance.csv"}
+    # no PNG engine here (the fixture's monkeypatch): the figure's PNG is not drawn, so not published
+    assert done["not_drawn"] == ["04_verifier_budget.png"] and not (dest / "04_verifier_budget.png").exists()
+    assert set(done["written"]) == {*piece.publishes, "plotly.min.js", "tables/provenance.csv"} - set(done["not_drawn"])
+    # the figure is drawn from the published table, not copied from the run
+    assert "F4-frozen" in (dest / "04_verifier_budget.html").read_text()
     assert (dest / "tables" / "table1.csv").read_text() == "made,by,another,run\n"  # the rest untouched
-    assert (dest / "tables" / "verifier_budget.csv").read_text().startswith("scorer,budget")
+    published = pd.read_csv(dest / "tables" / "verifier_budget.csv")
+    assert set(published.piece) == {piece.name} and sorted(set(published.budget)) == [0, 2048, 48000]
     rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False)
     assert list(rows.piece) == ["local-04-frozen", piece.name]  # the whole run's row first, then the piece's
     mine = rows.iloc[1]
@@ -202,10 +222,33 @@ def test_a_piece_publishes_its_own_files_beside_the_rest(tmp_path):
     assert mine.publishes == ", ".join(piece.publishes)
     manifest = json.loads((dest / publish.MANIFEST).read_text())
     assert manifest["profile"] == "local" and "tables/table1.csv" in manifest["files"]
-    assert set(piece.publishes) <= set(manifest["files"])
+    assert set(piece.publishes) - set(done["not_drawn"]) <= set(manifest["files"])
     assert manifest["pieces"][piece.name]["run"].endswith("runs/study/20261204-160000")
     again = publish.publish_piece(piece.name, run=run_dir, dest=dest)  # its row replaced, not added
     assert again["written"] == [] and len(pd.read_csv(dest / "tables" / "provenance.csv")) == 2
+
+
+def test_pieces_merge_a_table_point_by_point_the_point_with_more_seeds_winning(tmp_path):
+    published = tmp_path / "verifier_budget.csv"
+    publish.merge_points(published, _budget_points([(2048, 1), (48000, 1)]), KEY, "seed42").to_csv(
+        published, index=False
+    )
+    # another piece ran 48k (and the noise line) at three seeds: its points replace those, 2k stays
+    merged = publish.merge_points(published, _budget_points([(48000, 3)], mean=0.5), KEY, "seeds")
+    by_point = merged.groupby(["scorer", "budget"]).agg(piece=("piece", "first"), seeds=("seeds", "max"))
+    assert by_point.to_dict("index") == {
+        ("F1", 0): {"piece": "seeds", "seeds": 3},
+        ("F4", 2048): {"piece": "seed42", "seeds": 1},
+        ("F4", 48000): {"piece": "seeds", "seeds": 3},
+    }
+    merged.to_csv(published, index=False)
+    # the one-seed piece published again does not take the three-seed points back; its own 2k is replaced
+    again = publish.merge_points(published, _budget_points([(2048, 1), (48000, 1)], mean=0.1), KEY, "seed42")
+    assert again[again.budget == 48000].piece.unique().tolist() == ["seeds"]
+    assert again[again.budget == 2048]["mean"].unique().tolist() == [0.1] and len(again) == len(merged)
+
+
+KEY = ["scorer", "regime", "size", "recipe", "budget"]
 
 
 def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path):

@@ -29,14 +29,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
+
+import pandas as pd
 
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_json, write_json
-from compsense.figures.export import PLOTLY_JS
+from compsense.figures.export import PLOTLY_JS, save_figure
+from compsense.figures.verifiers import budget_figure
 from compsense.pipeline.profiles import check_profile_name
 from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
@@ -44,6 +49,18 @@ from compsense.pipeline.runner import Refused, run_summaries
 
 MANIFEST = "published.json"
 FIGURE_SUFFIXES = (".html", ".png")
+# Tables that several pieces publish points of (each piece its budgets and seeds, as one machine's run
+# fits): {table: (the columns that name a point, the figure drawn from the table, how it is drawn)}.
+# `publish --piece` merges them point by point: a point keeps the rows of the piece that ran it at
+# more seeds (on a tie, of the piece published last), each row names its piece, and the figure is
+# drawn again from the merged table, as the notebook draws it from its own.
+MERGED = {
+    "tables/verifier_budget.csv": (
+        ["scorer", "regime", "size", "recipe", "budget"],
+        "04_verifier_budget",
+        budget_figure,
+    )
+}
 
 
 class NothingToPublish(RuntimeError):
@@ -166,7 +183,58 @@ def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | o
     out = resolve(dest)
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(out.parent / f".{out.name}.publish.lock"):
-        return _publish_files(out, files, piece, run_dir, work_dir)
+        not_drawn = _merge(out, files, piece.name)
+        return {**_publish_files(out, files, piece, run_dir, work_dir), "not_drawn": not_drawn}
+
+
+def _merge(out: Path, files: dict[str, bytes], piece: str) -> list[str]:
+    """Merge each `MERGED` table among `files` with the one published in `out`, and draw its figure
+    again from the merged table, in `files`. Returns the figure files that could not be drawn (a PNG
+    without its engine): they are left out, never published from the piece's run alone."""
+    not_drawn = []
+    for rel, (key, figure, draw) in MERGED.items():
+        if rel not in files:
+            continue
+        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece)
+        files[rel] = table.to_csv(index=False).encode("utf-8")
+        wanted = [name for name in files if Path(name).stem == figure and Path(name).suffix in FIGURE_SUFFIXES]
+        if not wanted:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            drawn = save_figure(draw(table), figure, tmp)
+            for name in wanted:
+                path = drawn.get(Path(name).suffix.lstrip("."))
+                if path is None:
+                    del files[name]
+                    not_drawn.append(name)
+                else:
+                    files[name] = path.read_bytes()
+    return not_drawn
+
+
+def merge_points(published: Path, new: pd.DataFrame, key: list[str], piece: str) -> pd.DataFrame:
+    """The rows of table `published` (absent: none) and `new` (piece `piece`'s), point by point (a point:
+    the rows sharing `key`): each point from the side with more seeds, `new` on a tie; the piece's own
+    earlier rows are replaced whole. Each row names its piece (column `piece`)."""
+    new = new.assign(piece=piece)
+    old = pd.read_csv(published) if published.exists() else new.iloc[:0]
+    old = old.assign(piece=old["piece"].fillna("") if "piece" in old else "")
+    old = old[old.piece != piece]
+
+    def points(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:  # each row's point, and its seeds
+        names = pd.Series(
+            ["|".join(map(str, t)) for t in df[key].itertuples(index=False)], index=df.index, dtype=object
+        )
+        return names, df.groupby(names)["seeds"].transform("max")
+
+    old_point, old_seeds = points(old)
+    new_point, new_seeds = points(new)
+    seeds_new = dict(zip(new_point, new_seeds, strict=True))
+    keep_old = [seeds_new.get(p, -1) < n for p, n in zip(old_point, old_seeds, strict=True)]
+    seeds_kept = dict(zip(old_point[keep_old], old_seeds[keep_old], strict=True))
+    keep_new = [p not in seeds_kept for p in new_point]
+    merged = pd.concat([old[keep_old], new[keep_new]], ignore_index=True)
+    return merged.sort_values([*key, "metric"], kind="stable", na_position="first").reset_index(drop=True)
 
 
 def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir) -> dict:
@@ -312,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     ]:
         print(f"  {name}")
     if args.piece:
+        for name in done.get("not_drawn", []):
+            print(f"WARNING: {name}: not drawn (no PNG engine: kaleido needs Chromium), so not published")
         return 0
     for name in done["kept"]:
         print(f"  kept {name}")
