@@ -483,8 +483,8 @@ def budget(df: pd.DataFrame) -> str:
         sel = df[(df[keys].astype(str) == point[keys].astype(str)).all(axis=1)].set_index("metric")
         cells = []
         for metric in BUDGET_METRICS:
-            if metric not in sel.index:
-                cells.append(DASH)
+            if metric not in sel.index or (metric == "noise_excess" and point["budget"] == 0):
+                cells.append(DASH)  # budget 0 is the line itself: its distance to it says nothing
                 continue
             r = sel.loc[metric]
             places, sign = (3, True) if metric == "noise_excess" else (2, False)

@@ -308,6 +308,7 @@ def test_the_budget_table_reads_each_point_against_the_noise_line_with_its_seed_
     # the noise line first (budget 0, in increasing noise), then each trained point by budget
     assert lines[2].startswith("| F1 MaxSim frozen | 0 | 0.08 |")
     assert lines[3].startswith("| F1 MaxSim frozen + 2x noise (control) | 0 | 0.34 |")
+    assert lines[3].endswith("| – | 1 |")  # the line's distance to itself is not shown
     assert lines[4].startswith("| F4 Transformer frozen (paper size) | 2,048 | 0.24 | – | 0.94 |")
     # three seeds: the mean with its seed-level t interval; the excess with its sign
     assert (
