@@ -13,7 +13,11 @@ from compsense.pipeline import runner
 
 def test_the_committed_pieces_load_and_name_real_stages_and_keys():
     pieces = P.load_pieces()
-    assert {"local-02", "local-03", "local-04-frozen", "study-04-budget-frozen"} <= set(pieces)
+    assert {"local-02", "local-03", "local-04-frozen", "study-04-budget-48k-seeds"} <= set(pieces)
+    # a budget piece runs on a fresh machine in one command (notebook 01's pairs, then 04) and publishes
+    # only the budget table and figure, beside what other runs published
+    seeds = pieces["study-04-budget-48k-seeds"]
+    assert seeds.stages == ["01", "04"] and "tables/verifier_budget.csv" in seeds.publishes
     two = pieces["local-02"]
     assert two.stages == ["02"] and two.profile == "local"
     assert two.command() == (
@@ -30,6 +34,7 @@ def test_the_committed_pieces_load_and_name_real_stages_and_keys():
         ({"profile": "local", "only": "02", "set": ["02_training_ab.max_step=5"]}, "sets no `02_training_ab.max_step`"),
         ({"profile": "local"}, "needs `profile` and `only`"),
         ({"profile": "local", "only": "02", "when": "now"}, "needs `profile` and `only`"),
+        ({"profile": "local", "only": "02", "publishes": ["../README.md"]}, "name files inside figures/"),
     ],
 )
 def test_a_bad_piece_is_an_error_naming_the_file_and_piece(tmp_path, spec, message):
