@@ -157,21 +157,34 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
                 row=row,
                 col=col,
             )
-        for scorer, value in reference[reference.metric == metric].groupby("scorer")["mean"].mean().items():
+        lines_here = reference[reference.metric == metric].groupby("scorer")["mean"].mean()
+        if metric == "noise_excess":  # the line itself, 0 by definition at every noise level: one line
+            lines_here = lines_here.iloc[:0]
+            fig.add_hline(y=0, line_dash="dot", line_color="grey", annotation_text="the noise line", row=row, col=col)
+        values = pd.concat([trained[trained.metric == metric]["mean"], lines_here])
+        labelled: list[float] = []
+        order = sorted(lines_here.index, key=lambda name: (parse_noise_name(name) or ("", 0.0))[1])  # MaxSim first
+        for scorer, value in lines_here[order].items():
             parsed = parse_noise_name(scorer)
             label = "frozen MaxSim" if parsed is None else f"MaxSim + noise {parsed[1]:g}x"
+            # a label only where it does not sit on another's (lines a few hundredths apart)
+            free = all(abs(value - v) > 0.06 * (values.max() - values.min() or 1) for v in labelled)
+            labelled += [value] if free else []
+            text = {"annotation_text": label, "annotation_font_size": 9} if free else {}  # any annotation_* draws one
             fig.add_hline(
-                y=value,
-                line_dash="dot",
-                line_color="black" if parsed is None else "grey",
-                annotation_text=label,
-                annotation_font_size=9,
-                row=row,
-                col=col,
+                y=value, line_dash="dot", line_color="black" if parsed is None else "grey", row=row, col=col, **text
             )
         if chance is not None:
             fig.add_hline(y=chance, line_width=1, line_color="lightgrey", row=row, col=col)
-        fig.update_xaxes(type="log", title_text="training triplets", row=row, col=col)
+        budgets = sorted(set(trained.budget))
+        fig.update_xaxes(
+            type="log",
+            title_text="training triplets",
+            tickvals=budgets,
+            ticktext=[f"{b:,}" for b in budgets],
+            row=row,
+            col=col,
+        )
     fig.update_layout(
         title=title or "Verifiers against their training budget (held-out near-misses)",
         template="plotly_white",
