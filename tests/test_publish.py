@@ -163,32 +163,35 @@ def _budget_points(points, mean=0.3) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _budget_piece_run(tmp_path, overrides=None):
-    """A finished run of the declared piece study-04-budget-seed42 writing into runs/local (as the
-    study does), with the table and figure the piece publishes; returns (run folder, piece)."""
+def _budget_piece_run(tmp_path, overrides=None, name="study-04-budget-seed42", points=((2048, 1), (48000, 1))):
+    """A finished run of the declared budget piece `name` writing into runs/local (as the study does),
+    with the table (`points`) and figure the piece publishes; returns (run folder, piece)."""
     from compsense.pipeline.pieces import load_pieces
 
-    piece = load_pieces()["study-04-budget-seed42"]
-    work, run_dir = tmp_path / "runs" / "local", tmp_path / "runs" / "study" / "20261204-160000"
+    piece = load_pieces()[name]
+    work, run_dir = tmp_path / "runs" / "local", tmp_path / "runs" / "study" / f"20261204-16000{len(points)}"
     (run_dir / "tables").mkdir(parents=True)
-    (work / "figures").mkdir(parents=True)
+    (work / "figures").mkdir(parents=True, exist_ok=True)
     notebook = run_dir / "04_verifiers.ipynb"
     notebook.write_text("{}")
-    _budget_points([(2048, 1), (48000, 1)]).to_csv(run_dir / "tables" / "verifier_budget.csv", index=False)
+    _budget_points(list(points)).to_csv(run_dir / "tables" / "verifier_budget.csv", index=False)
     for name in ("04_verifier_budget.html", "04_verifier_budget.png", "plotly.min.js"):
         (work / "figures" / name).write_text(name)
     summary = {
         "profile": piece.profile,
         "commit": "abc1234",
         "overrides": list(piece.overrides if overrides is None else overrides),
-        "stages": {"04": {"status": "ok", "output": str(notebook), "seconds": 600.0}},
+        "stages": {key: {"status": "ok", "output": str(notebook), "seconds": 600.0} for key in piece.stages},
         "work_dir": str(work),
         "figures_dir": str(work / "figures"),
     }
     (run_dir / "summary.json").write_text(json.dumps(summary))
     (work / "stages.json").write_text(
         json.dumps(
-            {"04": {"fingerprint": "f", "output": str(notebook), "seconds": 600.0, "finished": "2026-12-04T16:10"}}
+            {
+                key: {"fingerprint": "f", "output": str(notebook), "seconds": 600.0, "finished": "2026-12-04T16:10"}
+                for key in piece.stages
+            }
         )
     )
     return run_dir, piece
@@ -218,12 +221,12 @@ def test_a_piece_publishes_its_own_files_beside_the_rest(tmp_path, monkeypatch):
     rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False)
     assert list(rows.piece) == ["local-04-frozen", piece.name]  # the whole run's row first, then the piece's
     mine = rows.iloc[1]
-    assert mine.run == "runs/study/20261204-160000" and mine.commit == "abc1234" and mine.minutes == "10.0"
+    assert mine.run == "runs/study/20261204-160002" and mine.commit == "abc1234" and mine.minutes == "10.0"
     assert mine.publishes == ", ".join(piece.publishes)
     manifest = json.loads((dest / publish.MANIFEST).read_text())
     assert manifest["profile"] == "local" and "tables/table1.csv" in manifest["files"]
     assert set(piece.publishes) - set(done["not_drawn"]) <= set(manifest["files"])
-    assert manifest["pieces"][piece.name]["run"].endswith("runs/study/20261204-160000")
+    assert manifest["pieces"][piece.name]["run"].endswith("runs/study/20261204-160002")
     again = publish.publish_piece(piece.name, run=run_dir, dest=dest)  # its row replaced, not added
     assert again["written"] == [] and len(pd.read_csv(dest / "tables" / "provenance.csv")) == 2
 
@@ -261,3 +264,20 @@ def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path):
         publish.publish_piece(piece.name, run=run_dir, dest=tmp_path / "figs")
     with pytest.raises(publish.NothingToPublish, match="published whole"):
         publish.publish_piece("local-01", run=run_dir, dest=tmp_path / "figs")
+
+
+def test_two_pieces_that_share_the_budget_table_both_keep_their_provenance_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
+    dest = tmp_path / "figs"
+    one, first = _budget_piece_run(tmp_path)
+    publish.publish_piece(first.name, run=one, dest=dest)
+    two, second = _budget_piece_run(tmp_path, name="study-04-budget-48k-seeds", points=((48000, 3),))
+    publish.publish_piece(second.name, run=two, dest=dest)
+    table = pd.read_csv(dest / "tables" / "verifier_budget.csv")
+    assert set(table.piece) == {first.name, second.name}  # 2k from the first, 48k and the line from the second
+    rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False)
+    assert set(rows[rows.stage == "04"].piece) == {first.name, second.name}
+    # the first piece published again after the second ran (its run is no longer the stage's last success)
+    publish.publish_piece(first.name, run=one, dest=dest)
+    rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False)
+    assert set(rows[rows.stage == "04"].piece) == {first.name, second.name}

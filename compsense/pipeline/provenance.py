@@ -60,13 +60,14 @@ def run_summary(executed_notebook: Path) -> dict:
     return read_json(path) if path.exists() else {}
 
 
-def stage_provenance(work_dir, pieces: dict | None = None) -> pd.DataFrame:
-    """One row per stage with a recorded success in {work_dir}/stages.json (see the module doc)."""
+def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None = None) -> pd.DataFrame:
+    """One row per stage with a recorded success in {work_dir}/stages.json (see the module doc), or per
+    stage of `records` ({stage: record}, as stages.json holds them: one run's, `run_records`)."""
     from compsense.pipeline.pieces import Piece, load_pieces
 
     pieces = load_pieces() if pieces is None else pieces
     rows = []
-    for stage, record in sorted(stage_records(work_dir).items()):
+    for stage, record in sorted((stage_records(work_dir) if records is None else records).items()):
         notebook = Path(record["output"])
         summary = run_summary(notebook)
         profile, overrides = summary.get("profile", ""), sorted(summary.get("overrides") or [])
@@ -120,3 +121,21 @@ def row_commits(path: Path) -> str:
     counts = table[COMMIT].fillna(NOT_RECORDED).astype(str).value_counts()
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return ", ".join(f"{commit} ({n} row{'' if n == 1 else 's'})" for commit, n in ordered)
+
+
+def run_records(run_dir: Path, work_dir) -> dict[str, dict]:
+    """{stage: record} of the stages one run finished, as stages.json records them: its record there
+    while it is still the stage's last success (it lists the stage's outputs), else one made from the
+    run's summary.json (no outputs, so no row commits), so an earlier run of a stage stays publishable."""
+    summary = read_json(Path(run_dir) / "summary.json")
+    latest = stage_records(work_dir)
+    records = {}
+    for stage, done in (summary.get("stages") or {}).items():
+        if done.get("status") != "ok":
+            continue
+        if latest.get(stage, {}).get("output") == done.get("output"):
+            records[stage] = latest[stage]
+        else:
+            finished = str(summary.get("finished", ""))
+            records[stage] = {"output": done["output"], "seconds": done.get("seconds"), "finished": finished}
+    return records

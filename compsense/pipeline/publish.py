@@ -43,7 +43,7 @@ from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_jso
 from compsense.figures.export import PLOTLY_JS, save_figure
 from compsense.figures.verifiers import budget_figure
 from compsense.pipeline.profiles import check_profile_name
-from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, stage_provenance
+from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, run_records, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
 from compsense.pipeline.runner import Refused, run_summaries
 
@@ -183,20 +183,22 @@ def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | o
     out = resolve(dest)
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(out.parent / f".{out.name}.publish.lock"):
-        not_drawn = _merge(out, files, piece.name)
-        return {**_publish_files(out, files, piece, run_dir, work_dir), "not_drawn": not_drawn}
+        not_drawn, sharing = _merge(out, files, piece.name)
+        return {**_publish_files(out, files, piece, run_dir, work_dir, sharing), "not_drawn": not_drawn}
 
 
-def _merge(out: Path, files: dict[str, bytes], piece: str) -> list[str]:
+def _merge(out: Path, files: dict[str, bytes], piece: str) -> tuple[list[str], set[str]]:
     """Merge each `MERGED` table among `files` with the one published in `out`, and draw its figure
     again from the merged table, in `files`. Returns the figure files that could not be drawn (a PNG
-    without its engine): they are left out, never published from the piece's run alone."""
-    not_drawn = []
+    without its engine): they are left out, never published from the piece's run alone; and the pieces
+    whose rows the merged tables still hold (their provenance rows stay)."""
+    not_drawn, sharing = [], set()
     for rel, (key, figure, draw) in MERGED.items():
         if rel not in files:
             continue
         table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece)
         files[rel] = table.to_csv(index=False).encode("utf-8")
+        sharing |= set(table.piece)
         wanted = [name for name in files if Path(name).stem == figure and Path(name).suffix in FIGURE_SUFFIXES]
         if not wanted:
             continue
@@ -209,7 +211,7 @@ def _merge(out: Path, files: dict[str, bytes], piece: str) -> list[str]:
                     not_drawn.append(name)
                 else:
                     files[name] = path.read_bytes()
-    return not_drawn
+    return not_drawn, sharing
 
 
 def merge_points(published: Path, new: pd.DataFrame, key: list[str], piece: str) -> pd.DataFrame:
@@ -237,23 +239,20 @@ def merge_points(published: Path, new: pd.DataFrame, key: list[str], piece: str)
     return merged.sort_values([*key, "metric"], kind="stable", na_position="first").reset_index(drop=True)
 
 
-def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir) -> dict:
+def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir, sharing=frozenset()) -> dict:
     import pandas as pd
 
     where = _relative(run_dir)
-    mine = stage_provenance(work_dir)
+    mine = stage_provenance(work_dir, records=run_records(run_dir, work_dir))
     mine = mine[mine.stage.isin(piece.stages)]
-    wrong = mine[mine.run != f"runs/{run_dir.parent.name}/{run_dir.name}"]
-    if len(mine) != len(piece.stages) or len(wrong):
-        raise NothingToPublish(
-            f"{work_dir}: the last success of stage(s) {', '.join(piece.stages)} there is not {where}, so "
-            f"its record cannot be published as piece {piece.name}'s. Fix: re-run the piece, then publish it"
-        )
     mine = mine.assign(publishes=", ".join(piece.publishes))
     table = out / TABLES_DIR / PROVENANCE_FILE
     old = pd.read_csv(table, dtype=str, keep_default_na=False) if table.exists() else pd.DataFrame(columns=COLUMNS)
     old = old.reindex(columns=COLUMNS, fill_value="")
-    old = old[~((old.piece == piece.name) | (old.stage.isin(piece.stages) & (old.publishes == mine.publishes.iloc[0])))]
+    # its own earlier rows go, and another piece's that published the same files, unless a merged table
+    # still holds rows of that piece (`sharing`): then both made what is published
+    replaced = old.stage.isin(piece.stages) & (old.publishes == mine.publishes.iloc[0]) & ~old.piece.isin(sharing)
+    old = old[~((old.piece == piece.name) | replaced)]
     merged = pd.concat([old, mine.astype(str)], ignore_index=True).sort_values(["stage", "publishes"], kind="stable")
     files[f"{TABLES_DIR}/{PROVENANCE_FILE}"] = merged.to_csv(index=False).encode("utf-8")
     done = {"run": where, **_write_changed(out, files)}
