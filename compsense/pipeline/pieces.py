@@ -10,6 +10,7 @@ the piece finished "ok" in it, so runs made with the same command before the lis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import yaml
@@ -36,9 +37,21 @@ class Piece:
     # adds one table to a publication made from other runs; empty: its run is published whole.
     publishes: tuple[str, ...] = ()
 
-    @property
+    @cached_property  # globs the notebooks: once per piece
     def stages(self) -> list[str]:
         return [stage_key(nb) for nb in select_stages(list(self.only))]
+
+    def runs_as(self, summary: dict) -> bool:
+        """Whether a run's summary.json (or a stage's) was made with this piece's profile and overrides."""
+        return summary.get("profile") == self.profile and sorted(summary.get("overrides") or []) == sorted(
+            self.overrides
+        )
+
+    def made(self, summary: dict) -> bool:
+        """Whether a run's summary.json is a finished run of this piece: its profile and overrides, and every
+        stage of the piece "ok"."""
+        stages = summary.get("stages", {})
+        return self.runs_as(summary) and all(stages.get(key, {}).get("status") == "ok" for key in self.stages)
 
     def command(self) -> str:
         sets = "".join(f" --set '{o}'" for o in self.overrides)
@@ -81,18 +94,16 @@ def load_pieces(path=None) -> dict[str, Piece]:
 def last_run(piece: Piece, runs_dir="runs") -> dict | None:
     """The latest run (highest `sequence`, then `finished`) that made `piece`: same profile and
     overrides, every stage of the piece "ok". {"run", "commit", "finished", "seconds"} or None."""
-    found, keys = [], piece.stages  # the stage keys once: `stages` globs the notebooks
+    found = []
     for summary in sorted((resolve(runs_dir) / piece.profile).glob("*/summary.json")):
         try:
             record = read_json(summary)
         except (CorruptFile, ValueError):
             continue
-        stages = record.get("stages", {})
-        if sorted(record.get("overrides") or []) != sorted(piece.overrides):
+        if not piece.made({"profile": piece.profile, **record}):  # under runs/<profile>/: its profile unless it says
             continue
-        if not all(stages.get(key, {}).get("status") == "ok" for key in keys):
-            continue
-        seconds = sum(float(stages[key].get("seconds") or 0) for key in keys)
+        stages = record["stages"]
+        seconds = sum(float(stages[key].get("seconds") or 0) for key in piece.stages)
         found.append(
             (
                 int(record.get("sequence") or 0),

@@ -71,14 +71,7 @@ def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None 
         notebook = Path(record["output"])
         summary = run_summary(notebook)
         profile, overrides = summary.get("profile", ""), sorted(summary.get("overrides") or [])
-        piece = next(
-            (
-                p
-                for p in pieces.values()
-                if p.profile == profile and sorted(p.overrides) == overrides and stage in p.stages
-            ),
-            None,
-        )
+        piece = next((p for p in pieces.values() if p.runs_as(summary) and stage in p.stages), None)
         rows.append(
             {
                 "stage": stage,

@@ -156,13 +156,7 @@ def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | o
     if not summary_path.exists():
         raise NothingToPublish(f"{summary_path}: missing, so {run_dir} is not a finished run of piece {name}")
     summary = read_json(summary_path)
-    stages = summary.get("stages", {})
-    made_by_piece = (
-        summary.get("profile") == piece.profile
-        and sorted(summary.get("overrides") or []) == sorted(piece.overrides)
-        and all(stages.get(key, {}).get("status") == "ok" for key in piece.stages)
-    )
-    if not made_by_piece:
+    if not piece.made(summary):
         raise NothingToPublish(
             f"{run_dir}: not a finished run of piece {name} (its profile, --set overrides or stage status "
             f"differ from params/pieces.yaml). Fix: publish the run `python -m compsense piece {name}` made"
@@ -240,8 +234,6 @@ def merge_points(published: Path, new: pd.DataFrame, key: list[str], piece: str)
 
 
 def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir, sharing=frozenset()) -> dict:
-    import pandas as pd
-
     where = _relative(run_dir)
     mine = stage_provenance(work_dir, records=run_records(run_dir, work_dir))
     mine = mine[mine.stage.isin(piece.stages)]
@@ -253,7 +245,7 @@ def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, wor
     # still holds rows of that piece (`sharing`): then both made what is published
     replaced = old.stage.isin(piece.stages) & (old.publishes == mine.publishes.iloc[0]) & ~old.piece.isin(sharing)
     old = old[~((old.piece == piece.name) | replaced)]
-    merged = pd.concat([old, mine.astype(str)], ignore_index=True).sort_values(["stage", "publishes"], kind="stable")
+    merged = pd.concat([old, mine.astype(str)], ignore_index=True).sort_values(["stage", "publishes", "piece"])
     files[f"{TABLES_DIR}/{PROVENANCE_FILE}"] = merged.to_csv(index=False).encode("utf-8")
     done = {"run": where, **_write_changed(out, files)}
     manifest = read_json(out / MANIFEST) if (out / MANIFEST).exists() else {"files": {}}
