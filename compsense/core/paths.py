@@ -147,7 +147,10 @@ def workspace(work_dir: str | os.PathLike, *parts: str) -> Path:
 
 
 def git_commit() -> str:
-    """HEAD's short hash, with "-dirty" when tracked files differ from it; "unknown" outside git."""
+    """HEAD's short hash, with "-dirty" when tracked files differ from it. Outside git (a copied working
+    tree, as on a lent GPU machine) the commit the copy was made from, when the sender names it in
+    COMPSENSE_COMMIT; else "unknown"."""
+    copied = os.environ.get(ENV_COMMIT) or "unknown"
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
@@ -159,9 +162,9 @@ def git_commit() -> str:
             text=True,
             timeout=10,
         ).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
+        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else copied
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return copied
 
 
 def code_commit() -> str:
