@@ -227,3 +227,28 @@ def test_bundle_rewrites_its_own_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     bundle.build_bundle(tmp_path / "empty", "none", [], **kw)  # an empty folder is fine too
     assert (tmp_path / "empty" / "manifest.json").exists()
+
+
+def test_a_copy_finished_by_another_process_is_kept(tmp_path, monkeypatch):
+    """Eight benchmark processes start together and each may dequantize: the one that loses the rename
+    keeps the winner's folder (which may be loading) and drops its own."""
+    from pathlib import Path
+
+    model = build_tiny_bert(seed=5)
+    model.save(str(tmp_path / "orig"))
+    bundle.bundle_weights(tmp_path / "orig", tmp_path / "int8", "int8")
+    winner = load_bundled_weights(tmp_path / "int8", tmp_path / "fp32")
+    marker = winner / "winner.txt"
+    marker.write_text("loading")
+    real_exists = Path.exists
+
+    def racing_exists(self):  # the check happens before the other process finished
+        if self == winner / "model.safetensors" and not getattr(racing_exists, "done", False):
+            racing_exists.done = True
+            return False
+        return real_exists(self)
+
+    monkeypatch.setattr(Path, "exists", racing_exists)
+    assert load_bundled_weights(tmp_path / "int8", tmp_path / "fp32") == winner
+    assert marker.read_text() == "loading"  # not replaced under the process using it
+    assert not list(tmp_path.glob("fp32.tmp*"))

@@ -422,7 +422,15 @@ def load_bundled_weights(bundle_dir: str | os.PathLike, out_dir: str | os.PathLi
         shutil.rmtree(tmp)
     shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("model.safetensors", QUANT_MARKER))
     save_file(dequantize_state_dict(load_file(str(weights))), str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    if dest.exists():
-        shutil.rmtree(dest)
-    tmp.rename(dest)
+    complete = lambda: (dest / "model.safetensors").exists() and (dest / "modules.json").exists()  # noqa: E731
+    if dest.exists() and not complete():
+        shutil.rmtree(dest, ignore_errors=True)  # a copy left half-made
+    try:
+        tmp.rename(dest)
+    except OSError:
+        # Several processes started together (a concurrency run): another one finished the same copy
+        # first; keep its folder, which may already be loading, rather than replacing it under it.
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not complete():
+            raise
     return dest
