@@ -12,10 +12,10 @@ The aggregate is conservative: all timed triplets over the union of the timed wi
 start to last end, on the machine's monotonic clock, which all processes share), so a process
 that starts its window late lowers it rather than inflating it. Per-process rates are kept too.
 
-Run (a GPU machine; the MiniLM-L6 architecture, random weights: throughput does not depend on them):
-    python benchmarks/bench_concurrency.py --procs 1,2,4,8 --model minilm-l6-random --batch-size 128 --out c.json
-On a CPU, small (what the tests and a smoke check use):
-    HF_HUB_OFFLINE=1 python benchmarks/bench_concurrency.py --procs 1,2 --model tiny-bert --batch-size 8 --steps 6 --warmup 2
+Run (a GPU machine, with the bundle's MiniLM-L6; minilm-l6-random --arch-dir DIR needs no weights):
+    python benchmarks/bench_concurrency.py --procs 1,2,4,8 --model minilm-l6 --batch-size 128 --out c.json
+On a CPU, small (what scripts/gpu_run.sh's GPU_RUN_SMOKE=1 check runs; the hub stays offline):
+    python benchmarks/bench_concurrency.py --procs 1,2 --model tiny-bert --batch-size 8 --steps 6 --warmup 2
 Prints one table (markdown) and, with --out, writes the figures as JSON. Never a timed test.
 """
 
@@ -39,10 +39,10 @@ sys.path.insert(0, str(HERE))
 
 def worker(args) -> dict:
     """One training: warm-up steps, then `steps - warmup` timed steps; its window on the shared clock."""
+    import bench_training as bt
     import torch
     from transformers import TrainerCallback
 
-    import bench_training as bt
     from compsense.core.encoders import quiet_transformers
     from compsense.retrieval.training import TrainConfig, train_model
 

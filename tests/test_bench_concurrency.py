@@ -18,8 +18,14 @@ def _load():
 
 
 def _worker(t0, t1, steps, batch=128):
-    return {"t0": t0, "t1": t1, "steps": steps, "triplets": steps * batch,
-            "triplets_per_s": steps * batch / (t1 - t0), "peak_memory_gib": None}
+    return {
+        "t0": t0,
+        "t1": t1,
+        "steps": steps,
+        "triplets": steps * batch,
+        "triplets_per_s": steps * batch / (t1 - t0),
+        "peak_memory_gib": None,
+    }
 
 
 def test_aggregate_counts_every_triplet_over_the_union_of_windows():
@@ -38,7 +44,14 @@ def test_aggregate_counts_every_triplet_over_the_union_of_windows():
 def test_table_gives_the_gain_over_one_training():
     bc = _load()
     levels = [bc.aggregate([_worker(0, 10, 100)]), bc.aggregate([_worker(0, 10, 100), _worker(0, 10, 100)])]
-    meta = {"model": "m", "device": "d", "batch_size": 128, "max_seq_length": 128, "precision": "bf16",
-            "steps": 80, "warmup": 20}
+    meta = {
+        "model": "m",
+        "device": "d",
+        "batch_size": 128,
+        "max_seq_length": 128,
+        "precision": "bf16",
+        "steps": 80,
+        "warmup": 20,
+    }
     rows = [ln for ln in bc.table(levels, meta).splitlines() if ln.startswith("| ") and ln[2].isdigit()]
     assert rows[0].startswith("| 1 | 1,280 | 1.00 |") and rows[1].startswith("| 2 | 2,560 | 2.00 |")

@@ -254,6 +254,53 @@ def test_pieces_merge_a_table_point_by_point_the_point_with_more_seeds_winning(t
 KEY = ["scorer", "regime", "size", "recipe", "budget"]
 
 
+def test_study_pieces_merge_the_variants_and_dose_tables():
+    """Notebook 02's study table: A, B and the control at five seeds from one piece, B-all at seed 42
+    from another (which trains its own A of that seed): the five-seed rows stay, B-all joins them; the
+    dose points (one row a seed) merge by seed, the later piece's own A row replacing the same point."""
+    import tempfile
+    from pathlib import Path
+
+    key, seeds, _, _ = publish.MERGED["tables/variants.csv"]
+    five = pd.DataFrame(
+        {
+            "backbone": "m",
+            "variant": ["A", "B", "C-identity"],
+            "metric": "ndcg@10",
+            "structural_share": [0.0, 0.19, 0.19],
+            "mean": [0.59, 0.58, 0.585],
+            "n_seeds": 5,
+        }
+    )
+    sweep = pd.DataFrame(
+        {
+            "backbone": "m",
+            "variant": ["A", "B-all"],
+            "metric": "ndcg@10",
+            "structural_share": [0.0, 0.19],
+            "mean": [0.60, 0.57],
+            "n_seeds": 1,
+        }
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        published = Path(tmp) / "variants.csv"
+        publish.merge_points(published, five, key, "study-02-seeds", seeds).to_csv(published, index=False)
+        merged = publish.merge_points(published, sweep, key, "study-02-sweep-a", seeds).set_index("variant")
+        assert merged.loc["A", "n_seeds"] == 5 and merged.loc["A", "piece"] == "study-02-seeds"
+        assert merged.loc["B-all", "piece"] == "study-02-sweep-a" and len(merged) == 4
+        key, seeds, figure, draw = publish.MERGED["tables/dose_response.csv"]
+        assert seeds is None and figure == "02_dose_response" and draw is not None
+        dose = Path(tmp) / "dose_response.csv"
+        points = lambda variants, drop: pd.DataFrame(  # noqa: E731
+            {"backbone": "m", "variant": variants, "seed": 42, "structural_share": 0.1, "drop": drop, "auc_gain": 0.0}
+        )
+        publish.merge_points(dose, points(["A", "B-all"], [0.0, -0.01]), key, "a", seeds).to_csv(dose, index=False)
+        both = publish.merge_points(dose, points(["A", "B-share0.5"], [0.0, -0.02]), key, "b", seeds)
+        assert sorted(both.variant) == ["A", "B-all", "B-share0.5"]
+        assert both.set_index("variant").loc["A", "piece"] == "b"  # a tie: the later piece's
+        draw(both)  # the notebook's figure, from the merged points
+
+
 def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path):
     run_dir, piece = _budget_piece_run(tmp_path, overrides=["04_verifiers.regimes=[frozen]"])
     with pytest.raises(publish.NothingToPublish, match="not a finished run of piece"):

@@ -367,6 +367,29 @@ def test_notebook_02s_variant_tests_are_read_into_the_report(work, tmp_path):
     assert pd.read_csv(tmp_path / "run" / report.TABLES_DIR / "variant_tests.csv").reference.tolist() == ["C-identity"]
 
 
+def test_notebook_02s_dose_points_are_read_into_the_report(work, tmp_path):
+    from compsense.retrieval.harness import DOSE_FILE
+
+    rng = np.random.default_rng(0)
+    _retrieval(work / "results", rng)
+    dose = pd.DataFrame(
+        {
+            "backbone": "m",
+            "variant": ["A", "B"],
+            "seed": 42,
+            "structural_share": [0.0, 0.19],
+            "ndcg@10": [0.6, 0.59],
+            "drop": [0.0, -0.01],
+            "auc": [0.3, 0.4],
+            "auc_gain": [0.0, 0.1],
+        }
+    )
+    write_result_table(dose, work, DOSE_FILE)
+    md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
+    assert "Dose-response points" in md
+    assert pd.read_csv(tmp_path / "run" / report.TABLES_DIR / "dose_response.csv")["drop"].tolist() == [0.0, -0.01]
+
+
 def test_notebook_02s_held_out_near_miss_aucs_are_a_table_of_the_report(work, tmp_path):
     rows = [
         {"run": f"m/{v}-seed{s}", "backbone": "m", "variant": v, "seed": s, "dataset": "heldout-near-miss",

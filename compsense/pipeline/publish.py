@@ -40,6 +40,7 @@ import pandas as pd
 
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_json, write_json
+from compsense.figures.ab import dose_response_figure
 from compsense.figures.export import PLOTLY_JS, save_figure
 from compsense.figures.verifiers import budget_figure
 from compsense.pipeline.profiles import check_profile_name
@@ -50,16 +51,22 @@ from compsense.pipeline.runner import Refused, run_summaries
 MANIFEST = "published.json"
 FIGURE_SUFFIXES = (".html", ".png")
 # Tables that several pieces publish points of (each piece its budgets and seeds, as one machine's run
-# fits): {table: (the columns that name a point, the figure drawn from the table, how it is drawn)}.
+# fits): {table: (the columns that name a point, the column counting a point's seeds (None: a row is one
+# seed), the figure drawn from the table and how, or None)}.
 # `publish --piece` merges them point by point: a point keeps the rows of the piece that ran it at
 # more seeds (on a tie, of the piece published last), each row names its piece, and the figure is
 # drawn again from the merged table, as the notebook draws it from its own.
 MERGED = {
     "tables/verifier_budget.csv": (
         ["scorer", "regime", "size", "recipe", "budget"],
+        "seeds",
         "04_verifier_budget",
         budget_figure,
-    )
+    ),
+    # notebook 02's study table: A, B and the control at five seeds from one piece, B-all and the share
+    # sweep at the first seed from others (each trains its own A of that seed, which is the same model)
+    "tables/variants.csv": (["backbone", "variant", "metric", "structural_share"], "n_seeds", None, None),
+    "tables/dose_response.csv": (["backbone", "variant", "seed"], None, "02_dose_response", dose_response_figure),
 }
 
 
@@ -187,13 +194,13 @@ def _merge(out: Path, files: dict[str, bytes], piece: str) -> tuple[list[str], s
     without its engine): they are left out, never published from the piece's run alone; and the pieces
     whose rows the merged tables still hold (their provenance rows stay)."""
     not_drawn, sharing = [], set()
-    for rel, (key, figure, draw) in MERGED.items():
+    for rel, (key, seeds, figure, draw) in MERGED.items():
         if rel not in files:
             continue
-        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece)
+        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece, seeds)
         files[rel] = table.to_csv(index=False).encode("utf-8")
         sharing |= set(table.piece)
-        wanted = [name for name in files if Path(name).stem == figure and Path(name).suffix in FIGURE_SUFFIXES]
+        wanted = [n for n in files if figure and Path(n).stem == figure and Path(n).suffix in FIGURE_SUFFIXES]
         if not wanted:
             continue
         with tempfile.TemporaryDirectory() as tmp:
@@ -208,10 +215,13 @@ def _merge(out: Path, files: dict[str, bytes], piece: str) -> tuple[list[str], s
     return not_drawn, sharing
 
 
-def merge_points(published: Path, new: pd.DataFrame, key: list[str], piece: str) -> pd.DataFrame:
+def merge_points(
+    published: Path, new: pd.DataFrame, key: list[str], piece: str, seeds: str | None = "seeds"
+) -> pd.DataFrame:
     """The rows of table `published` (absent: none) and `new` (piece `piece`'s), point by point (a point:
-    the rows sharing `key`): each point from the side with more seeds, `new` on a tie; the piece's own
-    earlier rows are replaced whole. Each row names its piece (column `piece`)."""
+    the rows sharing `key`): each point from the side with more seeds (column `seeds`; None: one a row),
+    `new` on a tie; the piece's own earlier rows are replaced whole. Each row names its piece (column
+    `piece`); rows published before tables named theirs get ""."""
     new = new.assign(piece=piece)
     old = pd.read_csv(published) if published.exists() else new.iloc[:0]
     old = old.assign(piece=old["piece"].fillna("") if "piece" in old else "")
@@ -221,7 +231,8 @@ def merge_points(published: Path, new: pd.DataFrame, key: list[str], piece: str)
         names = pd.Series(
             ["|".join(map(str, t)) for t in df[key].itertuples(index=False)], index=df.index, dtype=object
         )
-        return names, df.groupby(names)["seeds"].transform("max")
+        count = df[seeds] if seeds else pd.Series(1, index=df.index)
+        return names, count.groupby(names).transform("max")
 
     old_point, old_seeds = points(old)
     new_point, new_seeds = points(new)
@@ -230,7 +241,8 @@ def merge_points(published: Path, new: pd.DataFrame, key: list[str], piece: str)
     seeds_kept = dict(zip(old_point[keep_old], old_seeds[keep_old], strict=True))
     keep_new = [p not in seeds_kept for p in new_point]
     merged = pd.concat([old[keep_old], new[keep_new]], ignore_index=True)
-    return merged.sort_values([*key, "metric"], kind="stable", na_position="first").reset_index(drop=True)
+    order = [*key, *(["metric"] if "metric" in merged and "metric" not in key else [])]
+    return merged.sort_values(order, kind="stable", na_position="first").reset_index(drop=True)
 
 
 def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir, sharing=frozenset()) -> dict:

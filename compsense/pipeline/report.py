@@ -27,7 +27,7 @@ from compsense.core.storage import COMMIT, atomic_path, write_text
 from compsense.estimate import report_sections
 from compsense.nearmiss.evaluation import SEPARATION_FILE
 from compsense.pipeline.stages import shown as _where
-from compsense.retrieval.harness import TABLE1_FILE, VARIANT_TESTS_FILE, VARIANTS_FILE
+from compsense.retrieval.harness import DOSE_FILE, TABLE1_FILE, VARIANT_TESTS_FILE, VARIANTS_FILE
 from compsense.verifiers.budget import CURVE_FILE
 from compsense.verifiers.rerank import RERANK_ANSWER_FILE
 
@@ -227,6 +227,13 @@ def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
         )
         variants = pd.read_parquet(variants_path)
         blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants", source=_where(variants_path)))
+    blocks += _written(
+        "Dose-response points",
+        results / DOSE_FILE,
+        "dose_response",
+        "As notebook 02 wrote it, one row per variant and seed: the zero-shot nDCG@10 drop and the held-out "
+        "near-miss AUC gain against Model A of the same seed (the dose-response figure's points).",
+    )
     in_domain = table[(table.regime == "in-domain") & table.metric.isin(["ndcg@10", "acc@1"])]
     if not in_domain.empty:
         ref = (

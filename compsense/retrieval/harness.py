@@ -596,6 +596,7 @@ def table1(
 
 # Result tables notebook 02 writes once into {work_dir}/results/ (the report and README read them).
 TABLE1_FILE, VARIANTS_FILE = "table1.parquet", "variants.parquet"
+DOSE_FILE = "dose_response.parquet"  # one row per backbone x variant x seed: the dose-response figure's points
 VARIANT_TESTS_FILE = "variant_tests.parquet"  # every comparison of the variant table, B vs C-identity included
 
 
