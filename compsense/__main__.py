@@ -95,6 +95,16 @@ def main(argv: list[str] | None = None) -> int:
         help="the work_dir of a run, e.g. runs/local (default: the published run's rates, figures/tables/)",
     )
     est.add_argument("--summary", default=None, help="one run's summary.json (default: every run in --from)")
+    est.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a parameter as `reproduce --set` gives it (repeatable): estimate a narrowed profile or a piece",
+    )
+    est.add_argument("--only", default=None, help="comma-separated notebook prefixes, as `reproduce --only`")
+    est.add_argument("--piece", default=None, help="estimate a declared piece (its profile, stages and --set)")
     est.add_argument("--bench", default=None, help="a benchmarks/bench_training.py --out JSON (02 train rate)")
     est.add_argument(
         "--rate",
@@ -205,9 +215,19 @@ def _estimate(args) -> int:
             "device": args.rate_device,
             "source": args.rate_source,
         }
-    est = E.estimate(args.profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates)
+    profile, overrides, only = args.profile, list(args.overrides), args.only.split(",") if args.only else None
+    if args.piece:
+        from compsense.pipeline.pieces import load_pieces
+
+        piece = load_pieces()[args.piece]
+        profile, overrides, only = piece.profile, [*piece.overrides, *overrides], list(piece.only)
+    est = E.estimate(
+        profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates, overrides=overrides, only=only
+    )
     where = args.work_dir or "the published run (figures/tables/measured_rates.csv)"
-    print(f"# Time estimate: profile {args.profile}, rates measured in {where}\n")
+    what = f"piece {args.piece} (" if args.piece else ""
+    sets = "".join(f" --set '{o}'" for o in overrides) + (f" --only {','.join(only)}" if only else "")
+    print(f"# Time estimate: {what}profile {profile}{sets}{')' if args.piece else ''}, rates measured in {where}\n")
     print(E.headline(est) + "\n")
     print(_md_table(E.display_frame(est)))
     print("\nUnits (compsense.estimate.UNITS):")

@@ -90,18 +90,22 @@ UNTRAINED = {("F0", "frozen"), ("F1", "frozen")}  # no trainable parameters, fro
 NOT_MEASURED = "not measured"
 
 
-def stage_params(profile: str) -> dict[str, dict]:
+def stage_params(profile: str, overrides=()) -> dict[str, dict]:
     """Each stage's parameters, exactly as the runner injects them (the same set papermill records
     in an executed notebook, which the measured settings come from), keyed by notebook prefix."""
-    return {stage_key(nb): p for nb, p in stage_parameters(profile).items() if nb.stem[:2].isdigit()}
+    return {stage_key(nb): p for nb, p in stage_parameters(profile, overrides).items() if nb.stem[:2].isdigit()}
 
 
-def work_units(profile: str, work_dir=None, sizes: dict | None = None) -> pd.DataFrame:
-    """The work `profile` asks for, per stage, component and backbone (see UNITS). Dataset sizes
-    come from the result tables of the run in `work_dir` (or `sizes`); unknown sizes give NaN units."""
+def work_units(profile: str, work_dir=None, sizes: dict | None = None, overrides=(), only=None) -> pd.DataFrame:
+    """The work `profile` (with `overrides`, as `reproduce --set` gives them; `only`: these stages)
+    asks for, per stage, component and backbone (see UNITS). Dataset sizes come from the result tables
+    of the run in `work_dir` (or `sizes`); unknown sizes give NaN units."""
     if sizes is None:
         sizes = run_sizes(resolve(work_dir)) if work_dir is not None else {}
-    rows = [r for stage, p in sorted(stage_params(profile).items()) for r in _units(stage, p, sizes)]
+    params = sorted(stage_params(profile, overrides).items())
+    rows = [
+        r for stage, p in params if not only or any(stage.startswith(o) for o in only) for r in _units(stage, p, sizes)
+    ]
     return pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "unit", "settings", "note"])
 
 
@@ -474,7 +478,14 @@ ESTIMATE_COLUMNS = [
 
 
 def estimate(
-    target_profile: str, work_dir=None, summary_json=None, bench=None, rates: dict | None = None, tables_dir=None
+    target_profile: str,
+    work_dir=None,
+    summary_json=None,
+    bench=None,
+    rates: dict | None = None,
+    tables_dir=None,
+    overrides=(),
+    only=None,
 ) -> pd.DataFrame:
     """Seconds per stage/component/backbone of `target_profile` at the rates measured in `work_dir`
     (None: the published run's, `published_measurements(tables_dir)`), and a last `total` row
@@ -484,13 +495,13 @@ def estimate(
     of its model on its device. rates: rates measured elsewhere, cite them:
     {(stage, component, backbone or None): {"rate": units/s, "device": ..., "source": ...}}.
     """
-    overrides = {**(_bench_rate(bench) if bench else {}), **_check_rates(rates or {})}
+    measured_elsewhere = {**(_bench_rate(bench) if bench else {}), **_check_rates(rates or {})}
     if work_dir is None:
         measured, sizes = published_measurements(tables_dir)
     else:
         measured, sizes = measured_rates(work_dir, summary_json), None
-    units = work_units(target_profile, work_dir, sizes=sizes)
-    rows = [_estimate_row(u, measured, overrides) for u in units.to_dict("records")]
+    units = work_units(target_profile, work_dir, sizes=sizes, overrides=overrides, only=only)
+    rows = [_estimate_row(u, measured, measured_elsewhere) for u in units.to_dict("records")]
     df = pd.DataFrame(rows, columns=ESTIMATE_COLUMNS)
     left_out = int(df.seconds.isna().sum())
     total = {

@@ -88,6 +88,13 @@ def _notebook(path, params, cells, start="2026-11-30T02:30:00.000001", end="2026
     return _write(path, nb)
 
 
+LOCAL_AS_RUN = (
+    "02_training_ab.seeds=[42, 43, 44]",
+    "04_verifiers.regimes=[frozen, end2end]",
+    "05_reranking.regimes=[frozen, end2end]",
+)
+
+
 @pytest.fixture
 def run(tmp_path):
     """A local-profile run: A and B x 3 seeds trained (3,200 triplets each, 100 s + 60 s a seed), three
@@ -134,7 +141,8 @@ def run(tmp_path):
         }
     ).to_parquet(work / "results" / "rerank.parquet")
     pd.DataFrame({"device": ["cpu"], "rerank_ms": [1.0]}).to_parquet(work / "results" / "rerank_cost.parquet")
-    local = E.stage_params("local")
+    # the run was made when the local profile trained three seeds and both verifier regimes
+    local = E.stage_params("local", LOCAL_AS_RUN)
     stamp = work / "20261130-010000"
     _notebook(
         stamp / "02_training_ab.ipynb",
@@ -169,8 +177,10 @@ def test_units_smoke_local_paper_from_the_yaml():
     smoke, local, paper = (E.work_units(p) for p in ("smoke", "local", "paper"))
     # smoke: tiny-bert; A, B, B-all, C-identity and the sweep's B-share0.5 x 20 steps x batch 16
     assert _row(smoke, "02", "train", "tiny-bert").units == 5 * 20 * 16
-    # local: A and B x 3 seeds x 100 steps x batch 32
-    assert _row(local, "02", "train", "minilm-l6").units == 2 * 3 * 100 * 32
+    # local: A and B x 1 seed x 100 steps x batch 32 (seeds 43-46 are study pieces: the 2.5 h bound)
+    assert _row(local, "02", "train", "minilm-l6").units == 2 * 1 * 100 * 32
+    assert not local.component.str.contains("end2end").any()  # end-to-end verifiers: piece local-04
+    assert _row(E.work_units("local", overrides=LOCAL_AS_RUN), "02", "train", "minilm-l6").units == 2 * 3 * 100 * 32
     assert _row(local, "03", "score", "minilm-l6").units == 1 + 1 * 2  # base + 1 seed x (A, B)
     # 04: each verifier once per training data (model_b, balanced) and seed (3)
     assert _row(local, "04", "train F3-frozen", "minilm-l6").units == 2 * 3 * 2048
@@ -201,14 +211,14 @@ def test_units_smoke_local_paper_from_the_yaml():
 
 @pytest.mark.slow
 def test_dataset_sized_units_come_from_the_runs_tables(run):
-    local = E.work_units("local", run)
+    local = E.work_units("local", run, overrides=LOCAL_AS_RUN)
     # 02 evaluate: base + A, B x 3 seeds on SciFact (300 + 5,183) and NFCorpus test (323 + 3,633 texts)
     assert _row(local, "02", "evaluate", "minilm-l6").units == 7 * (5483 + 3956)
     # 05: 5 verifiers x 2 regimes x 3 verifier seeds x 4 notebook-04 variants x 150 queries (scifact@q150 in
     # rerank.parquet) x top-100
     assert _row(local, "05", "rerank").units == 30 * 4 * 150 * 100
     # without a run, or for datasets no run evaluated (NanoBEIR): unknown, never guessed
-    assert math.isnan(_row(E.work_units("local"), "02", "evaluate", "minilm-l6").units)
+    assert math.isnan(_row(E.work_units("local", overrides=LOCAL_AS_RUN), "02", "evaluate", "minilm-l6").units)
     paper = E.work_units("paper", run)
     assert math.isnan(_row(paper, "05", "rerank").units)
     assert "NanoArguAna" in _row(paper, "05", "rerank").note
@@ -289,7 +299,7 @@ def test_summary_json_limits_timings_to_that_run(run):
 
 @pytest.mark.slow
 def test_estimate_of_the_same_profile_reproduces_the_measurements(run):
-    est = E.estimate("local", run)
+    est = E.estimate("local", run, overrides=LOCAL_AS_RUN)
     assert _row(est, "02", "train", "minilm-l6").seconds == pytest.approx(480.0)
     assert _row(est, "02", "evaluate", "minilm-l6").seconds == pytest.approx(100.0)
     assert _row(est, "03", "score", "minilm-l6").seconds == pytest.approx(30.0)
@@ -326,7 +336,7 @@ def test_not_measured_where_no_run_measured_it(run, monkeypatch):
     monkeypatch.setitem(
         models.BACKBONES, "minilm-l12", dataclasses.replace(models.BACKBONES["minilm-l12"], n_parameters=None)
     )
-    est = E.estimate("local", run)
+    est = E.estimate("local", run, overrides=LOCAL_AS_RUN)
     f3 = _row(est, "04", "train F3-end2end")  # no verifier.json for it
     assert math.isnan(f3.seconds) and f3.source.startswith(E.NOT_MEASURED)
     assert _row(est, "01", "negatives").source.startswith(E.NOT_MEASURED)  # no executed notebook 01
@@ -419,7 +429,8 @@ def test_missing_work_dir_names_the_fix(tmp_path):
 def test_cli_prints_the_table_and_the_device(run, capsys):
     from compsense.__main__ import main
 
-    assert main(["estimate", "--profile", "local", "--from", str(run)]) == 0
+    sets = [a for o in LOCAL_AS_RUN for a in ("--set", o)]
+    assert main(["estimate", "--profile", "local", "--from", str(run), *sets]) == 0
     out = capsys.readouterr().out
     assert "| 02 | train | minilm-l6 | 19,200 | 40 | 480.0 |" in out
     assert "CPU estimate" in out and "stages.json_s" in out  # same profile: the comparison is printed
@@ -458,7 +469,8 @@ def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypa
     # the measurements travel with the report's tables: a clone with only those estimates the same
     tables = tmp_path / "out" / report.TABLES_DIR
     assert (tables / "measured_rates.csv").exists() and (tables / "dataset_sizes.csv").exists()
-    from_run, from_tables = E.estimate("local", run), E.estimate("local", tables_dir=tables)
+    from_run = E.estimate("local", run, overrides=LOCAL_AS_RUN)
+    from_tables = E.estimate("local", tables_dir=tables, overrides=LOCAL_AS_RUN)
     assert from_tables.seconds.tolist() == pytest.approx(from_run.seconds.tolist(), nan_ok=True)
     assert from_tables.iloc[-1].seconds > 0
     (run / "verifiers" / "model_b-small" / "seed42" / "F3-frozen" / "verifier.json").write_text("{broken")

@@ -22,8 +22,22 @@ def test_the_committed_pieces_load_and_name_real_stages_and_keys():
     assert two.stages == ["02"] and two.profile == "local"
     assert two.command() == (
         "python -m compsense reproduce --profile local --only 02 "
-        "--set '02_training_ab.variants=[base, A, B, C-identity]'"
+        "--set '02_training_ab.seeds=[42, 43, 44]' --set '02_training_ab.variants=[base, A, B, C-identity]'"
     )
+    # the study table's pieces are self-contained and publish the tables `make figures` merges
+    for name in ("study-02-sweep-a", "study-02-sweep-b"):
+        assert pieces[name].stages == ["01", "02"] and "tables/dose_response.csv" in pieces[name].publishes
+
+
+def test_a_piece_is_estimated_with_its_overrides(capsys):
+    """`estimate --piece NAME` prices what the piece runs, not its whole profile."""
+    from compsense.__main__ import main
+
+    assert main(["estimate", "--piece", "study-02-sweep-a"]) == 0
+    out = capsys.readouterr().out
+    assert "piece study-02-sweep-a (profile study --set '02_training_ab.seeds=[42]'" in out
+    # four trainings (A, B-all, two shares) of 100 steps at batch 32, not the study's 5 seeds x 5 variants
+    assert "| 02 | train | minilm-l6 | 12,800 |" in out and "| 03 |" not in out
 
 
 @pytest.mark.parametrize(

@@ -142,4 +142,6 @@ def test_the_study_profile_is_local_with_its_own_keys_only():
         "02_training_ab.sweep_all_seeds",
         "02_training_ab.first_seed_only",
         "04_verifiers.budget_curve",
+        "04_verifiers.regimes",  # local keeps frozen verifiers only, to fit its 2.5 h
+        "05_reranking.regimes",
     }

@@ -213,6 +213,8 @@ def notebook_parameters(profile: str, notebook: str | Path, data: dict | None = 
     return {k: merged[k] for k in declared}
 
 
-def stage_parameters(profile: str) -> dict[Path, dict]:
-    """{notebook: the parameters the runner injects for `profile`} of every notebook with a parameters cell."""
-    return {nb: notebook_parameters(profile, nb) for nb in notebooks() if parameters_cell(nb) is not None}
+def stage_parameters(profile: str, overrides=()) -> dict[Path, dict]:
+    """{notebook: the parameters the runner injects for `profile`, with `overrides` (--set) on top} of every
+    notebook with a parameters cell."""
+    data = load_profile(profile, overrides)
+    return {nb: notebook_parameters(profile, nb, data) for nb in notebooks() if parameters_cell(nb) is not None}
