@@ -41,50 +41,18 @@ def worker(args) -> dict:
     """One training: warm-up steps, then `steps - warmup` timed steps; its window on the shared clock."""
     import bench_training as bt
     import torch
-    from transformers import TrainerCallback
 
     from compsense.core.encoders import quiet_transformers
-    from compsense.retrieval.training import TrainConfig, train_model
 
     gpu = torch.cuda.is_available() and args.device != "cpu"
-    device = args.device or ("cuda" if gpu else "cpu")
+    args.device = args.device or ("cuda" if gpu else "cpu")
     bf16 = gpu and torch.cuda.is_bf16_supported()
     df = bt.synthetic_triplets(args.rows, args.seed)
     model_dir = tempfile.mkdtemp(prefix="bench-conc-model-")
     with quiet_transformers():
         bt.build_model(args.model, args.arch_dir, args.seed).save(model_dir)
-
-    class Window(TrainerCallback):
-        t0 = t1 = None
-        steps = 0
-
-        def on_step_end(self, targs, state, control, **kwargs):
-            if gpu:
-                torch.cuda.synchronize()
-            now = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the machine
-            if state.global_step == args.warmup:
-                self.t0 = now
-            elif state.global_step > args.warmup:
-                self.t1, self.steps = now, state.global_step - args.warmup
-
-    window = Window()
-    with tempfile.TemporaryDirectory() as out:
-        config = TrainConfig(
-            backbone=model_dir,
-            variant="bench",
-            seed=args.seed,
-            max_steps=args.steps,
-            batch_size=args.batch_size,
-            max_seq_length=args.max_seq_length,
-            learning_rate=1e-4,
-            save_steps=args.steps + 1,
-            logging_steps=max(1, args.steps),
-            work_dir=out,
-            device=device,
-            fp16=gpu and not bf16,
-            bf16=bf16,
-        )
-        train_model(config, df, output_dir=Path(out) / "run", callbacks=[window])
+    window = bt.step_timer(args.warmup)  # its window on the machine's monotonic clock
+    bt.run_compsense(model_dir, df, args, {"bf16": bf16, "fp16": gpu and not bf16}, timer=window)
     if window.t0 is None or window.t1 is None:
         raise RuntimeError(f"no timed window: {args.steps} steps with {args.warmup} of warm-up")
     return {

@@ -103,7 +103,7 @@ def step_timer(warmup: int):
         def on_step_end(self, args, state, control, **kwargs):
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
-            now = time.perf_counter()
+            now = time.monotonic()  # CLOCK_MONOTONIC: one clock for all processes (bench_concurrency.py)
             if state.global_step == warmup:
                 self.t0 = now
             elif state.global_step > warmup:
@@ -154,11 +154,12 @@ def run_plain(model_dir: str, df: pd.DataFrame, args, precision: dict) -> float:
     return timer.steps * args.batch_size / (timer.t1 - timer.t0)
 
 
-def run_compsense(model_dir: str, df: pd.DataFrame, args, precision: dict) -> float:
-    """compsense.retrieval.training.train_model, as the notebooks call it (checkpoints outside the timed window)."""
+def run_compsense(model_dir: str, df: pd.DataFrame, args, precision: dict, timer=None) -> float:
+    """compsense.retrieval.training.train_model, as the notebooks call it (checkpoints outside the timed
+    window). `timer`: a `step_timer` whose window the caller reads (bench_concurrency.py), else a new one."""
     from compsense.retrieval.training import TrainConfig, train_model
 
-    timer = step_timer(args.warmup)
+    timer = timer or step_timer(args.warmup)
     with tempfile.TemporaryDirectory() as out:
         config = TrainConfig(
             backbone=model_dir,
