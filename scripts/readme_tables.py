@@ -471,6 +471,7 @@ def budget(df: pd.DataFrame) -> str:
             row["budget"] > 0,
             noise[1] if noise else 0.0,
             row["scorer"],
+            row["regime"] != "frozen",  # end-to-end points after the frozen curve they are read beside
             size,
             row["recipe"] != "equal",
             row["budget"],
