@@ -92,3 +92,15 @@ def test_piece_runs_the_runner_with_its_settings_and_lists(monkeypatch, capsys):
     assert "no piece 'no-such-piece'" in capsys.readouterr().err
     assert cli(["piece", "--list"]) == 0
     assert "local-04-frozen: the separation table's frozen rows" in capsys.readouterr().out
+
+
+def test_a_run_whose_first_stage_was_skipped_as_unchanged_is_the_pieces():
+    """A chained piece (study-04-budget-e2e-seed43 after study-04-budget-e2e) finds notebook 01 unchanged
+    and skips it: the run is still the piece's; a failed or missing stage is not."""
+    piece = P.load_pieces()["study-04-budget-e2e-seed43"]
+    summary = {"profile": piece.profile, "overrides": list(piece.overrides)}
+    ok = {"01": {"status": "skipped"}, "04": {"status": "ok"}}
+    assert piece.made({**summary, "stages": ok})
+    assert not piece.made({**summary, "stages": {**ok, "04": {"status": "failed"}}})
+    assert not piece.made({**summary, "stages": {"04": {"status": "ok"}}})
+    assert not piece.made({**summary, "overrides": [], "stages": ok})

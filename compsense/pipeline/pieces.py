@@ -49,9 +49,11 @@ class Piece:
 
     def made(self, summary: dict) -> bool:
         """Whether a run's summary.json is a finished run of this piece: its profile and overrides, and every
-        stage of the piece "ok"."""
+        stage of the piece "ok", or "skipped" (unchanged since its last success, whose outputs it reuses: a
+        chained piece skips the notebook 01 its predecessor ran)."""
         stages = summary.get("stages", {})
-        return self.runs_as(summary) and all(stages.get(key, {}).get("status") == "ok" for key in self.stages)
+        done = ("ok", "skipped")
+        return self.runs_as(summary) and all(stages.get(key, {}).get("status") in done for key in self.stages)
 
     def command(self) -> str:
         sets = "".join(f" --set '{o}'" for o in self.overrides)
