@@ -131,8 +131,9 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     """The errors a user's input causes; imported only when one is raised (the CLI starts light).
     DataError (a bad dataset row) is a ValueError."""
     from compsense.core.storage import CorruptFile
+    from compsense.pipeline.runner import Refused  # a bad --only or piece name, wherever it is checked
 
-    return (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError, CorruptFile)
+    return (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError, CorruptFile, Refused)
 
 
 def _dispatch(args) -> int:
@@ -215,12 +216,17 @@ def _estimate(args) -> int:
             "device": args.rate_device,
             "source": args.rate_source,
         }
-    profile, overrides, only = args.profile, list(args.overrides), args.only.split(",") if args.only else None
-    if args.piece:
-        from compsense.pipeline.pieces import load_pieces
+    from compsense.pipeline.runner import select_stages
+    from compsense.pipeline.stages import stage_key
 
-        piece = load_pieces()[args.piece]
-        profile, overrides, only = piece.profile, [*piece.overrides, *overrides], list(piece.only)
+    # stage keys as `reproduce --only` selects them (an --only that names no stage is refused, not ignored)
+    profile, overrides = args.profile, list(args.overrides)
+    only = [stage_key(nb) for nb in select_stages(args.only.split(","))] if args.only else None
+    if args.piece:
+        from compsense.pipeline.pieces import get_piece
+
+        piece = get_piece(args.piece)
+        profile, overrides, only = piece.profile, [*piece.overrides, *overrides], piece.stages
     est = E.estimate(
         profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates, overrides=overrides, only=only
     )

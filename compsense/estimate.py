@@ -97,15 +97,13 @@ def stage_params(profile: str, overrides=()) -> dict[str, dict]:
 
 
 def work_units(profile: str, work_dir=None, sizes: dict | None = None, overrides=(), only=None) -> pd.DataFrame:
-    """The work `profile` (with `overrides`, as `reproduce --set` gives them; `only`: these stages)
+    """The work `profile` (with `overrides`, as `reproduce --set` gives them; `only`: these stage keys)
     asks for, per stage, component and backbone (see UNITS). Dataset sizes come from the result tables
     of the run in `work_dir` (or `sizes`); unknown sizes give NaN units."""
     if sizes is None:
         sizes = run_sizes(resolve(work_dir)) if work_dir is not None else {}
     params = sorted(stage_params(profile, overrides).items())
-    rows = [
-        r for stage, p in params if not only or any(stage.startswith(o) for o in only) for r in _units(stage, p, sizes)
-    ]
+    rows = [r for stage, p in params if only is None or stage in only for r in _units(stage, p, sizes)]
     return pd.DataFrame(rows, columns=["stage", "component", "backbone", "units", "unit", "settings", "note"])
 
 

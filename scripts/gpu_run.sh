@@ -63,9 +63,8 @@ log "training steps per model: $STEPS (paper: 3,375)"
 # 3. the piece, with the chosen steps
 mkdir -p "$WORK/negatives"
 for f in runs/local/negatives/*.parquet; do [ -f "$WORK/negatives/$(basename "$f")" ] || cp "$f" "$WORK/negatives/"; done
-SETS=$(python3 -c "
-import yaml; p = yaml.safe_load(open('params/pieces.yaml'))['pieces']['gpu-02-paper-recipe']
-print('\n'.join(p['set']))")
+SETS=$(python3 -c "from compsense.pipeline.pieces import get_piece
+print('\n'.join(get_piece('gpu-02-paper-recipe').overrides))")
 ARGS=()
 while IFS= read -r s; do
   case "$s" in 02_training_ab.max_steps=*) ;; *) ARGS+=(--set "$s");; esac

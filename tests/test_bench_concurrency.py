@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from scripts import load_benchmark
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_concurrency", ROOT / "benchmarks" / "bench_concurrency.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_concurrency")
 
 
 def _worker(t0, t1, steps, batch=128):

@@ -38,6 +38,11 @@ def test_a_piece_is_estimated_with_its_overrides(capsys):
     assert "piece study-02-sweep-a (profile study --set '02_training_ab.seeds=[42]'" in out
     # four trainings (A, B-all, two shares) of 100 steps at batch 32, not the study's 5 seeds x 5 variants
     assert "| 02 | train | minilm-l6 | 12,800 |" in out and "| 03 |" not in out
+    # a piece or an --only that names nothing is refused with the names to use, never an empty estimate
+    assert main(["estimate", "--piece", "nope"]) == 2
+    assert "no piece 'nope'" in capsys.readouterr().err
+    assert main(["estimate", "--profile", "local", "--only", "09"]) == 2
+    assert "--only 09: no stage matches" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

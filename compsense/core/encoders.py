@@ -415,14 +415,14 @@ def load_bundled_weights(bundle_dir: str | os.PathLike, out_dir: str | os.PathLi
         if out_dir
         else Path(tempfile.gettempdir()) / "compsense-bundled" / (f"{src.name}-{stat.st_size}-{int(stat.st_mtime)}")
     )
-    if (dest / "model.safetensors").exists() and (dest / "modules.json").exists():
+    complete = lambda: (dest / "model.safetensors").exists() and (dest / "modules.json").exists()  # noqa: E731
+    if complete():
         return dest
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("model.safetensors", QUANT_MARKER))
     save_file(dequantize_state_dict(load_file(str(weights))), str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    complete = lambda: (dest / "model.safetensors").exists() and (dest / "modules.json").exists()  # noqa: E731
     if dest.exists() and not complete():
         shutil.rmtree(dest, ignore_errors=True)  # a copy left half-made
     try:

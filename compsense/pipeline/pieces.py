@@ -137,12 +137,17 @@ def list_pieces(runs_dir="runs", path=None) -> str:
     return "\n".join(out)
 
 
+def get_piece(name: str, path=None) -> Piece:
+    """Piece `name` of params/pieces.yaml, or Refused naming the pieces there."""
+    pieces = load_pieces(path)
+    if name not in pieces:
+        raise Refused(f"no piece {name!r} in {PIECES_FILE}; the pieces are {', '.join(pieces)}")
+    return pieces[name]
+
+
 def run_piece(name: str, force: bool = False, path=None) -> int:
     """Run piece `name` with the runner (the same as its `command()`)."""
     from compsense.pipeline import runner
 
-    pieces = load_pieces(path)
-    if name not in pieces:
-        raise Refused(f"no piece {name!r} in {PIECES_FILE}; the pieces are {', '.join(pieces)}")
-    piece = pieces[name]
+    piece = get_piece(name, path)
     return runner.reproduce(piece.profile, only=list(piece.only), force=force, overrides=list(piece.overrides))
