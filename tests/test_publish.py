@@ -301,7 +301,7 @@ def test_study_pieces_merge_the_variants_and_dose_tables():
         draw(both)  # the notebook's figure, from the merged points
 
 
-def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path):
+def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path, capsys):
     run_dir, piece = _budget_piece_run(tmp_path, overrides=["04_verifiers.regimes=[frozen]"])
     with pytest.raises(publish.NothingToPublish, match="not a finished run of piece"):
         publish.publish_piece(piece.name, run=run_dir, dest=tmp_path / "figs")
@@ -311,6 +311,9 @@ def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path):
         publish.publish_piece(piece.name, run=run_dir, dest=tmp_path / "figs")
     with pytest.raises(publish.NothingToPublish, match="published whole"):
         publish.publish_piece("local-01", run=run_dir, dest=tmp_path / "figs")
+    # a name params/pieces.yaml lacks: refused with the pieces to use, exit 2 from the command line
+    assert publish.main(["--piece", "no-such-piece", "--dest", str(tmp_path / "figs")]) == 2
+    assert "no piece 'no-such-piece'" in capsys.readouterr().err
 
 
 def test_two_pieces_that_share_the_budget_table_both_keep_their_provenance_rows(tmp_path, monkeypatch):

@@ -141,13 +141,11 @@ def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | o
     """Copy the files piece `name` declares (`Piece.publishes`) from its run into `dest`, and set its
     rows of provenance.csv (one per stage of the piece, naming those files). Returns {"run",
     "written", "unchanged"}. Refused, with the fix, when the piece declares nothing to publish on its
-    own, has no finished run, `run` was not made by it, or a declared file is missing from the run."""
-    from compsense.pipeline.pieces import last_run, load_pieces
+    own, has no finished run, `run` was not made by it, or a declared file is missing from the run
+    (NothingToPublish); Refused when params/pieces.yaml has no such piece."""
+    from compsense.pipeline.pieces import get_piece, last_run
 
-    pieces = load_pieces()
-    if name not in pieces:
-        raise NothingToPublish(f"no piece {name!r} in params/pieces.yaml; the pieces are {', '.join(pieces)}")
-    piece = pieces[name]
+    piece = get_piece(name)  # Refused, naming the pieces, when there is none
     if not piece.publishes:
         raise NothingToPublish(
             f"piece {name} has no `publishes` list in params/pieces.yaml: its run is published whole. "
