@@ -14,12 +14,13 @@ stages.json is re-read and merged under that lock. See docs/promises.md.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
+import modulefinder
 import os
 import platform
 import socket
+import tempfile
 import time
 import traceback
 from contextlib import contextmanager
@@ -65,82 +66,33 @@ def code_dependencies(notebook: Path) -> list[Path]:
     """The compsense source files a notebook's code cells import, followed through every import
     (absolute or relative, at top level or inside functions) of the modules they reach.
 
-    Why not hash the whole package: then any edit re-runs every stage. Why static (ast) and not
-    the modules a run actually loaded: a skip decision must be made before the run.
+    Why not hash the whole package: then any edit re-runs every stage. Why a static reading
+    (the standard library's modulefinder, searching the repository only, so torch and the rest are
+    never opened) and not the modules a run actually loaded: a skip decision must be made before the
+    run.
     """
-    package = repo_root() / "compsense"
+    root = repo_root()
+    finder = modulefinder.ModuleFinder(path=[str(root)])
+    finder.import_hook("compsense")  # every import of compsense runs its __init__
     nb = json.loads(notebook.read_text(encoding="utf-8"))
-    sources = [
-        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-        for c in nb.get("cells", [])
-        if c.get("cell_type") == "code"
-    ]
-    todo = [(_python_only(src), "") for src in sources]  # (code, the package its relative imports start from)
-    seen: dict[str, Path] = {}
-    _visit(package, "compsense", seen, todo)  # every import of compsense runs its __init__
-    while todo:
-        code, package_of = todo.pop()
-        try:
-            tree = ast.parse(code)
-        except SyntaxError:
-            continue
-        for name in _imported_modules(tree, package_of):
-            for candidate in _module_and_parents(name):
-                _visit(package, candidate, seen, todo)
-    return sorted(seen.values())
-
-
-def _visit(package: Path, dotted: str, seen: dict, todo: list) -> None:
-    """Record `dotted`'s source file, once, and queue its code with the package it belongs to."""
-    if dotted in seen:
-        return
-    path = _module_file(package, dotted)
-    if path is not None:
-        seen[dotted] = path
-        package_of = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
-        todo.append((path.read_text(encoding="utf-8"), package_of))
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "cell.py"
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            script.write_text(_python_only(source), encoding="utf-8")
+            try:
+                finder.run_script(str(script))
+            except SyntaxError:  # not Python (a cell of another kernel's magic): it imports nothing here
+                continue
+    found = (m.__file__ for name, m in finder.modules.items() if name.split(".")[0] == "compsense")
+    return sorted(Path(f) for f in found if f and Path(f).is_relative_to(root / "compsense"))
 
 
 def _python_only(cell: str) -> str:
-    """A cell's source without IPython magics and shell escapes (`%time`, `!ls`), which ast rejects."""
+    """A cell's source without IPython magics and shell escapes (`%time`, `!ls`), which Python rejects."""
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in cell.splitlines())
-
-
-def _imported_modules(tree, package_of: str) -> set[str]:
-    """Dotted compsense modules named by the imports in `tree`, relative ones resolved from the
-    package `package_of` (`from compsense import x` names the submodule compsense.x when there is
-    one; the caller checks)."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names if a.name.split(".")[0] == "compsense")
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package_of.split(".")
-                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != "compsense":
-                continue
-            names.add(target)
-            names.update(f"{target}.{a.name}" for a in node.names)
-    return names
-
-
-def _module_and_parents(name: str) -> list[str]:
-    parts = name.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-
-
-def _module_file(package: Path, dotted: str) -> Path | None:
-    rel = Path(*dotted.split(".")[1:]) if "." in dotted else Path()
-    root = package / rel
-    if (root / "__init__.py").exists():
-        return root / "__init__.py"
-    if root.with_suffix(".py").exists() and dotted != "compsense":
-        return root.with_suffix(".py")
-    return None
 
 
 class Refused(RuntimeError):
