@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -588,28 +588,51 @@ def rerank_grid(
     `plan` (`RerankPlan`) says what is swept, `compute` (`Compute`) how it runs.
     """
     compute = compute or Compute()
-    weights, first_stage = plan.weights, plan.first_stage
-    cost_queries, cost_repeats = plan.cost_queries, plan.cost_repeats
-    batch_size, candidate_batch, device = compute.batch_size, compute.candidate_batch, compute.device
-    dtype, show_progress = compute.dtype, compute.show_progress
     ks = sorted({int(k) for k in plan.ks})
     if not ks or ks[0] < 1:
         raise ValueError(f"ks must be positive integers, got {ks}")
-    for w in weights:
+    for w in plan.weights:
         _check_weight(w)
-    if first_stage not in ("own", "base"):
-        raise ValueError(f"first_stage must be 'own' or 'base', got {first_stage!r}")
+    if plan.first_stage not in ("own", "base"):
+        raise ValueError(f"first_stage must be 'own' or 'base', got {plan.first_stage!r}")
     if "base" not in baselines:
         raise ValueError("baselines needs the 'base' encoder: the first stage of every frozen verifier")
-    cache_dir = layout.cache_dir(work_dir, "rerank")
-    depth = max(MAX_K, ks[-1])
-    common = dict(backbone=backbone, **labels)
-    rows, per_query, cost = [], [], []
+    rows = _GridRows(dict(backbone=backbone, **labels), seed)
+    for ds in datasets:
+        grid = _DatasetGrid(ds, rows, plan, compute, layout.cache_dir(work_dir, "rerank"), ks)
+        for variant, encoder in baselines.items():
+            grid.encoder_only(encoder, variant, ENCODER_ONLY, seed)
+        for method in tqdm(methods, desc=f"rerank {ds.name}", unit="verifier", disable=not compute.show_progress):
+            grid.rerank(method, baselines["base"], seed if method.seed is None else method.seed)
+        log.info("%s: reranked with %d methods at K=%s", ds.name, len(methods), ks)
 
-    def record(result: RetrievalResult, variant, verifier, regime, k, weight, first, row_seed=seed, folder=""):
+    results = pd.concat(rows.rows, ignore_index=True) if rows.rows else tidy([])
+    per_query_df = pd.concat(rows.per_query, ignore_index=True) if rows.per_query else pd.DataFrame()
+    cost_df = pd.DataFrame(rows.cost)
+    if write and rows.rows:
+        out = results_file(work_dir, "rerank").parent
+        for name in ("rerank.parquet", "rerank_per_query.parquet", "rerank_cost.parquet"):
+            set_aside_unlabelled(out / name)
+        append_results(results, out / "rerank.parquet", key=RERANK_KEY)
+        append_results(per_query_df, out / "rerank_per_query.parquet", key=PER_QUERY_KEY)
+        append_results(cost_df, out / "rerank_cost.parquet", key=["dataset", "variant", "k"])
+    return GridResult(results, per_query_df, cost_df)
+
+
+@dataclass
+class _GridRows:
+    """What `rerank_grid` collects over its datasets: tidy rows, per-query rows and cost rows."""
+
+    common: dict  # backbone and the caller's labels, on every row
+    seed: int  # the grid's seed (the encoder-only baselines')
+    rows: list = field(default_factory=list)
+    per_query: list = field(default_factory=list)
+    cost: list = field(default_factory=list)
+
+    def record(self, result: RetrievalResult, variant, verifier, regime, k, weight, first, seed, folder=""):
         ident = dict(
-            seed=row_seed,
-            run=f"{backbone}/{variant}-seed{row_seed}",
+            seed=seed,
+            run=f"{self.common['backbone']}/{variant}-seed{seed}",
             variant=variant,
             verifier=verifier,
             regime=regime,
@@ -618,149 +641,117 @@ def rerank_grid(
             first_stage=first,
             verifier_variant=folder,  # notebook 04's folder of the method; "" for an encoder alone
         )
-        rows.append(result.to_tidy(**common, **ident))
-        per_query.append(result.per_query_table(**common, **ident))
+        self.rows.append(result.to_tidy(**self.common, **ident))
+        self.per_query.append(result.per_query_table(**self.common, **ident))
 
-    for ds in datasets:
-        queries = {q: ds.queries[q] for q in ds.qrels if q in ds.queries}
-        timed = dict(list(queries.items())[:cost_queries]) if cost_queries else queries
-        first_stages: dict[int, tuple[Reranker, Candidates]] = {}
-        timed_methods: set[tuple[str, str]] = set()
 
-        def stage(encoder, label, token_encoder=None):
-            key = (id(encoder), id(token_encoder))
-            if key not in first_stages:
-                reranker = Reranker(
-                    encoder,
-                    ds.corpus,
-                    cache_dir,
-                    token_encoder=token_encoder,
-                    batch_size=batch_size,
-                    candidate_batch=candidate_batch,
-                    device=device,
-                    dtype=dtype,
-                    show_progress=show_progress,
-                )
-                candidates = reranker.search(queries, depth)
-                first_stages[key] = (reranker, candidates)
-            return first_stages[key]
+class _DatasetGrid:
+    """One dataset's part of `rerank_grid`: a first stage per encoder (searched once, shared by the
+    methods that read it), the encoder-only rows, each method's reranked rows, and the costs, timed
+    once per method label and regime (a cost is the method's, not its seed's)."""
 
-        def encoder_only(encoder, variant, regime, row_seed=seed, folder=""):
-            reranker, cands = stage(encoder, variant)
-            rankings = {
-                q: [reranker.doc_ids[i] for i in row[:MAX_K]] for q, row in zip(cands.qids, cands.indices.tolist())
-            }
-            record(
-                score_result(rankings, ds.qrels, ds.name, len(reranker), harness=HARNESS),
-                variant,
-                "none",
-                regime,
-                MAX_K,
-                1.0,
-                variant,
-                row_seed,
-                folder,
+    def __init__(self, ds, rows: _GridRows, plan: RerankPlan, compute: Compute, cache_dir: Path, ks: list[int]):
+        self.ds, self.rows, self.plan, self.compute, self.cache_dir, self.ks = ds, rows, plan, compute, cache_dir, ks
+        self.queries = {q: ds.queries[q] for q in ds.qrels if q in ds.queries}
+        n = plan.cost_queries
+        self.timed = dict(list(self.queries.items())[:n]) if n else self.queries
+        self.depth = max(MAX_K, ks[-1])
+        self.first_stages: dict[tuple[int, int], tuple[Reranker, Candidates]] = {}
+        self.timed_methods: set[tuple[str, str]] = set()
+
+    def stage(self, encoder, token_encoder=None) -> tuple[Reranker, Candidates]:
+        key = (id(encoder), id(token_encoder))
+        if key not in self.first_stages:
+            c = self.compute
+            reranker = Reranker(
+                encoder,
+                self.ds.corpus,
+                self.cache_dir,
+                token_encoder=token_encoder,
+                batch_size=c.batch_size,
+                candidate_batch=c.candidate_batch,
+                device=c.device,
+                dtype=c.dtype,
+                show_progress=c.show_progress,
             )
-            if (variant, regime) in timed_methods:
-                return
-            timed_methods.add((variant, regime))
-            cost.append(
-                dict(
-                    dataset=ds.name,
-                    variant=variant,
-                    verifier_variant=folder,
-                    verifier="none",
-                    regime=regime,
-                    k=MAX_K,
-                    first_stage_ms=time_first_stage(reranker, timed, depth, cost_repeats),
-                    rerank_ms=0.0,
-                    n_timed=len(timed),
-                    index_mb=reranker.index_megabytes,
-                    token_cache_mb=0.0,
-                    device=str(reranker.device),
+            self.first_stages[key] = (reranker, reranker.search(self.queries, self.depth))
+        return self.first_stages[key]
+
+    def encoder_only(self, encoder, variant, regime, seed, folder="") -> None:
+        reranker, cands = self.stage(encoder)
+        rankings = {q: [reranker.doc_ids[i] for i in row[:MAX_K]] for q, row in zip(cands.qids, cands.indices.tolist())}
+        result = score_result(rankings, self.ds.qrels, self.ds.name, len(reranker), harness=HARNESS)
+        self.rows.record(result, variant, "none", regime, MAX_K, 1.0, variant, seed, folder)
+        if (variant, regime) not in self.timed_methods:
+            self.timed_methods.add((variant, regime))
+            first_ms = time_first_stage(reranker, self.timed, self.depth, self.plan.cost_repeats)
+            self._cost(variant, folder, "none", regime, MAX_K, first_ms, 0.0, reranker, 0.0)
+
+    def rerank(self, method: Method, base, seed: int) -> None:
+        """`method`'s rows at every K and weight, over its first stage's top max(K) scored once."""
+        if method.encoder is base:
+            (reranker, cands), first = self.stage(base), "base"
+        elif self.plan.first_stage == "own":
+            self.encoder_only(method.encoder, f"{method.label}/encoder", method.regime, seed, method.verifier_variant)
+            (reranker, cands), first = self.stage(method.encoder), f"{method.label}/encoder"
+        else:
+            (reranker, cands), first = self.stage(base, token_encoder=method.encoder), "base"
+        deepest = cands.top(min(self.ks[-1], cands.k))
+        v_scores = reranker.verifier_scores(method.verifier, self.queries, deepest)
+        if method.noise_sigma:  # the noise control: the same noise for a (query, document) at every K
+            pairs = [
+                (self.queries[q], reranker.doc_ids[i])
+                for q, row in zip(deepest.qids, deepest.indices.tolist())
+                for i in row
+            ]
+            noise = pair_noise(pairs, method.noise_sigma, seed).reshape(tuple(v_scores.shape))
+            v_scores = v_scores + torch.as_tensor(noise, dtype=v_scores.dtype, device=v_scores.device)
+        for k in self.ks:
+            top = cands.top(min(k, cands.k))
+            for w in self.plan.weights:
+                fused = fuse(top.scores, v_scores[:, : top.k], w)
+                rankings = full_rankings(ranked(top, fused, reranker.doc_ids), cands, reranker.doc_ids)
+                result = score_result(rankings, self.ds.qrels, self.ds.name, len(reranker))
+                self.rows.record(
+                    result, method.label, method.name, method.regime, k, w, first, seed, method.verifier_variant
                 )
+        if (method.label, method.regime) not in self.timed_methods:
+            self.timed_methods.add((method.label, method.regime))
+            first_ms = time_first_stage(reranker, self.timed, self.depth, self.plan.cost_repeats)
+            tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
+            for k in self.ks:
+                rerank_ms = time_rerank(reranker, method.verifier, self.timed, k, self.plan.cost_repeats)
+                self._cost(
+                    method.label,
+                    method.verifier_variant,
+                    method.name,
+                    method.regime,
+                    k,
+                    first_ms,
+                    rerank_ms,
+                    reranker,
+                    tokens_mb,
+                )
+        if method.encoder is not base:
+            reranker.release()  # an end-to-end encoder serves this one method: free its token cache
+
+    def _cost(self, variant, folder, verifier, regime, k, first_ms, rerank_ms, reranker, tokens_mb) -> None:
+        self.rows.cost.append(
+            dict(
+                dataset=self.ds.name,
+                variant=variant,
+                verifier_variant=folder,
+                verifier=verifier,
+                regime=regime,
+                k=int(k),
+                first_stage_ms=first_ms,
+                rerank_ms=rerank_ms,
+                n_timed=len(self.timed),
+                index_mb=reranker.index_megabytes,
+                token_cache_mb=tokens_mb,
+                device=str(reranker.device),
             )
-
-        for variant, encoder in baselines.items():
-            encoder_only(encoder, variant, ENCODER_ONLY)
-        for method in tqdm(methods, desc=f"rerank {ds.name}", unit="verifier", disable=not show_progress):
-            base = baselines["base"]
-            method_seed = seed if method.seed is None else method.seed
-            if method.encoder is base:
-                reranker, cands = stage(base, "base")
-                first = "base"
-            elif first_stage == "own":
-                encoder_only(
-                    method.encoder, f"{method.label}/encoder", method.regime, method_seed, method.verifier_variant
-                )
-                reranker, cands = stage(method.encoder, method.label)
-                first = f"{method.label}/encoder"
-            else:
-                reranker, cands = stage(base, "base", token_encoder=method.encoder)
-                first = "base"
-            deepest = cands.top(min(ks[-1], cands.k))
-            v_scores = reranker.verifier_scores(method.verifier, queries, deepest)
-            if method.noise_sigma:  # the noise control: the same noise for a (query, document) at every K
-                pairs = [
-                    (queries[q], reranker.doc_ids[i])
-                    for q, row in zip(deepest.qids, deepest.indices.tolist())
-                    for i in row
-                ]
-                noise = pair_noise(pairs, method.noise_sigma, method_seed).reshape(tuple(v_scores.shape))
-                v_scores = v_scores + torch.as_tensor(noise, dtype=v_scores.dtype, device=v_scores.device)
-            for k in ks:
-                top = cands.top(min(k, cands.k))
-                for w in weights:
-                    fused = fuse(top.scores, v_scores[:, : top.k], w)
-                    rankings = full_rankings(ranked(top, fused, reranker.doc_ids), cands, reranker.doc_ids)
-                    record(
-                        score_result(rankings, ds.qrels, ds.name, len(reranker)),
-                        method.label,
-                        method.name,
-                        method.regime,
-                        k,
-                        w,
-                        first,
-                        method_seed,
-                        method.verifier_variant,
-                    )
-            # Cost is a property of the method, not of its seed: timed once per label and dataset.
-            if (method.label, method.regime) not in timed_methods:
-                timed_methods.add((method.label, method.regime))
-                first_ms = time_first_stage(reranker, timed, depth, cost_repeats)
-                tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
-                for k in ks:
-                    cost.append(
-                        dict(
-                            dataset=ds.name,
-                            variant=method.label,
-                            verifier_variant=method.verifier_variant,
-                            verifier=method.name,
-                            regime=method.regime,
-                            k=int(k),
-                            first_stage_ms=first_ms,
-                            rerank_ms=time_rerank(reranker, method.verifier, timed, k, cost_repeats),
-                            n_timed=len(timed),
-                            index_mb=reranker.index_megabytes,
-                            token_cache_mb=tokens_mb,
-                            device=str(reranker.device),
-                        )
-                    )
-            if method.encoder is not base:
-                reranker.release()  # an end-to-end encoder serves this one method: free its token cache
-        log.info("%s: reranked with %d methods at K=%s", ds.name, len(methods), ks)
-
-    results = pd.concat(rows, ignore_index=True) if rows else tidy([])
-    per_query_df = pd.concat(per_query, ignore_index=True) if per_query else pd.DataFrame()
-    cost_df = pd.DataFrame(cost)
-    if write and rows:
-        out = results_file(work_dir, "rerank").parent
-        for name in ("rerank.parquet", "rerank_per_query.parquet", "rerank_cost.parquet"):
-            set_aside_unlabelled(out / name)
-        append_results(results, out / "rerank.parquet", key=RERANK_KEY)
-        append_results(per_query_df, out / "rerank_per_query.parquet", key=PER_QUERY_KEY)
-        append_results(cost_df, out / "rerank_cost.parquet", key=["dataset", "variant", "k"])
-    return GridResult(results, per_query_df, cost_df)
+        )
 
 
 def set_aside_unlabelled(path: Path) -> Path | None:
