@@ -112,36 +112,12 @@ def train_verifier(
     t = training or VerifierTraining()
     compute = compute or Compute()
     show_progress = compute.show_progress
-    budget_examples, batch_size, lr, temperature = t.budget_examples, t.batch_size, t.lr, t.temperature
+    budget_examples, batch_size, temperature = t.budget_examples, t.batch_size, t.temperature
     anchors, positives, negatives = _triplet_texts(triplets)
     seed_everything(seed)
     device = torch.device(compute.device) if compute.device is not None else encoder_device(encoder)
     verifier.to(device)
-    history = {
-        "verifier": verifier.name,
-        "regime": regime,
-        "n_parameters": n_parameters(verifier),
-        "budget_examples": int(budget_examples),
-        "batch_size": int(batch_size),
-        "lr": lr,
-        "encoder_lr": t.encoder_lr if regime == "end2end" else None,
-        "temperature": temperature,
-        "in_batch_negatives": t.in_batch_negatives,
-        "hard_negatives": t.hard_negatives,
-        "weight_decay": t.weight_decay,
-        "encoder_weight_decay": t.encoder_decay if regime == "end2end" else None,
-        "seed": seed,
-        "n_triplets": len(anchors),
-        "include_special": verifier.include_special,
-        "trained": False,
-        "note": "",
-        "steps": 0,
-        "examples_seen": 0,
-        "texts_encoded": 0,
-        "loss": [],
-        "accuracy": [],
-        "seconds": 0.0,
-    }
+    history = _new_history(verifier, regime, t, seed, len(anchors))
     if regime == "frozen" and n_parameters(verifier) == 0:
         history["note"] = (
             f"{verifier.name} has no trainable parameters and the encoder is frozen: nothing to train, it scores as is"
@@ -149,33 +125,15 @@ def train_verifier(
         return history
 
     batches = _sample_batches(len(anchors), budget_examples, batch_size, seed)
-    verifier_params = [p for p in verifier.parameters() if p.requires_grad]
-    groups = [{"params": verifier_params, "lr": lr, "weight_decay": t.weight_decay}] if verifier_params else []
-    if regime == "frozen":
-        used = sorted({t for b in batches for i in b for t in (anchors[i], positives[i], negatives[i])})
-        cache = TokenCache(
-            encoder,
-            used,
-            cache_dir,
-            include_special=verifier.include_special,
-            batch_size=max(batch_size, 32),
-            device=device,
-            show_progress=show_progress,
-        )
+    # the texts the budget visits: what a frozen encoder encodes once
+    used = (
+        sorted({x for b in batches for i in b for x in (anchors[i], positives[i], negatives[i])})
+        if regime == "frozen"
+        else []
+    )
+    groups, cache = _prepare(verifier, encoder, regime, t, used, cache_dir, device, show_progress)
+    if cache is not None:
         history["texts_encoded"] = cache.encoded
-        if device.type == "cuda":  # batches are then gathered where the verifier is
-            cache.to(device)
-    else:
-        encoder.to(device)
-        for p in encoder.parameters():
-            p.requires_grad_(True)
-        groups.append(
-            {
-                "params": [p for p in encoder.parameters()],
-                "lr": t.encoder_lr,
-                "weight_decay": t.encoder_decay,
-            }
-        )
     optimizer = torch.optim.AdamW(groups)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(len(batches), t.warmup_ratio))
 
@@ -222,6 +180,61 @@ def train_verifier(
     history["seconds"] = round(time.perf_counter() - start, 3)
     history["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")  # for estimate's windows
     return history
+
+
+def _new_history(verifier: Verifier, regime: str, t: VerifierTraining, seed: int, n_triplets: int) -> dict:
+    """A training's record before its first step: every setting it trains with, and empty curves."""
+    return {
+        "verifier": verifier.name,
+        "regime": regime,
+        "n_parameters": n_parameters(verifier),
+        "budget_examples": int(t.budget_examples),
+        "batch_size": int(t.batch_size),
+        "lr": t.lr,
+        "encoder_lr": t.encoder_lr if regime == "end2end" else None,
+        "temperature": t.temperature,
+        "in_batch_negatives": t.in_batch_negatives,
+        "hard_negatives": t.hard_negatives,
+        "weight_decay": t.weight_decay,
+        "encoder_weight_decay": t.encoder_decay if regime == "end2end" else None,
+        "seed": seed,
+        "n_triplets": n_triplets,
+        "include_special": verifier.include_special,
+        "trained": False,
+        "note": "",
+        "steps": 0,
+        "examples_seen": 0,
+        "texts_encoded": 0,
+        "loss": [],
+        "accuracy": [],
+        "seconds": 0.0,
+    }
+
+
+def _prepare(verifier, encoder, regime, t: VerifierTraining, used, cache_dir, device, show_progress):
+    """(AdamW parameter groups, TokenCache or None). Frozen: the verifier's parameters alone, and the
+    token embeddings of `used` (the texts the budget visits) encoded once into a cache. End-to-end:
+    the encoder's parameters too, with their own learning rate and weight decay, and no cache."""
+    verifier_params = [p for p in verifier.parameters() if p.requires_grad]
+    groups = [{"params": verifier_params, "lr": t.lr, "weight_decay": t.weight_decay}] if verifier_params else []
+    if regime != "frozen":
+        encoder.to(device)
+        for p in encoder.parameters():
+            p.requires_grad_(True)
+        groups.append({"params": list(encoder.parameters()), "lr": t.encoder_lr, "weight_decay": t.encoder_decay})
+        return groups, None
+    cache = TokenCache(
+        encoder,
+        used,
+        cache_dir,
+        include_special=verifier.include_special,
+        batch_size=max(t.batch_size, 32),
+        device=device,
+        show_progress=show_progress,
+    )
+    if device.type == "cuda":  # batches are then gathered where the verifier is
+        cache.to(device)
+    return groups, cache
 
 
 def encode_distinct(encoder, queries: Sequence[str], candidates: Sequence[str], include_special: bool, device=None):
