@@ -72,6 +72,8 @@ def code_dependencies(notebook: Path) -> list[Path]:
     run.
     """
     root = repo_root()
+    if not (root / "compsense" / "__init__.py").is_file():  # no package here (modulefinder fails on a bare folder)
+        return []
     finder = modulefinder.ModuleFinder(path=[str(root)])
     finder.import_hook("compsense")  # every import of compsense runs its __init__
     nb = json.loads(notebook.read_text(encoding="utf-8"))
