@@ -54,6 +54,8 @@ def test_a_piece_is_estimated_with_its_overrides(capsys):
         ({"profile": "local"}, "needs `profile` and `only`"),
         ({"profile": "local", "only": "02", "when": "now"}, "needs `profile` and `only`"),
         ({"profile": "local", "only": "02", "publishes": ["../README.md"]}, "name files inside figures/"),
+        ({"profile": "local", "only": "02", "code_note": "trust me"}, "code_note needs `files`"),
+        ({"profile": "local", "only": "02", "code_note": {"files": ["a.py"], "why": " "}}, "code_note needs"),
     ],
 )
 def test_a_bad_piece_is_an_error_naming_the_file_and_piece(tmp_path, spec, message):
@@ -61,6 +63,14 @@ def test_a_bad_piece_is_an_error_naming_the_file_and_piece(tmp_path, spec, messa
     path.write_text(yaml.safe_dump({"pieces": {"bad": spec}}))
     with pytest.raises(ValueError, match=f"pieces.yaml: piece 'bad': .*{message}"):
         P.load_pieces(path)
+
+
+def test_a_code_note_reads_as_the_files_it_judged_and_why(tmp_path):
+    note = {"files": ["compsense/figures/verifiers.py"], "why": "only the drawing changed"}
+    path = tmp_path / "pieces.yaml"
+    path.write_text(yaml.safe_dump({"pieces": {"noted": {"profile": "local", "only": "04", "code_note": note}}}))
+    piece = P.load_pieces(path)["noted"]
+    assert piece.code_files == ("compsense/figures/verifiers.py",) and piece.code_why == "only the drawing changed"
 
 
 def _run(runs, name, sequence, overrides, stages, commit="abc1234"):

@@ -261,7 +261,7 @@ def test_study_pieces_merge_the_variants_and_dose_tables():
     import tempfile
     from pathlib import Path
 
-    key, seeds, _, _ = publish.MERGED["tables/variants.csv"]
+    key, seeds = publish.MERGED["tables/variants.csv"][:2]
     five = pd.DataFrame(
         {
             "backbone": "m",
@@ -288,7 +288,7 @@ def test_study_pieces_merge_the_variants_and_dose_tables():
         merged = publish.merge_points(published, sweep, key, "study-02-sweep-a", seeds).set_index("variant")
         assert merged.loc["A", "n_seeds"] == 5 and merged.loc["A", "piece"] == "study-02-seeds"
         assert merged.loc["B-all", "piece"] == "study-02-sweep-a" and len(merged) == 4
-        key, seeds, figure, draw = publish.MERGED["tables/dose_response.csv"]
+        key, seeds, _, figure, draw = publish.MERGED["tables/dose_response.csv"]
         assert seeds is None and figure == "02_dose_response" and draw is not None
         dose = Path(tmp) / "dose_response.csv"
         points = lambda variants, drop: pd.DataFrame(  # noqa: E731
@@ -331,3 +331,90 @@ def test_two_pieces_that_share_the_budget_table_both_keep_their_provenance_rows(
     publish.publish_piece(first.name, run=one, dest=dest)
     rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False)
     assert set(rows[rows.stage == "04"].piece) == {first.name, second.name}
+
+
+def _git(root, *args):
+    import subprocess
+
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_stage_code_changes_are_the_files_of_its_notebook_and_imports_between_two_commits(tmp_path, monkeypatch):
+    from compsense.core import paths
+    from compsense.pipeline import provenance, runner, stages
+
+    root = tmp_path
+    for module in (paths, runner, stages, provenance):
+        monkeypatch.setattr(module, "repo_root", lambda: root)
+    (root / "compsense").mkdir()
+    (root / "notebooks").mkdir()
+    (root / "compsense" / "__init__.py").write_text("")
+    (root / "compsense" / "used.py").write_text("x = 1\n")
+    (root / "compsense" / "other.py").write_text("y = 1\n")
+    _notebook_importing(root / "notebooks" / "04_verifiers.ipynb", "import compsense.used")
+    _git(root, "init", "-q")
+    _git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "one", "--allow-empty")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "two")
+    first = _git(root, "rev-parse", "--short", "HEAD")
+    (root / "compsense" / "other.py").write_text("y = 2\n")  # a module stage 04 never imports
+    (root / "README.md").write_text("words\n")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "three")
+    second = _git(root, "rev-parse", "--short", "HEAD")
+    assert provenance.stage_code_changes("04", first, second) == []
+    (root / "compsense" / "used.py").write_text("x = 2\n")
+    _git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "four")
+    third = _git(root, "rev-parse", "--short", "HEAD")
+    assert provenance.stage_code_changes("04", first, third) == ["compsense/used.py"]
+    assert provenance.stage_code_changes("04", first, "0000000") is None  # a commit this clone lacks
+    assert provenance.stage_code_changes("04", f"{third}-dirty", f"{third}-dirty") is None  # uncommitted code
+    assert provenance.stage_code_changes("04", third, third) == []
+
+
+def _notebook_importing(path, code):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nbformat.write(nb, path)
+
+
+def test_pieces_made_at_other_code_share_a_table_only_with_a_note_naming_every_changed_file(tmp_path, monkeypatch):
+    """`make figures` never puts rows made at different code side by side unless a piece says why."""
+    import dataclasses
+
+    from compsense.pipeline.runner import Refused
+
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
+    changes = {("abc1234", "def5678"): ["compsense/verifiers/budget.py", "compsense/figures/verifiers.py"]}
+    monkeypatch.setattr(publish, "stage_code_changes", lambda stage, old, new: changes.get((old, new), []))
+    dest = tmp_path / "figs"
+    one, first = _budget_piece_run(tmp_path)  # made at abc1234
+    publish.publish_piece(first.name, run=one, dest=dest)
+    two, second = _budget_piece_run(tmp_path, name="study-04-budget-48k-seeds", points=((48000, 3),))
+    summary = json.loads((two / "summary.json").read_text())
+    (two / "summary.json").write_text(json.dumps({**summary, "commit": "def5678"}))
+    before = (dest / "tables" / "verifier_budget.csv").read_bytes()
+    with pytest.raises(Refused, match="study-04-budget-seed42 .made at abc1234.*budget.py.*code_note"):
+        publish.publish_piece(second.name, run=two, dest=dest)
+    assert (dest / "tables" / "verifier_budget.csv").read_bytes() == before  # nothing written
+
+    from compsense.pipeline import pieces as P
+
+    real = P.load_pieces()
+
+    def noted(files):
+        note = dataclasses.replace(real[second.name], code_files=tuple(files), code_why="only the figure changed")
+        monkeypatch.setattr(P, "load_pieces", lambda path=None: {**real, second.name: note})
+        monkeypatch.setattr(P, "get_piece", lambda name, path=None: {**real, second.name: note}[name])
+
+    noted(["compsense/figures/verifiers.py"])  # a note that leaves budget.py unjudged is not enough
+    with pytest.raises(Refused, match="budget.py"):
+        publish.publish_piece(second.name, run=two, dest=dest)
+    noted(changes[("abc1234", "def5678")])
+    done = publish.publish_piece(second.name, run=two, dest=dest)
+    assert len(done["code_notes"]) == 1 and "only the figure changed" in done["code_notes"][0]
+    manifest = json.loads((dest / publish.MANIFEST).read_text())
+    assert manifest["pieces"][second.name]["code_notes"] == done["code_notes"]

@@ -22,7 +22,7 @@ from compsense.pipeline.runner import Refused, select_stages
 from compsense.pipeline.stages import stage_key
 
 PIECES_FILE = "pieces.yaml"
-KEYS = {"profile", "only", "set", "makes", "hours", "publishes"}
+KEYS = {"profile", "only", "set", "makes", "hours", "publishes", "code_note"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,11 @@ class Piece:
     # The files (relative to figures/) this piece publishes on its own (`publish --piece`), for a piece that
     # adds one table to a publication made from other runs; empty: its run is published whole.
     publishes: tuple[str, ...] = ()
+    # Why this piece's rows may stand in a published table beside rows another piece made at other code
+    # (`publish --piece` refuses that otherwise): the files whose differences it judged (`code_files`) and
+    # its judgement (`code_why`); a difference in any other file is refused again.
+    code_files: tuple[str, ...] = ()
+    code_why: str = ""
 
     @cached_property  # globs the notebooks: once per piece
     def stages(self) -> list[str]:
@@ -80,6 +85,7 @@ def load_pieces(path=None) -> dict[str, Piece]:
             str(spec.get("makes", "")),
             spec.get("hours"),
             tuple(str(f) for f in spec.get("publishes") or ()),
+            *_code_note(spec.get("code_note"), where),
         )
         bad = [f for f in piece.publishes if Path(f).is_absolute() or ".." in Path(f).parts]
         if bad:
@@ -91,6 +97,15 @@ def load_pieces(path=None) -> dict[str, Piece]:
             raise ValueError(f"{where}: {err}") from None
         pieces[piece.name] = piece
     return pieces
+
+
+def _code_note(note, where: str) -> tuple[tuple[str, ...], str]:
+    """(files, why) of a piece's `code_note: {files: [...], why: "..."}`; ((), "") when it has none."""
+    if note is None:
+        return (), ""
+    if not isinstance(note, dict) or set(note) != {"files", "why"} or not str(note["why"]).strip():
+        raise ValueError(f"{where}: code_note needs `files` (the files whose changes it judged) and `why`")
+    return tuple(str(f) for f in note["files"] or ()), str(note["why"])
 
 
 def last_run(piece: Piece, runs_dir="runs") -> dict | None:

@@ -16,12 +16,13 @@ recorded" for rows written before rows carried one.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pandas as pd
 
 from compsense.core.layout import RESULTS
-from compsense.core.paths import resolve
+from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import COMMIT, CorruptFile, read_json, read_table
 
 PROVENANCE_FILE = "provenance.csv"
@@ -132,3 +133,27 @@ def run_records(run_dir: Path, work_dir) -> dict[str, dict]:
             finished = str(summary.get("finished", ""))
             records[stage] = {"output": done["output"], "seconds": done.get("seconds"), "finished": finished}
     return records
+
+
+def stage_code_changes(stage: str, old: str, new: str) -> list[str] | None:
+    """The files of stage `stage`'s code that differ between commits `old` and `new`: its notebook, the
+    compsense modules it imports (`runner.code_dependencies`, as they are now) and the package's
+    resources. [] when none does; None when git cannot compare the two here (a commit this clone lacks,
+    a "-dirty" or unknown one). Why the stage's code and not the commits: a commit that changed the
+    README or another stage changes nothing this stage's rows were computed with."""
+    from compsense.pipeline.runner import code_dependencies
+    from compsense.pipeline.stages import notebooks, stage_key
+
+    if old == new and "dirty" not in old:
+        return []
+    notebook = next((nb for nb in notebooks() if stage_key(nb) == stage), None)
+    if notebook is None or not old or not new or any("dirty" in c or c == "unknown" for c in (old, new)):
+        return None
+    root = repo_root()
+    paths = [notebook, *code_dependencies(notebook), root / "compsense" / "resources"]
+    command = ["git", "diff", "--name-only", old, new, "--", *(p.relative_to(root).as_posix() for p in paths)]
+    try:
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sorted(done.stdout.split()) if done.returncode == 0 else None

@@ -35,6 +35,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import pandas as pd
 
@@ -44,29 +45,38 @@ from compsense.figures.ab import dose_response_figure
 from compsense.figures.export import PLOTLY_JS, save_figure
 from compsense.figures.verifiers import budget_figure
 from compsense.pipeline.profiles import check_profile_name
-from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, run_records, stage_provenance
+from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, run_records, stage_code_changes, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
 from compsense.pipeline.runner import Refused, run_summaries
 
 MANIFEST = "published.json"
 FIGURE_SUFFIXES = (".html", ".png")
-# Tables that several pieces publish points of (each piece its budgets and seeds, as one machine's run
-# fits): {table: (the columns that name a point, the column counting a point's seeds (None: a row is one
-# seed), the figure drawn from the table and how, or None)}.
-# `publish --piece` merges them point by point: a point keeps the rows of the piece that ran it at
-# more seeds (on a tie, of the piece published last), each row names its piece, and the figure is
-# drawn again from the merged table, as the notebook draws it from its own.
+
+
+class Merged(NamedTuple):
+    """A table several pieces publish points of (each piece its budgets and seeds, as one machine's run
+    fits). `publish --piece` merges it point by point: a point keeps the rows of the piece that ran it at
+    more seeds (on a tie, of the piece published last), each row names its piece, and the figure is
+    drawn again from the merged table, as the notebook draws it from its own. Rows of pieces whose runs
+    of `stage` were made at other code stand together only where a piece's `code_note` says why."""
+
+    key: list[str]  # the columns that name a point
+    seeds: str | None  # the column counting a point's seeds (None: a row is one seed)
+    stage: str  # the stage that writes the table
+    figure: str | None = None  # the figure drawn from the table
+    draw: Callable | None = None  # how
+
+
 MERGED = {
-    "tables/verifier_budget.csv": (
-        ["scorer", "regime", "size", "recipe", "budget"],
-        "seeds",
-        "04_verifier_budget",
-        budget_figure,
+    "tables/verifier_budget.csv": Merged(
+        ["scorer", "regime", "size", "recipe", "budget"], "seeds", "04", "04_verifier_budget", budget_figure
     ),
     # notebook 02's study table: A, B and the control at five seeds from one piece, B-all and the share
     # sweep at the first seed from others (each trains its own A of that seed, which is the same model)
-    "tables/variants.csv": (["backbone", "variant", "metric", "structural_share"], "n_seeds", None, None),
-    "tables/dose_response.csv": (["backbone", "variant", "seed"], None, "02_dose_response", dose_response_figure),
+    "tables/variants.csv": Merged(["backbone", "variant", "metric", "structural_share"], "n_seeds", "02"),
+    "tables/dose_response.csv": Merged(
+        ["backbone", "variant", "seed"], None, "02", "02_dose_response", dose_response_figure
+    ),
 }
 
 
@@ -182,20 +192,22 @@ def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | o
     out = resolve(dest)
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(out.parent / f".{out.name}.publish.lock"):
-        not_drawn, sharing = _merge(out, files, piece.name)
-        return {**_publish_files(out, files, piece, run_dir, work_dir, sharing), "not_drawn": not_drawn}
+        not_drawn, sharing, notes = _merge(out, files, piece, str(summary.get("commit") or ""))
+        done = _publish_files(out, files, piece, run_dir, work_dir, sharing, notes)
+        return {**done, "not_drawn": not_drawn, "code_notes": notes}
 
 
-def _merge(out: Path, files: dict[str, bytes], piece: str) -> tuple[list[str], set[str]]:
+def _merge(out: Path, files: dict[str, bytes], piece, commit: str) -> tuple[list[str], set[str], list[str]]:
     """Merge each `MERGED` table among `files` with the one published in `out`, and draw its figure
     again from the merged table, in `files`. Returns the figure files that could not be drawn (a PNG
-    without its engine): they are left out, never published from the piece's run alone; and the pieces
-    whose rows the merged tables still hold (their provenance rows stay)."""
-    not_drawn, sharing = [], set()
-    for rel, (key, seeds, figure, draw) in MERGED.items():
+    without its engine): they are left out, never published from the piece's run alone; the pieces
+    whose rows the merged tables still hold (their provenance rows stay); and what `check_code` said."""
+    not_drawn, sharing, notes = [], set(), []
+    for rel, (key, seeds, stage, figure, draw) in MERGED.items():
         if rel not in files:
             continue
-        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece, seeds)
+        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece.name, seeds)
+        notes += check_code(out, rel, stage, set(table.piece), piece, commit)
         files[rel] = table.to_csv(index=False).encode("utf-8")
         sharing |= set(table.piece)
         wanted = [n for n in files if figure and Path(n).stem == figure and Path(n).suffix in FIGURE_SUFFIXES]
@@ -210,7 +222,48 @@ def _merge(out: Path, files: dict[str, bytes], piece: str) -> tuple[list[str], s
                     not_drawn.append(name)
                 else:
                     files[name] = path.read_bytes()
-    return not_drawn, sharing
+    return not_drawn, sharing, notes
+
+
+def check_code(out: Path, rel: str, stage: str, pieces_in: set[str], piece, commit: str) -> list[str]:
+    """Refused when table `rel` would hold rows of another piece whose run of `stage` (provenance.csv in
+    `out`) was made at other code than `piece`'s (at `commit`): the stage's notebook or a module it
+    imports differs (`provenance.stage_code_changes`), or git cannot tell, unless every differing file is
+    among the `code_note` files of one of the two pieces. Returns, for each such pair, what differs and
+    the notes' reasons (the command prints them and the manifest keeps them)."""
+    from compsense.pipeline.pieces import load_pieces
+
+    path = out / TABLES_DIR / PROVENANCE_FILE
+    recorded = pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists() else pd.DataFrame()
+    recorded = recorded.reindex(columns=COLUMNS, fill_value="")
+    declared = load_pieces()
+    # who made the other rows: a named piece's provenance row for the stage, and for rows published
+    # before tables named their piece (""), the stage's row of the run published whole
+    others = pieces_in - {piece.name, ""}
+    mine = recorded.stage == stage
+    made = recorded[mine & (recorded.piece.isin(others) | ((recorded.publishes == "") & ("" in pieces_in)))]
+    makers = sorted(set(zip(made.piece, made.commit)) | {(o, "") for o in others - set(made.piece)})
+    said = []
+    for other, old in makers:
+        changed = stage_code_changes(stage, old, commit)
+        if changed == []:
+            continue
+        judged = [p for p in (piece, declared.get(other)) if p is not None and p.code_why]
+        covered = {f for p in judged for f in p.code_files}
+        what = (
+            f"git cannot compare {old or '(no commit recorded)'} with {commit or '(none)'} here"
+            if changed is None
+            else f"stage {stage}'s code differs in {', '.join(changed)}"
+        )
+        maker = f"{other or 'a run published whole'} (made at {old or '?'})"
+        head = f"{rel}: rows of {maker} beside piece {piece.name}'s (at {commit}): {what}"
+        if changed is None or not set(changed) <= covered:
+            raise Refused(
+                f"{head}. Fix: re-run {other or 'that run'} at this code, or judge the changes and say why its "
+                f"rows stand: `code_note: {{files: [...], why: ...}}` under piece {piece.name} in params/pieces.yaml"
+            )
+        said.append(f"{head}; judged comparable: {' / '.join(p.code_why for p in judged)}")
+    return said
 
 
 def merge_points(
@@ -243,7 +296,7 @@ def merge_points(
     return merged.sort_values(order, kind="stable", na_position="first").reset_index(drop=True)
 
 
-def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir, sharing=frozenset()) -> dict:
+def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir, sharing, notes) -> dict:
     where = _relative(run_dir)
     mine = stage_provenance(work_dir, records=run_records(run_dir, work_dir))
     mine = mine[mine.stage.isin(piece.stages)]
@@ -261,7 +314,8 @@ def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, wor
     manifest = read_json(out / MANIFEST) if (out / MANIFEST).exists() else {"files": {}}
     manifest.setdefault("files", {}).update({name: _sha256(data) for name, data in files.items()})
     manifest["files"] = dict(sorted(manifest["files"].items()))
-    manifest.setdefault("pieces", {})[piece.name] = {"run": where, "files": sorted(piece.publishes)}
+    entry = {"run": where, "files": sorted(piece.publishes), **({"code_notes": notes} if notes else {})}
+    manifest.setdefault("pieces", {})[piece.name] = entry
     write_json(out / MANIFEST, manifest)
     return done
 
@@ -381,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     ]:
         print(f"  {name}")
     if args.piece:
+        for note in done.get("code_notes", []):
+            print(f"  {note}")
         for name in done.get("not_drawn", []):
             print(f"WARNING: {name}: not drawn (no PNG engine: kaleido needs Chromium), so not published")
         return 0
