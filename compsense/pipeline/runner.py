@@ -109,7 +109,6 @@ def reproduce(
     out: str | None = None,
     overrides: list[str] | None = None,
 ) -> int:
-    import papermill
     from tqdm.auto import tqdm
 
     try:
@@ -155,68 +154,11 @@ def reproduce(
                 print(f"  [{key}] not run: depends on failed stage(s) {blocked}")
                 continue
             params = notebook_parameters(profile, nb, profile_data)
-            parts = {
-                "code": fingerprint(nb, params, []),
-                "upstream": {d: upstream_state(state.get(d)) for d in DEPENDS_ON.get(key, [])},
-                "inputs": stage_inputs(key, params, libraries),
-            }
-            fp = _digest(parts)
-            stage_work = resolve(params["work_dir"]) if "work_dir" in params else None
-            why = "--force" if force else rerun_reason(state.get(key), parts, fp, stage_work)
-            if why is None:
-                summary["stages"][key] = {
-                    "status": "skipped",
-                    "reason": "unchanged since its last success",
-                    "last_output": state[key].get("output"),
-                }
-                print(
-                    f"  [{key}] skipped: notebook, parameters, code, data and outputs unchanged since "
-                    f"{state[key].get('finished')} (--force re-runs it)"
-                )
-                continue
-            print(f"  [{key}] runs: {why}")
-            output = run_dir / nb.name
-            before = _snapshot(stage_work, run_dir)
-            started = time.time()
-            try:
-                with environment(ENV_COMMIT, summary["commit"]):  # the kernel's rows record it (code_commit)
-                    papermill.execute_notebook(
-                        str(nb),
-                        str(output),
-                        parameters=params,
-                        cwd=str(nb.parent),
-                        kernel_name="python3",
-                        progress_bar=True,
-                        log_output=False,
-                    )
-            except Exception as err:
-                failed.add(key)
-                summary["stages"][key] = {
-                    **_failure(err, nb, output, profile, key, time.time() - started),
-                    "reason": why,
-                }
-                print(
-                    f"  [{key}] FAILED in {summary['stages'][key]['cell']}: {summary['stages'][key]['error']}\n"
-                    f"        re-run from here: {summary['stages'][key]['rerun']}"
-                )
-                continue
-            seconds = round(time.time() - started, 1)
-            written = stage_outputs(state.get(key), _written_since(before, _snapshot(stage_work, run_dir)), stage_work)
-            record = {
-                "fingerprint": fp,
-                "parts": parts,
-                "output": str(output),
-                "seconds": seconds,
-                "work_dir": str(stage_work) if stage_work else None,
-                "outputs": written,
-                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            }
-            state = record_stage(state_path, key, record)
-            summary["stages"][key] = {"status": "ok", "seconds": seconds, "output": str(output), "reason": why}
-            print(
-                f"  [{key}] ok in {seconds:.0f} s -> "
-                f"{output.relative_to(repo_root()) if output.is_relative_to(repo_root()) else output}"
+            summary["stages"][key], state = _run_stage(
+                nb, params, state, state_path, run_dir, summary, force, libraries
             )
+            if summary["stages"][key]["status"] == "failed":
+                failed.add(key)
         summary["finished"] = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         write_json(run_dir / "summary.json", summary)
         print(f"summary: {run_dir / 'summary.json'}")
@@ -228,6 +170,70 @@ def reproduce(
             written = build_report(common["work_dir"], figures_dir, run_dir, summary)
             print(f"report:  {written['html']}\n         {written['md']}")
     return 1 if failed else 0
+
+
+def _run_stage(
+    nb: Path, params: dict, state: dict, state_path: Path, run_dir: Path, summary: dict, force: bool, libraries: dict
+) -> tuple[dict, dict]:
+    """Run one stage's notebook with papermill, or skip it when its last success still stands
+    (`rerun_reason`). Returns (its entry of the run's summary, stages.json as it is now: a success is
+    merged into it at once, so a later failure or kill keeps it)."""
+    import papermill
+
+    key, profile = stage_key(nb), summary["profile"]
+    parts = {
+        "code": fingerprint(nb, params, []),
+        "upstream": {d: upstream_state(state.get(d)) for d in DEPENDS_ON.get(key, [])},
+        "inputs": stage_inputs(key, params, libraries),
+    }
+    fp = _digest(parts)
+    stage_work = resolve(params["work_dir"]) if "work_dir" in params else None
+    why = "--force" if force else rerun_reason(state.get(key), parts, fp, stage_work)
+    if why is None:
+        print(
+            f"  [{key}] skipped: notebook, parameters, code, data and outputs unchanged since "
+            f"{state[key].get('finished')} (--force re-runs it)"
+        )
+        entry = {
+            "status": "skipped",
+            "reason": "unchanged since its last success",
+            "last_output": state[key].get("output"),
+        }
+        return entry, state
+    print(f"  [{key}] runs: {why}")
+    output = run_dir / nb.name
+    before = _snapshot(stage_work, run_dir)
+    started = time.time()
+    try:
+        with environment(ENV_COMMIT, summary["commit"]):  # the kernel's rows record it (code_commit)
+            papermill.execute_notebook(
+                str(nb),
+                str(output),
+                parameters=params,
+                cwd=str(nb.parent),
+                kernel_name="python3",
+                progress_bar=True,
+                log_output=False,
+            )
+    except Exception as err:
+        entry = {**_failure(err, nb, output, profile, key, time.time() - started), "reason": why}
+        print(f"  [{key}] FAILED in {entry['cell']}: {entry['error']}\n        re-run from here: {entry['rerun']}")
+        return entry, state
+    seconds = round(time.time() - started, 1)
+    written = stage_outputs(state.get(key), _written_since(before, _snapshot(stage_work, run_dir)), stage_work)
+    record = {
+        "fingerprint": fp,
+        "parts": parts,
+        "output": str(output),
+        "seconds": seconds,
+        "work_dir": str(stage_work) if stage_work else None,
+        "outputs": written,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    state = record_stage(state_path, key, record)
+    shown = output.relative_to(repo_root()) if output.is_relative_to(repo_root()) else output
+    print(f"  [{key}] ok in {seconds:.0f} s -> {shown}")
+    return {"status": "ok", "seconds": seconds, "output": str(output), "reason": why}, state
 
 
 @contextmanager
