@@ -196,6 +196,11 @@ def test_budget_figure_draws_a_line_per_verifier_and_the_noise_line_as_reference
     assert labels.count("frozen MaxSim") == 2 and labels.count("MaxSim + noise 2x") == 1
     assert "new text" not in labels  # plotly's default for an annotation without a text
     assert list(fig.layout.xaxis.ticktext) == ["8", "16", "48"]  # the budgets themselves, not log decades
+    # the noise line scored again by a one-seed piece at another size does not move the three-seed line
+    again = pd.concat([table, table[table.budget == 0].assign(size="paper", seeds=1, mean=0.9)], ignore_index=True)
+    again.loc[again.budget == 0, "seeds"] = again.loc[again.budget == 0, "seeds"].where(again["size"] == "paper", 3)
+    lines = [s.y0 for s in budget_figure(again).layout.shapes if s.y0 == s.y1 and s.xref.endswith("domain")]
+    assert 0.9 not in lines and 0.2 in lines
 
 
 def test_a_curve_on_training_data_notebook_04_did_not_build_is_refused():

@@ -116,6 +116,10 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
     fig = make_subplots(rows=(len(panels) + 1) // 2, cols=2, subplot_titles=[p[1] for p in panels])
     trained = table[table.budget > 0]
     reference = table[table.budget == 0]
+    if "seeds" in reference:
+        # MaxSim learns nothing, so its line has no size: where pieces scored it at several sizes and seed
+        # counts, each line is drawn from its rows with the most seeds (not averaged with a one-seed copy)
+        reference = reference[reference.seeds == reference.groupby(["scorer", "metric"]).seeds.transform("max")]
     palette = px.colors.qualitative.Plotly
     lines = list(dict.fromkeys(zip(trained.scorer, trained.regime, trained["size"], trained.recipe)))
     for i, (metric, _, chance) in enumerate(panels):
