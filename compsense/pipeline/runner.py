@@ -41,7 +41,7 @@ from compsense.core.paths import (
 )
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters, parse_override
-from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, data_needs, notebooks, stage_key
+from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, data_needs, notebooks, shown, stage_key
 
 
 def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
@@ -231,8 +231,7 @@ def _run_stage(
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     state = record_stage(state_path, key, record)
-    shown = output.relative_to(repo_root()) if output.is_relative_to(repo_root()) else output
-    print(f"  [{key}] ok in {seconds:.0f} s -> {shown}")
+    print(f"  [{key}] ok in {seconds:.0f} s -> {shown(output)}")
     return {"status": "ok", "seconds": seconds, "output": str(output), "reason": why}, state
 
 
