@@ -115,6 +115,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     est.add_argument("--rate-device", default=None, help="the device the --rate values were measured on")
     est.add_argument("--rate-source", default=None, help="where the --rate values were measured (cite it)")
+    ln = sub.add_parser(
+        "length",
+        help="the training-length curve: A, B and the control C on the authors' schedule, stopped at chosen "
+        "steps and scored (compsense.retrieval.length_run)",
+    )
+    ln.add_argument("--seed", type=int, default=42)
+    ln.add_argument("--steps", default="25,50", help="comma-separated steps of the 3,375-step schedule to export")
+    ln.add_argument("--variants", default="A,B,C", help="comma-separated: A, B, C (the control)")
+    ln.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training and scoring precision")
+    ln.add_argument("--root", default=None, help="runs and scores (default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)")
+    ln.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/ (the structural rows)")
+    ln.add_argument("--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)")
+    ln.add_argument("--publish", action="store_true", help="write the curve's tables and figure into figures/ and stop")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -137,6 +150,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 
 def _dispatch(args) -> int:
+    if args.command == "length":
+        return _length(args)
     if args.command == "estimate":
         return _estimate(args)
     if args.command == "doctor":
@@ -176,6 +191,19 @@ def _dispatch(args) -> int:
             raise
         print(f"compsense {args.command}: {err}", file=sys.stderr)
         return 2
+
+
+def _length(args) -> int:
+    from compsense.retrieval import length_run
+
+    if args.publish:
+        for path in length_run.publish(root=args.root):
+            print(path)
+        return 0
+    steps = [int(s) for s in args.steps.split(",") if s.strip()]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    print(length_run.run_piece(args.seed, steps, variants, args.precision, args.root, args.work_dir, args.data_dir))
+    return 0
 
 
 def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:

@@ -630,9 +630,21 @@ def _drop_training_text(card) -> None:
         info["examples_table"] = ""
 
 
-def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path, callbacks: list | None = None):
-    """sentence-transformers' Trainer with MNRL, the no-duplicates sampler and the config's recipe,
-    and the timer callback that measures this session's steps and seconds."""
+def build_trainer(
+    model,
+    config: TrainConfig,
+    train_df: pd.DataFrame,
+    out: Path,
+    callbacks: list | None = None,
+    sampler: str = "no_duplicates",
+):
+    """sentence-transformers' Trainer with MNRL, the config's recipe and the timer callback that
+    measures this session's steps and seconds.
+
+    `sampler`: "no_duplicates" (notebook 02: no text twice in a batch, where MNRL would read the other
+    copy's positive as a negative), or "in_order" (the training-length curve, `compsense.retrieval.length`:
+    the rows as given, pre-shuffled, duplicates allowed as in the authors' default sampler; checkpoints
+    only when a callback asks for one)."""
     import torch
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 
@@ -644,6 +656,9 @@ def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path,
     if workers is None:
         workers = min(8, os.cpu_count() or 1) if gpu else 1
     save_steps = config.save_steps or max(1, math.ceil(config.max_steps / 5))
+    if sampler not in ("no_duplicates", "in_order"):
+        raise ValueError(f"sampler must be 'no_duplicates' or 'in_order', got {sampler!r}")
+    in_order = sampler == "in_order"
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     args = SentenceTransformerTrainingArguments(
         output_dir=str(out),
@@ -659,11 +674,11 @@ def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path,
         fp16=fp16,
         bf16=bf16,
         use_cpu=not gpu,
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        batch_sampler=_in_order_batches if in_order else BatchSamplers.NO_DUPLICATES,
         dataloader_num_workers=workers,
         dataloader_persistent_workers=workers > 0,
         dataloader_drop_last=True,  # a short last batch would give MNRL fewer in-batch negatives
-        save_strategy="steps",
+        save_strategy="no" if in_order else "steps",
         save_steps=save_steps,
         save_total_limit=config.save_total_limit,
         logging_steps=config.logging_steps,
@@ -679,6 +694,14 @@ def build_trainer(model, config: TrainConfig, train_df: pd.DataFrame, out: Path,
         model=model, args=args, train_dataset=dataset, loss=loss, callbacks=[*(callbacks or []), log_cb, timer]
     )
     return trainer, timer
+
+
+def _in_order_batches(dataset, batch_size: int, drop_last: bool, **_):
+    """Batches of consecutive rows in the dataset's order (sentence-transformers calls a callable
+    `batch_sampler` with the dataset and the batch settings)."""
+    from torch.utils.data import BatchSampler, SequentialSampler
+
+    return BatchSampler(SequentialSampler(dataset), batch_size=batch_size, drop_last=drop_last)
 
 
 def _to_dataset(train_df: pd.DataFrame):

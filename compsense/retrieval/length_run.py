@@ -1,0 +1,176 @@
+"""One piece of the training-length curve, as a command: train A, B and the control C of one seed to
+chosen steps of the authors' schedule, score every exported step and Base, and write the tables.
+
+    python -m compsense length --seed 42 --steps 25,50 [--variants A,B,C] [--precision bf16]
+
+Checkpoints, exported steps and scores live under the length root (`$COMPSENSE_LENGTH_DIR`, by default
+~/.cache/compsense/length), outside the work tree: a later session on the same machine resumes each run
+from its last checkpoint, and a piece that ends early keeps every point it scored. `--publish` copies
+the tables (numbers only, no text of any dataset) and the record of what made them into figures/tables/.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from compsense.retrieval import length as L
+from compsense.retrieval import length_curve as LC
+
+log = logging.getLogger(__name__)
+
+EVAL_DATASETS = ("scifact", "nfcorpus")  # SciFact test zero-shot; NFCorpus test the in-domain reference
+NEARMISS_PER_FAMILY = 300  # notebook 02's nearmiss_pairs_per_family (params/local.yaml)
+PRECISIONS = ("fp32", "bf16")
+
+
+def length_root(root=None) -> Path:
+    """Where the curve's runs live: `root`, else $COMPSENSE_LENGTH_DIR, else ~/.cache/compsense/length."""
+    chosen = root or os.environ.get("COMPSENSE_LENGTH_DIR") or Path.home() / ".cache" / "compsense" / "length"
+    path = Path(chosen).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build_data(seed: int, work_dir, data_dir=None, n_rows: int | None = None):
+    """The evaluation sets, the retrieval pool (NFCorpus train, `LENGTH_PAIRS_PER_QUERY` per query,
+    SciFact's texts dropped), the paper families' identity triplets of notebook 01 (train split), and
+    the held-out near-miss sets."""
+    from compsense.data.negatives.families import PAPER_FAMILIES
+    from compsense.data.structural import heldout_paraphrase_pairs
+    from compsense.nearmiss.geometry import load_near_misses, positive_pairs
+    from compsense.retrieval.harness import load_eval_datasets
+    from compsense.retrieval.training import build_retrieval_triplets, load_structural_triplets, select_structural
+
+    eval_sets = load_eval_datasets(list(EVAL_DATASETS), data_dir=data_dir)
+    zero_shot = [ds for ds in eval_sets if ds.name != "nfcorpus"]
+    retrieval, stats = build_retrieval_triplets(
+        ["nfcorpus"], data_dir=data_dir, seed=seed, max_pairs_per_query=L.LENGTH_PAIRS_PER_QUERY, exclude_datasets=zero_shot
+    )
+    structural = select_structural(load_structural_triplets(work_dir), PAPER_FAMILIES)
+    near_misses = load_near_misses(
+        work_dir, split="heldout", families=PAPER_FAMILIES, max_pairs_per_family=NEARMISS_PER_FAMILY, seed=seed
+    )
+    paraphrases = positive_pairs(heldout_paraphrase_pairs("test", data_dir=data_dir))
+    sets = LC.nearmiss_sets(near_misses, paraphrases)
+    return eval_sets, retrieval, structural, sets, stats
+
+
+def run_piece(
+    seed: int = 42,
+    steps=(25, 50),
+    variants=("A", "B", "C"),
+    precision: str = "bf16",
+    root=None,
+    work_dir="runs/local",
+    data_dir=None,
+    device=None,
+) -> Path:
+    """Train each variant to max(steps), export and score every step in `steps` and Base; returns the
+    results folder. Appends to the piece record (results/record.json) the wall time of each part."""
+    import torch
+
+    from compsense.core.paths import code_commit
+    from compsense.retrieval.training import _versions
+
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    root = length_root(root)
+    results = root / "results"
+    record_path = results / "record.json"
+    record = LC.read_record(record_path)
+    t0 = time.perf_counter()
+    eval_sets, retrieval, structural, sets, stats = build_data(seed, work_dir, data_dir)
+    n_rows = L.SCHEDULE_STEPS * 128
+    record.setdefault("data", {}).setdefault(str(seed), {}).update({
+        "retrieval": stats.get("nfcorpus"),
+        "structural_pool": {k: int(v) for k, v in structural.family.value_counts().items()},
+        "nearmiss_pairs": {k: int(v) for k, v in sets["near_misses"].family.value_counts().items()},
+        "pairwise_triples": {k: int(v) for k, v in sets["triples"].family.value_counts().items()},
+    })
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else _null()
+    models = [{"variant": "Base", "seed": seed, "step": 0, "triplets": 0, "path": "minilm-l6", "loss": None,
+               "learning_rate": None, "stamp": f"pretrained-{precision}"}]
+    with autocast:
+        LC.evaluate_steps(models, eval_sets, sets, results, device=device)
+    for variant in variants:
+        share, negatives = L.LENGTH_VARIANTS[variant]
+        rows = L.schedule_rows(retrieval, structural, share, seed, n_rows, negatives=negatives)
+        repeats = record["data"][str(seed)].setdefault(f"repeats-{variant}", {})
+        repeats.update({str(s): L.repeat_counts(rows, s * 128) for s in steps})
+        config = L.schedule_config(variant, seed, root / "runs", bf16=precision == "bf16")
+        t_train = time.perf_counter()
+        exported = L.train_to_steps(config, rows, steps)
+        train_s = time.perf_counter() - t_train
+        del rows
+        models = []
+        for step, path in exported.items():
+            info = LC.read_record(path / "STEP.json")
+            digest = next(iter(info.get("weights_sha256", {}).values()), "")
+            models.append({"variant": variant, "seed": seed, "step": step, "triplets": step * 128, "path": str(path),
+                           "loss": info.get("loss"), "learning_rate": info.get("learning_rate"),
+                           "stamp": f"{digest[:16]}-{precision}"})
+        t_eval = time.perf_counter()
+        with autocast:
+            LC.evaluate_steps(models, eval_sets, sets, results, device=device)
+        record.setdefault("parts", []).append({
+            "seed": seed, "variant": variant, "steps": sorted(exported), "precision": precision,
+            "train_s": round(train_s, 1), "eval_s": round(time.perf_counter() - t_eval, 1),
+            "commit": code_commit(), "finished_at": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+        })
+        record["schedule"] = {"steps": L.SCHEDULE_STEPS, "batch_size": 128, "learning_rate": 1e-4,
+                              "weight_decay": 0.001, "warmup_ratio": 0.1, "scale": 10.0, "max_seq_length": 128,
+                              "sampler": "rows pre-shuffled by seed, read in order (duplicates allowed)"}
+        record["versions"] = _versions()
+        LC.write_record(record_path, record)
+    log.info("length piece seed %d steps %s: %.0f s", seed, list(steps), time.perf_counter() - t0)
+    return results
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+TABLES = {  # figures/tables/<name>: what `publish` writes (numbers only)
+    "points": "length_curve.csv",  # every model x step x dataset x family x metric
+    "deltas": "length_deltas.csv",  # A - Base, B - A, C - A, B - C per seed and step, query bootstrap
+    "seed_tests": "length_seed_tests.csv",  # paired t over seeds where a step has three or more
+    "record": "length_record.json",  # what made them: commits, schedule, data counts, wall times, versions
+}
+FIGURE = "02_length_curve"
+
+
+def publish(root=None, figures_dir=None) -> list[Path]:
+    """The curve's tables, the record and the figure from the length root into figures/ (atomic writes).
+    Refuses when nothing was scored yet."""
+    from compsense.core.paths import repo_root
+    from compsense.core.storage import read_table, write_table, write_json
+    from compsense.figures.export import save_figure
+    from compsense.figures.length import length_figure
+
+    results = length_root(root) / "results"
+    if not (results / LC.POINTS).exists():
+        raise FileNotFoundError(f"{results / LC.POINTS}: no scored point yet; run `python -m compsense length` first")
+    figures = Path(figures_dir) if figures_dir is not None else repo_root() / "figures"
+    points = read_table(results / LC.POINTS)
+    per_query = read_table(results / LC.PER_QUERY)
+    delta = LC.deltas(points, per_query)
+    tests = LC.seed_t_tests(delta)
+    record = LC.read_record(results / "record.json")
+    written = [
+        write_table(points.drop(columns=["stamp"]).sort_values(["seed", "variant", "step", "dataset", "family", "metric"]),
+                    figures / "tables" / TABLES["points"]),
+        write_table(delta, figures / "tables" / TABLES["deltas"]),
+        write_table(tests, figures / "tables" / TABLES["seed_tests"]),
+        write_json(figures / "tables" / TABLES["record"], record),
+    ]
+    saved = save_figure(length_figure(delta, points), FIGURE, figures)
+    return written + list(saved.values())

@@ -1,0 +1,156 @@
+"""compsense.retrieval.length (the authors' schedule stopped early), length_curve (scoring the points and
+their differences) and the length figure, on tiny-bert and hand-made rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from safetensors.numpy import load_file
+
+from compsense.retrieval import length as L
+from compsense.retrieval import length_curve as LC
+from compsense.retrieval.training import TrainConfig
+from tests.test_train import retrieval_rows, structural_rows
+
+
+def test_schedule_rows_prefix_stable_share_and_repeats():
+    ret, st = retrieval_rows(40), structural_rows(30)
+    long = L.schedule_rows(ret, st, 0.19, 7, 800)
+    short = L.schedule_rows(ret, st, 0.19, 7, 200)
+    pd.testing.assert_frame_equal(long.iloc[:200], short)  # a longer schedule extends a shorter one
+    assert abs((long.kind == "structural").mean() - 0.19) < 0.05
+    counts = L.repeat_counts(long, 80)
+    # passes: no retrieval row is read twice before all 40 were read once
+    n_ret = counts["retrieval"]["rows"]
+    assert counts["retrieval"]["max_reads"] == -(-n_ret // 40)
+    a = L.schedule_rows(ret, st, 0.0, 7, 200)
+    b_ret = long[long.kind == "retrieval"].reset_index(drop=True)
+    # B's retrieval rows are A's, in A's order (a prefix of the same stream)
+    pd.testing.assert_frame_equal(b_ret[["anchor", "positive"]].iloc[:50], a[["anchor", "positive"]].iloc[:50])
+
+
+def test_control_keeps_positions_and_anchors_changes_negatives():
+    ret, st = retrieval_rows(40), structural_rows(30)
+    b = L.schedule_rows(ret, st, 0.19, 3, 300)
+    c = L.schedule_rows(ret, st, 0.19, 3, 300, negatives="random")
+    assert (b.kind == c.kind).all() and (b.anchor == c.anchor).all()
+    s = b.kind == "structural"
+    assert (b.negative[~s] == c.negative[~s]).all()
+    assert (b.negative[s] != c.negative[s]).mean() > 0.9
+    with pytest.raises(ValueError, match="negatives"):
+        L.schedule_rows(ret, st, 0.19, 3, 10, negatives="other")
+    with pytest.raises(ValueError, match="structural triplets"):
+        L.schedule_rows(ret, st.iloc[:0], 0.5, 3, 10)
+
+
+def test_schedule_config_is_the_authors_and_lr_at_matches_transformers():
+    cfg = L.schedule_config("B", 42, "/tmp/x")
+    assert (cfg.max_steps, cfg.batch_size, cfg.learning_rate, cfg.weight_decay, cfg.warmup_ratio, cfg.scale) == (
+        3375, 128, 1e-4, 0.001, 0.1, 10.0
+    )
+    assert cfg.structural_share == 0.19 and cfg.variant == "length-B"
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
+    sched = get_linear_schedule_with_warmup(opt, 338, 3375)
+    lrs = []
+    for _ in range(401):
+        lrs.append(sched.get_last_lr()[0])
+        opt.step()
+        sched.step()
+    for step in (0, 25, 100, 338, 400):
+        assert L.lr_at(step) == pytest.approx(lrs[step], rel=1e-9, abs=1e-15)
+    with pytest.raises(ValueError, match="unknown length variant"):
+        L.schedule_config("D", 42, "/tmp/x")
+
+
+def _tiny_config(tmp_path, variant="length-C"):
+    return TrainConfig(
+        backbone="tiny-bert", variant=variant, seed=42, structural_share=0.19, max_steps=20, batch_size=8,
+        max_seq_length=32, keep_checkpoints=True, logging_steps=2, work_dir=str(tmp_path), fp16=False, bf16=False,
+    )
+
+
+@pytest.mark.slow
+def test_train_to_steps_resumes_to_the_same_weights(tmp_path):
+    rows = L.schedule_rows(retrieval_rows(40), structural_rows(30), 0.19, 42, 160, negatives="random")
+    whole = L.train_to_steps(_tiny_config(tmp_path / "whole"), rows, [2, 4])
+    parts = L.train_to_steps(_tiny_config(tmp_path / "parts"), rows, [2])
+    parts = L.train_to_steps(_tiny_config(tmp_path / "parts"), rows, [2, 4])
+    assert sorted(parts) == [2, 4]
+    for step in (2, 4):
+        w1 = load_file(whole[step] / "model.safetensors")
+        w2 = load_file(parts[step] / "model.safetensors")
+        assert all(np.allclose(w1[k], w2[k], atol=1e-6) for k in w1)
+        info = json.loads((parts[step] / "STEP.json").read_text())
+        assert info["step"] == step and info["triplets"] == step * 8 and info["loss"] is not None
+    assert L.loss_curve(whole[4].parents[1]).step.tolist() == [1, 2, 4]
+    # finished steps are not trained again; other rows in the same folder are refused
+    assert L.train_to_steps(_tiny_config(tmp_path / "whole"), rows, [4]) == {4: whole[4]}
+    other = L.schedule_rows(retrieval_rows(40), structural_rows(30), 0.19, 43, 160)
+    with pytest.raises(ValueError, match="different setup"):
+        L.train_to_steps(_tiny_config(tmp_path / "whole"), other, [6])
+    with pytest.raises(ValueError, match="fewer than"):
+        L.train_to_steps(_tiny_config(tmp_path / "x"), rows.iloc[:20], [4])
+
+
+def _points():
+    rows, pq = [], []
+    rng = np.random.default_rng(0)
+    qids = [f"q{i}" for i in range(60)]
+    base = rng.uniform(0.3, 0.8, len(qids))
+    for variant, shift, step in [("Base", 0.0, 0), ("A", -0.05, 25), ("B", -0.08, 25), ("C", -0.05, 25)]:
+        vals = np.clip(base + shift + rng.normal(0, 0.01, len(qids)), 0, 1)
+        pq.append(pd.DataFrame({"qid": qids, "ndcg@10": vals, "acc@1": (vals > 0.5).astype(float), "dataset": "scifact",
+                                "variant": variant, "seed": 42, "step": step, "triplets": step * 128}))
+        for family in ("negation", "binding"):
+            rows.append({"dataset": "heldout-near-miss", "family": family, "metric": "auc", "value": 0.3 + shift,
+                         "variant": variant, "seed": 42, "step": step, "triplets": step * 128})
+    return pd.DataFrame(rows), pd.concat(pq, ignore_index=True)
+
+
+def test_deltas_and_figure():
+    from compsense.figures.length import length_figure
+
+    points, pq = _points()
+    d = LC.deltas(points, pq, n=500)
+    got = d[(d.metric == "ndcg@10")].set_index("comparison").mean_delta
+    assert got["B - A"] == pytest.approx(-0.03, abs=0.01)
+    assert got["A - Base"] == pytest.approx(-0.05, abs=0.01)
+    assert got["C - A"] == pytest.approx(0.0, abs=0.01)
+    row = d[(d.metric == "ndcg@10") & (d.comparison == "B - A")].iloc[0]
+    assert row.ci_low < row.mean_delta < row.ci_high and row.ci_high < 0
+    assert LC.seed_t_tests(d).empty  # one seed: no t over seeds
+    three = pd.concat([d.assign(seed=s, mean_delta=d.mean_delta + 0.001 * s) for s in (42, 43, 44)])
+    t = LC.seed_t_tests(three)
+    assert set(t.n_seeds) == {3} and (t.t_ci_low <= t.mean_delta).all()
+    fig = length_figure(d, points)
+    names = {tr.name for tr in fig.data}
+    assert {"B - A (seed 42)", "paper B - A (-0.038)", "A negation", "Base binding"} <= names
+
+
+@pytest.mark.slow
+def test_evaluate_point_on_tiny_bert(tmp_path):
+    from compsense.core.encoders import load_encoder
+    from compsense.data.datasets import BeirDataset
+
+    enc = load_encoder("tiny-bert", device="cpu", max_seq_length=32, seed=0)
+    corpus = {f"d{i}": {"title": "", "text": f"document {i} about cells and the sun {i % 3}"} for i in range(30)}
+    queries = {f"q{i}": f"cells {i}" for i in range(10)}
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(10)}
+    ds = BeirDataset(name="toy", corpus=corpus, queries=queries, qrels=qrels, split="test")
+    nm = pd.DataFrame({"sentence1": ["the cat is on the mat", "the dog bit the man"],
+                       "sentence2": ["the cat is not on the mat", "the man bit the dog"],
+                       "family": ["negation", "binding"], "edit": "", "source_id": ["a", "b"], "split": "test"})
+    para = pd.DataFrame({"sentence1": ["the cat is on the mat", "the dog bit the man"],
+                         "sentence2": ["a cat sits on the mat", "the man was bitten by the dog"]})
+    sets = LC.nearmiss_sets(nm, para)
+    assert len(sets["triples"]) == 2
+    rows, pq = LC.evaluate_point(enc, [ds], sets, {"variant": "A", "seed": 42, "step": 25}, batch_size=8)
+    assert set(rows.metric) == {"ndcg@10", "acc@1", "auc", "mean_near_miss_cosine", "pairwise_accuracy"}
+    assert rows.value.between(-1, 1).all() and len(pq) == 10 and set(pq.variant) == {"A"}
