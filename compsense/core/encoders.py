@@ -9,6 +9,7 @@ seconds with a message naming the offline alternatives instead of hanging ~70 s.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -16,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compsense.core.storage import atomic_path, sha256_file
+from compsense.core.storage import CorruptFile, atomic_path, sha256_file
 
 HUB_HOST = ("huggingface.co", 443)  # HF_ENDPOINT, when set, names another host
 
@@ -105,6 +106,7 @@ def load_encoder(
     path = Path(name_or_path).expanduser()
     backbone = find_backbone(str(name_or_path))
     if path.is_dir() and (path / "modules.json").exists() or (path.is_dir() and backbone is None):
+        check_model_digests(path)
         model = SentenceTransformer(str(path), device=device)
     elif backbone is not None and backbone.name == "tiny-bert":
         model = build_tiny_bert(seed=seed, device=device)
@@ -204,6 +206,88 @@ def verify_sha256(path: Path, expected: str, fix: str) -> None:
             f"{path}: sha256 {digest[:16]}... is not the expected {expected[:16]}... (a damaged "
             f"or different copy of the weights). Fix: {fix}"
         )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Saved models whose weights a marker beside them records: every load checks them (`load_encoder`), not
+# only training's decision to reuse a run, so a model damaged in place (bytes overwritten, same size, still
+# loadable) is refused by geometry, evaluation, reranking, the explorer and `compsense evaluate` alike.
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin")  # the files a digest covers (not the card, which metrics rewrite)
+# A model folder's name -> (the marker file in the folder above it, the marker's key holding
+# {file under the folder: sha256}, how to get the model back). Training writes DONE.json beside final/
+# (`retrieval.training`); an end-to-end verifier writes verifier.json beside its encoder/
+# (`verifiers.training`, `verifiers.cross_encoder`). A folder with no marker (a user's own model, the
+# packaged backbone) or a marker from before digests were recorded loads as before.
+DIGEST_MARKERS = {
+    "final": ("DONE.json", "final_sha256"),
+    "encoder": ("verifier.json", "encoder_sha256"),
+}
+
+
+class DamagedModel(CorruptFile):
+    """A saved model whose weights differ from the sha256 its marker recorded (damaged in place, or
+    replaced): it is refused wherever it is loaded, with the file and the command that retrains it."""
+
+
+def weight_digests(folder: str | os.PathLike, only=None) -> dict[str, str]:
+    """{file under `folder` (posix): sha256} of its weight files (those named in `only`, when given):
+    what a marker records when a model is saved, and what `check_model_digests` compares with it."""
+    folder = Path(folder)
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        if path.is_file() and path.suffix in WEIGHT_SUFFIXES and (only is None or name in only):
+            found[name] = sha256_file(path)
+    return found
+
+
+def check_model_digests(folder: str | os.PathLike) -> None:
+    """Refuse (DamagedModel) a model folder whose marker (`DIGEST_MARKERS`) records weight digests that
+    its files no longer match, naming the file and the command that retrains it. Hashing is memoised
+    per (path, size, mtime) in the process (`storage.sha256_file`), so loading the same model again
+    (the explorer switching encoders back and forth) costs a stat, not a read of the weights."""
+    folder = Path(os.path.realpath(Path(folder).expanduser()))  # a link to a final/ is checked as that final/
+    spec = DIGEST_MARKERS.get(folder.name)
+    marker = folder.parent / spec[0] if spec else None
+    if marker is None or not marker.is_file():
+        return
+    fix = _retrain_fix(folder)
+    try:
+        record = json.loads(marker.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise DamagedModel(
+            f"{marker}: not readable JSON, so the weights of {folder} cannot be checked against it. Fix: {fix}"
+        ) from None
+    digests = record.get(spec[1]) if isinstance(record, dict) else None
+    for name, expected in sorted((digests or {}).items()):  # absent in markers from before digests were kept
+        path = folder / name
+        if not path.is_file():
+            raise DamagedModel(f"{path}: missing, though {marker.name} records its sha256. Fix: {fix}")
+        if sha256_file(path) != expected:
+            raise DamagedModel(
+                f"{path}: its content differs from the sha256 {marker.name} recorded at training (damaged or "
+                f"replaced), so it is not loaded. Fix: {fix}"
+            )
+
+
+def _retrain_fix(folder: Path) -> str:
+    """The command that gives a damaged model back: notebook 02 retrains a model whose weights differ
+    from its DONE.json (`training.train_model`'s skip check), notebook 04 a verifier whose encoder does."""
+    if folder.name == "final":
+        run = folder.parent
+        if len(run.parents) > 2 and run.parents[1].name == "models":  # <work_dir>/models/<backbone>/<run>
+            return (
+                f"retrain it: python -m compsense reproduce --profile PROFILE --only 02 --force, with the "
+                f"profile whose work_dir is {run.parents[2]} (notebook 02 trains {run.name} again), or restore "
+                "the file"
+            )
+        return f"retrain it (training.train_model into {run} trains it again), or restore the file"
+    return (
+        f"re-train the verifier {folder.parent.name}: python -m compsense reproduce --profile PROFILE --only 04 "
+        f"--force (notebook 04 trains it again), or save it again with VerifierReranker.save_pretrained, or "
+        "restore the file"
+    )
 
 
 def _in_hub_cache(hub_id: str) -> bool:

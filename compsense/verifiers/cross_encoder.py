@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from compsense.core.encoders import load_encoder
+from compsense.core.encoders import load_encoder, weight_digests
 from compsense.core.storage import write_json
 from compsense.verifiers import architectures as V
 from compsense.verifiers.architectures import ENCODER_DIR
@@ -107,8 +107,9 @@ class VerifierReranker:
 
     def save_pretrained(self, path: str | os.PathLike) -> Path:
         path = Path(path)
-        V.save(self.verifier, path)
         self.encoder.save(str(path / ENCODER_DIR))
+        # the encoder's digests, checked wherever it is loaded (`encoders.check_model_digests`)
+        V.save(self.verifier, path, extra={"encoder_sha256": weight_digests(path / ENCODER_DIR)})
         write_json(
             path / RERANKER_FILE,
             {

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from compsense.core import layout
-from compsense.core.encoders import embedding_dim, load_encoder
+from compsense.core.encoders import embedding_dim, load_encoder, weight_digests
 from compsense.core.layout import verifier_dir
 from compsense.core.seed import seed_everything
 from compsense.core.storage import CorruptFile, read_table
@@ -357,10 +357,11 @@ def fit_verifier(
             try:
                 own = own_encoder_dir(out_dir, end2end=regime == "end2end")
                 verifier = load(out_dir, device=device)
+                # an own encoder damaged in place: DamagedModel (a CorruptFile) from its recorded digests
+                trained_encoder = load_encoder(own, device=device) if own else encoder
             except (MissingEncoder, CorruptFile) as err:
                 warnings.warn(f"{err}; training it again now", stacklevel=2)
             else:
-                trained_encoder = load_encoder(own, device=device) if own else encoder
                 return verifier, trained_encoder, info["history"]
     verifier = create(name, seed=seed, **(verifier_kwargs or {}))
     trained_encoder = copy.deepcopy(encoder) if regime == "end2end" else encoder
@@ -383,6 +384,8 @@ def fit_verifier(
             "settings": settings,
             "history": history,
             "encoder": f"{ENCODER_DIR}/" if regime == "end2end" else "frozen backbone",
+            # checked wherever the encoder is loaded (`encoders.check_model_digests`)
+            **({"encoder_sha256": weight_digests(out_dir / ENCODER_DIR)} if regime == "end2end" else {}),
         },
     )
     return verifier, trained_encoder, history
