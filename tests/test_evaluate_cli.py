@@ -4,6 +4,7 @@ result JSON shape, from a BEIR folder written by the test and the offline tiny B
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from packaging.version import Version
@@ -151,3 +152,29 @@ def test_two_model_folders_of_one_name_keep_their_own_rows(tmp_path):
     tidy = read_table(out / "results" / "retrieval.parquet")
     assert tidy.run.nunique() == 2 and all(r.startswith("evaluate/final-") for r in tidy.run)
     assert len(tidy) == 2 * len(METRICS) and len(list((out / "mteb").glob("final-*"))) == 2
+
+
+def test_evaluate_out_gets_the_refusal_reproduce_gives(tmp_path, capsys, monkeypatch):
+    """Issue 51 item 3: `--out figures/x` wrote into the committed figures/, `--out data/x` into data/,
+    and an --out inside the data folder was accepted. Each is refused in one line before anything
+    loads, as `reproduce --out` is; a folder under runs/ still works."""
+    from compsense.core.paths import repo_root
+    from compsense.retrieval import evaluate
+
+    monkeypatch.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    data_dir = tmp_path / "data"
+    data = _beir_folder(data_dir / "toy")
+    elsewhere = _beir_folder(tmp_path / "elsewhere" / "toy")
+    with_dir = ["--data-dir", str(data_dir)]
+    cases = [
+        (data, "figures/compsense-test-x", [], repo_root() / "figures"),
+        (data, "data/compsense-test-x", [], repo_root() / "data"),
+        (data, str(data_dir / "results"), with_dir, data_dir),  # inside --data-dir
+        (elsewhere, str(elsewhere / "out"), [], elsewhere),  # inside the dataset's own folder
+    ]
+    for dataset, out, extra, place in cases:
+        assert cli(["evaluate", "tiny-bert", str(dataset), *extra, "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert f"is inside {place.resolve()}" in err and "Fix: pass --out a folder under runs/" in err, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert not (repo_root() / out).exists() and not Path(out).exists()

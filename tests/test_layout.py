@@ -52,3 +52,22 @@ def test_model_sources_lists_missing_checkpoints_without_loading(tmp_path):
     assert models == {"base-seed42": "tiny-bert", "A-seed42": str(final)}
     assert [p.parent.name for p in missing] == ["B-seed42", "A-seed43", "B-seed43"]
     assert layout.parse_model_key("B-seed43") == ("B", 43) and layout.parse_model_key("custom") == ("custom", None)
+
+
+def test_check_not_protected_refuses_extra_folders_given_beside_the_repositorys_own(tmp_path):
+    """Issue 51 item 3: a profile's own data_dir (or `evaluate --data-dir`) is protected too, not only
+    the environment's data folder: `also` adds folders, and a link into one is followed."""
+    from compsense.core.paths import check_not_protected, repo_root
+
+    data = tmp_path / "my-data"
+    (data / "scifact").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(data, target_is_directory=True)
+    ok = tmp_path / "runs" / "x"
+    assert check_not_protected(ok, "--out", "fix") == ok.resolve()  # existing callers: no `also`
+    assert check_not_protected(data / "out", "--out", "fix") == (data / "out").resolve()  # not protected yet
+    for inside in (data, data / "out", data / "scifact" / "results", tmp_path / "link" / "out"):
+        with pytest.raises(PermissionError, match=f"--out: .* is inside {data}.*Fix: use runs/"):
+            check_not_protected(inside, "--out", "use runs/", also=[None, data])
+    assert check_not_protected(ok, "--out", "fix", also=[data, None]) == ok.resolve()
+    with pytest.raises(PermissionError, match="is inside .*figures"):
+        check_not_protected(repo_root() / "figures" / "x", "--out", "fix", also=[data])

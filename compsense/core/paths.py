@@ -15,6 +15,7 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 ENV_DATA_DIR = "COMPSENSE_DATA_DIR"
 ENV_COMMIT = "COMPSENSE_COMMIT"  # the runner's start commit, passed to the notebook kernels it starts
@@ -114,10 +115,14 @@ PROTECTED = (COMMITTED_FIGURES, "data", "compsense", "notebooks", "tests", "para
 MAKE_WRITABLE = "make it writable (chmod -R u+w, or a disk not mounted read-only)"  # a fix for check_can_write
 
 
-def check_not_protected(path: str | os.PathLike, what: str, fix: str) -> Path:
+def check_not_protected(
+    path: str | os.PathLike, what: str, fix: str, also: Sequence[str | os.PathLike | None] = ()
+) -> Path:
     """`path` with symlinks followed, unless it is the repository root or inside a protected folder of it
-    (`PROTECTED`) or inside the local data folder (so a link to one of them is refused too); else
-    PermissionError naming `what` and `fix`, as `check_can_write` words it."""
+    (`PROTECTED`), inside the local data folder, or inside a folder of `also` (the data folder a
+    profile or `--data-dir` names, which the environment's default may not be; None entries are
+    skipped), so a link to one of them is refused too; else PermissionError naming `what` and `fix`,
+    as `check_can_write` words it."""
     real = Path(os.path.realpath(resolve(path)))
     root = Path(os.path.realpath(repo_root()))
     places = [root / name for name in PROTECTED]
@@ -127,6 +132,9 @@ def check_not_protected(path: str | os.PathLike, what: str, fix: str) -> Path:
         data = None
     if data is not None:
         places.append(Path(os.path.realpath(data)))
+    # a data folder setting is read as the loaders read it (relative: from the repo root, unless only
+    # the cwd has it), so the folder protected is the one the datasets come from
+    places += [Path(os.path.realpath(_data_path(extra))) for extra in also if extra is not None and str(extra)]
     hit = next((p for p in places if real == p or real.is_relative_to(p)), root if real == root else None)
     if hit is not None:
         inside = "is the repository root" if hit == root else f"is inside {hit}"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from compsense.core.encoders import Encoding, find_backbone, load_encoder, quiet_transformers
-from compsense.core.paths import check_can_write, local_data_dir, resolve
+from compsense.core.paths import check_can_write, check_not_protected, local_data_dir, resolve
 from compsense.core.storage import TIDY_KEY, append_results, file_digest, write_json
 from compsense.retrieval.harness import METRICS, evaluate_dataset, is_nanobeir, load_eval_datasets
 
@@ -50,6 +50,7 @@ MTEB_SCORE_KEYS = {
 MTEB_FORMAT_VERSION = "1.11.0"
 SUBSET_SUFFIX = "-subset"  # a dataset evaluated although its files are not the release's (--allow-subset)
 NO_REVISION = "no_revision_available"  # mteb's own placeholder for a model without a hub revision
+DEFAULT_OUT = "runs/evaluate"
 
 
 def evaluate_models(
@@ -71,7 +72,7 @@ def evaluate_models(
     {"metrics": {dataset: {metric: value}}, "tidy": path, "per_query": path, "mteb": [paths]}."""
     encoding = encoding or Encoding()
     backbone = find_backbone(model)
-    _check_model_and_out(model, backbone, out)
+    _check_model_and_out(model, backbone, out, [data_dir, *(d for d in datasets if _is_path(d))])
     label = model_label(model, backbone)
     labels = {
         "run": f"evaluate/{label}",
@@ -169,9 +170,11 @@ def main(model: str, datasets: list[str], **kwargs) -> int:
     return 0
 
 
-def _check_model_and_out(model: str, backbone, out) -> None:
+def _check_model_and_out(model: str, backbone, out, data_folders=()) -> None:
     """Fail before loading anything: a model path that is not there or holds no model, an --out that is
-    a file or cannot be written."""
+    a file or cannot be written, or one where no run writes: the committed figures/, data/, the source,
+    the local data folder, or one of `data_folders` (--data-dir, a dataset given by its path): the
+    guard `reproduce` applies to its --out (`paths.check_not_protected`)."""
     given = Path(str(model)).expanduser()
     looks_local = given.is_absolute() or str(model).startswith(".") or given.exists()
     if backbone is None and looks_local:
@@ -185,6 +188,9 @@ def _check_model_and_out(model: str, backbone, out) -> None:
                 f"{given}: not a model folder (no modules.json or config.json). Fix: pass the folder "
                 "training wrote (its final/), not its parent"
             )
+    check_not_protected(
+        out, f"--out {out}", f"pass --out a folder under runs/ (default {DEFAULT_OUT})", also=data_folders
+    )
     if resolve(out).exists() and not resolve(out).is_dir():
         raise NotADirectoryError(f"--out {out}: a file, not a folder. Fix: name a folder (default runs/evaluate)")
     check_can_write(
@@ -216,9 +222,14 @@ def _mteb_model_name(model: str, backbone, label: str) -> str:
     return label if Path(str(model)).expanduser().exists() else str(model).replace("/", "__")
 
 
+def _is_path(dataset) -> bool:
+    """Whether a dataset argument names a folder by its path ("data/x/scifact"), not by a name."""
+    return not isinstance(dataset, str) or "/" in dataset or os.sep in dataset
+
+
 def _beir_folder(name: str | os.PathLike, data_dir) -> Path:
     """The folder `compsense.data.datasets.load_beir` reads for `name`: a bare name is under the data folder."""
-    if isinstance(name, str) and "/" not in name and os.sep not in name:
+    if not _is_path(name):
         return local_data_dir(data_dir) / name
     return Path(name).expanduser()
 
