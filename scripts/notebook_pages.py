@@ -6,11 +6,20 @@ HTML page under docs/notebooks/, so a reader sees the real numbers where the arg
 
 Which run: the runner's stages.json records (one per profile, `provenance.stage_records`) name, per
 stage, the executed notebook of its last success writing into the work_dir (a declared piece runs some
-stages; the pages follow each stage's own run). Each page opens with the
-profile, the run folder and the commit that made it. nbconvert writes the page; plotly figures, kept
-in the notebook as JSON only, are drawn with the plotly.js `make figures` publishes into figures/
-(no network needed), and progress-bar widgets keep their text. The committed .ipynb files stay
-without outputs.
+stages; the pages follow each stage's own run). Each page opens with the profile, the run folder and
+the commit that made it, and is titled with the notebook's first heading.
+
+nbconvert writes the page (its lab template), and every change to what it shows is made on the
+notebook before that, by nbconvert preprocessors that edit cells and outputs as data: plotly figures,
+kept in the notebook as JSON only, are drawn with the plotly.js `make figures` publishes into figures/
+(no network needed); the notebook's default `parameters` cell is left out where papermill injected the
+run's own; stderr (library warnings, logs, progress bars) and widget views (a headless run saves no
+widget state, so their text is the widget as created: a progress bar frozen at 0%) are left out, the run
+folder's notebook keeps them. The template's CSS (JupyterLab's, the same on every page, ~300 KB) goes
+to one stylesheet the pages link, through the template's own include hook, not by cutting the HTML
+afterwards: a regular expression over the HTML once swallowed cells behind a pandas Styler's <style>.
+Links in the notebooks are written from notebooks/; on a page they are rewritten to resolve from
+docs/notebooks/. The committed .ipynb files stay without outputs.
 """
 
 from __future__ import annotations
@@ -18,21 +27,40 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import re
+import posixpath
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-from compsense.core.paths import resolve
+import markupsafe
+from bs4 import BeautifulSoup
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Unicode
+
+from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import write_text
 from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.provenance import run_summary, stage_records
 from compsense.pipeline.runner import Refused
 
 PAGES_DIR = "docs/notebooks"
+NOTEBOOKS_DIR = "notebooks"  # where the notebooks' own relative links start
 CSS_FILE = "notebook.css"  # JupyterLab's CSS, shared by the pages
-LARGE_STYLE = re.compile(r'<style type="text/css">\n?(.{20000,}?)</style>\s*', re.S)  # the template's, not a cell's
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+PARAMETERS, INJECTED = "parameters", "injected-parameters"  # papermill's cell tags
+# Beside JupyterLab's CSS, which lays an output out as a fixed table cell with its overflow hidden (a
+# 21-column table ran 2,651 px wide into a 1,244 px column, its last column cut): the prompt and the
+# output side by side in a flex row, where the output may shrink, so a wide table scrolls inside it,
+# and a table cell wraps its text after 40em instead of widening the table without end.
+PAGE_CSS = """
+/* compsense pages: wide outputs scroll inside the column */
+.jp-OutputArea-child { display: flex; overflow: visible; }
+.jp-OutputArea-prompt { flex: 0 0 auto; }
+.jp-OutputArea-output { display: block; flex: 1 1 auto; min-width: 0; overflow-x: auto; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { max-width: 40em; white-space: normal; }
+"""
 
 
 def executed_notebooks(work_dir: str | os.PathLike) -> dict[str, Path]:
@@ -48,57 +76,162 @@ def executed_notebooks(work_dir: str | os.PathLike) -> dict[str, Path]:
     return {stage: path for stage, path in found.items() if path.is_file()}
 
 
-def page(executed: Path, plotly_src: str) -> str:
-    """The HTML page of one executed notebook: plotly figures drawn, widgets as their text, a header
-    naming the run (its summary.json beside the notebook: profile, commit)."""
+def tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+class OneParametersCell(Preprocessor):
+    """Where papermill injected the run's parameters, leave out the notebook's defaults cell above
+    them: two parameter cells with different values, the first not the run's, read as a contradiction."""
+
+    def preprocess(self, nb, resources):
+        if any(INJECTED in tags(cell) for cell in nb.cells):
+            nb.cells = [cell for cell in nb.cells if PARAMETERS not in tags(cell) or INJECTED in tags(cell)]
+        return nb, resources
+
+
+class NoRunLog(Preprocessor):
+    """Leave out what belongs to the run's log, not to the argument: stderr (library warnings, logging,
+    tqdm bars written as text) and widget views (their text is the widget when it was created, since a
+    headless run saves no widget state: every progress bar at 0%)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code":
+            cell.outputs = [out for out in cell.outputs if not is_run_log(out)]
+        return cell, resources
+
+
+def is_run_log(output) -> bool:
+    """Whether a cell output is a stderr stream or a widget view."""
+    if output.get("output_type") == "stream":
+        return output.get("name") == "stderr"
+    return WIDGET_MIME in (output.get("data") or {})
+
+
+class PlotlyAsHTML(Preprocessor):
+    """Each plotly figure (saved as JSON only) as HTML that draws it, the first loading plotly.js from
+    `plotly_src` (relative to the page), with fixed div ids: the same notebook gives the same bytes."""
+
+    plotly_src = Unicode("")
+
+    def preprocess(self, nb, resources):
+        import plotly.io as pio
+
+        first = True
+        for i, cell in enumerate(nb.cells):
+            for j, out in enumerate(cell.get("outputs", [])):
+                data = out.get("data") or {}
+                if PLOTLY_MIME in data and "text/html" not in data:
+                    data["text/html"] = pio.to_html(
+                        copy.deepcopy(data.pop(PLOTLY_MIME)),
+                        include_plotlyjs=self.plotly_src if first else False,
+                        full_html=False,
+                        div_id=f"figure-{i}-{j}",
+                    )
+                    first = False
+        return nb, resources
+
+
+class TitleFromHeading(Preprocessor):
+    """The page's <title> (the lab template reads the notebook's `title` metadata): the notebook's first
+    heading, instead of nbconvert's default, which for every page here was "Notebook"."""
+
+    def preprocess(self, nb, resources):
+        title = first_heading(nb)
+        if title:
+            nb.metadata["title"] = title
+        return nb, resources
+
+
+def first_heading(nb) -> str | None:
+    """The text of the first Markdown heading line of the notebook (`# 02 · Training ...`)."""
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("#"):
+                return line.lstrip("#").strip() or None
+    return None
+
+
+class PageExporter(HTMLExporter):
+    """nbconvert's HTML exporter (lab template) whose template CSS goes to `self.css`, for one shared
+    stylesheet, with a <link> to it in the page; and whose relative links are rewritten from
+    `source_dir` (where the notebook lives) to `page_dir` (where the page is written)."""
+
+    source_dir = Unicode("")
+    page_dir = Unicode("")
+
+    def __init__(self, **kw):
+        super().__init__(template_name="lab", **kw)
+        self.css: list[str] = []
+
+    def _init_resources(self, resources):
+        resources = super()._init_resources(resources)
+
+        def include_css(name):  # the template's hook for each of its stylesheets
+            env = self.environment
+            self.css.append(env.loader.get_source(env, name)[0])
+            link = f'<link rel="stylesheet" href="{CSS_FILE}"/>' if len(self.css) == 1 else ""
+            return markupsafe.Markup(link)
+
+        resources["include_css"] = include_css
+        return resources
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        html, resources = super().from_notebook_node(nb, resources, **kw)
+        if self.source_dir and self.page_dir:
+            html = relink(html, Path(self.source_dir), Path(self.page_dir))
+        return html, resources
+
+
+def relink(html: str, source_dir: Path, page_dir: Path) -> str:
+    """`html` with each relative link (a[href], img[src]) that was written from `source_dir` rewritten
+    to resolve from `page_dir`: `../docs/results.md` in a notebook is `../results.md` on its page.
+    Anchors, absolute paths and URLs are left as they are."""
+    soup = BeautifulSoup(html, features="html.parser")
+    for tag, attr in (("a", "href"), ("img", "src")):
+        for elem in soup.find_all(tag, attrs={attr: True}):
+            elem[attr] = moved_link(elem[attr], source_dir, page_dir)
+    return str(soup)
+
+
+def moved_link(link: str, source_dir: Path, page_dir: Path) -> str:
+    """One link, relative to `source_dir`, made relative to `page_dir` (unchanged unless relative)."""
+    parts = urlsplit(link)
+    if parts.scheme or parts.netloc or not parts.path or parts.path.startswith("/"):
+        return link
+    target = posixpath.normpath(posixpath.join(source_dir.as_posix(), parts.path))
+    moved = posixpath.relpath(target, page_dir.as_posix())
+    return urlunsplit(("", "", moved, parts.query, parts.fragment))
+
+
+def page(executed: Path, plotly_src: str, page_dir: Path | None = None, source_dir: Path | None = None):
+    """(html, css) of one executed notebook: a header naming the run (its summary.json beside the
+    notebook: profile, commit), then the notebook as nbconvert's lab template renders it after the
+    preprocessors above; `css` is the template's stylesheets, for the shared file."""
     import nbformat
-    import plotly.io as pio
-    from nbconvert import HTMLExporter
 
     nb = nbformat.read(executed, as_version=4)
     summary = run_summary(executed)
     header = (
         f"**Executed notebook**: profile `{summary.get('profile', '?')}`, run `{executed.parent.name}`, "
         f"commit `{summary.get('commit', '?')}`. The committed notebook is `notebooks/{executed.name}`; "
-        "run it with `python -m compsense reproduce`."
+        "run it with `python -m compsense reproduce`. Shown here: the run's parameters, outputs and figures; "
+        "its warnings, logs and progress bars are in the run folder's notebook."
     )
     record = nbformat.v4.new_markdown_cell(header)
     record.id = "run-record"  # a fixed id: the same notebook gives the same bytes
     nb.cells.insert(0, record)
-    first = True
-    for i, cell in enumerate(nb.cells):
-        for j, out in enumerate(cell.get("outputs", [])):
-            data = out.get("data") or {}
-            if WIDGET_MIME in data and "text/plain" in data:
-                data.pop(WIDGET_MIME)  # the widget's state is not saved: its text is what a reader can see
-            if PLOTLY_MIME in data and "text/html" not in data:
-                figure = copy.deepcopy(data[PLOTLY_MIME])
-                data["text/html"] = pio.to_html(
-                    figure,
-                    include_plotlyjs=plotly_src if first else False,
-                    full_html=False,
-                    div_id=f"figure-{i}-{j}",  # fixed ids: the same notebook gives the same bytes
-                )
-                data.pop(PLOTLY_MIME)
-                first = False
     nb.metadata.pop("widgets", None)
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
-    return body
-
-
-def shared_css(html: str) -> tuple[str, str]:
-    """(page, css): the template's large style blocks (JupyterLab's CSS, the same on every page, ~300 KB)
-    moved into one stylesheet the pages link, so each page carries only its own content."""
-    css = []
-
-    def take(match: re.Match) -> str:
-        css.append(match.group(1))
-        return ""
-
-    page_html = LARGE_STYLE.sub(take, html)
-    if not css:
-        return html, ""
-    return page_html.replace("</head>", f'<link rel="stylesheet" href="{CSS_FILE}"/>\n</head>', 1), "\n".join(css)
+    exporter = PageExporter(
+        source_dir=(source_dir or repo_root() / NOTEBOOKS_DIR).as_posix(),
+        page_dir=(page_dir or resolve(PAGES_DIR)).as_posix(),
+    )
+    for step in (OneParametersCell(), NoRunLog(), PlotlyAsHTML(plotly_src=plotly_src), TitleFromHeading()):
+        exporter.register_preprocessor(step, enabled=True)
+    body, _ = exporter.from_notebook_node(nb)
+    return body, "\n".join(exporter.css + [PAGE_CSS]) if exporter.css else ""
 
 
 def write_pages(work_dir, out: str | os.PathLike = PAGES_DIR, figures: str = "figures", check: bool = False) -> dict:
@@ -108,7 +241,7 @@ def write_pages(work_dir, out: str | os.PathLike = PAGES_DIR, figures: str = "fi
     done = {"written": [], "unchanged": [], "stale": []}
     files = {}
     for executed in executed_notebooks(work_dir).values():
-        html, css = shared_css(page(executed, plotly_src))
+        html, css = page(executed, plotly_src, page_dir=out_dir)
         files[f"{executed.stem}.html"] = html
         if css:
             files[CSS_FILE] = css

@@ -1,9 +1,12 @@
 """The executed notebooks published as pages (scripts/notebook_pages.py): the run each stage's
-page comes from, figures drawn with the published plotly.js, widgets as their text, stale pages found."""
+page comes from, figures drawn with the published plotly.js, stale pages found; and (issue 52) every
+cell kept behind pandas Styler tables, the run's log (stderr, frozen progress bars) and the default
+parameters cell left out, the title taken from the notebook and its links resolving from the page."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import nbformat
 import plotly.graph_objects as go
@@ -45,10 +48,12 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     assert done["written"] == ["03_pooled_geometry.html", P.CSS_FILE]  # a stage whose notebook is gone has none
     html = (out / "03_pooled_geometry.html").read_text()
     # JupyterLab's CSS lives once beside the pages, not in each (~300 KB a page)
-    assert f'href="{P.CSS_FILE}"' in html and len(html) < 60_000 < len((out / P.CSS_FILE).read_text())
+    css = (out / P.CSS_FILE).read_text()
+    assert f'href="{P.CSS_FILE}"' in html and len(html) < 60_000 < len(css) and P.PAGE_CSS in css
+    assert "<title>03 · Pooled geometry</title>" in html
     assert "run <code>20261203-0900</code>" in html and "commit <code>abc1234</code>" in html
     assert 'src="../../figures/plotly.min.js"' in html and 'id="figure-2-0"' in html  # drawn, offline
-    assert "encode: 3/3 done" in html and P.WIDGET_MIME not in html
+    assert "encode: 3/3 done" not in html and P.WIDGET_MIME not in html  # a widget view's text is not its state
     assert P.write_pages(work, out, figures=str(figures), check=True) == {
         "written": [],
         "unchanged": ["03_pooled_geometry.html", P.CSS_FILE],
@@ -65,3 +70,117 @@ def test_a_work_dir_without_runs_is_a_named_error(tmp_path, capsys):
     with pytest.raises(FileNotFoundError, match="no stage has finished into it"):
         P.executed_notebooks(tmp_path)
     assert P.main(["--work-dir", str(tmp_path)]) == 2 and "make reproduce" in capsys.readouterr().err
+
+
+def _styler_html(marker: str) -> str:
+    import pandas as pd
+
+    table = pd.DataFrame({"variant": ["A", "B"], "ndcg@10": [0.588123, 0.579456]})
+    html = table.style.format({"ndcg@10": "{:.3f}"}).set_caption(marker).to_html()
+    assert '<style type="text/css">' in html  # what the old regular expression started its cut at
+    return html
+
+
+def _debris_notebook(folder):
+    """An executed notebook as papermill leaves it: the defaults and the injected parameters, two Styler
+    tables with more than 20 KB of cells between and after them, a library warning and a tqdm bar on
+    stderr, a progress-bar widget frozen at 0%, links written from notebooks/."""
+    v4 = nbformat.v4
+    folder.mkdir(parents=True)
+
+    def code(source, outputs=(), tags=()):
+        cell = v4.new_code_cell(source)
+        cell.outputs, cell.metadata["tags"] = list(outputs), list(tags)
+        return cell
+
+    def html(text):
+        return v4.new_output("execute_result", {"text/html": text, "text/plain": "table"}, execution_count=1)
+
+    long_output = "<table>" + "<tr><td>row</td><td>0.123</td></tr>" * 800 + "</table>"  # ~ 28 KB
+    cells = [
+        v4.new_markdown_cell(
+            "# 02 · Training Model A and Model B\n\n[results](../docs/results.md), [this page, executed]"
+            "(../docs/notebooks/02_training_ab.html), [Table 1](#Table-1), [the paper](https://arxiv.org/abs/2604.16351)"
+        ),
+        code('profile = "smoke"', tags=["parameters"]),
+        code('# Parameters\nprofile = "local"\n', tags=["injected-parameters"]),
+        code("table1", [html(_styler_html("first styled table"))]),
+        code(
+            "print('cell after the table 1')", [v4.new_output("stream", name="stdout", text="cell after the table 1\n")]
+        ),
+        code("big", [html(long_output)]),
+        code("variants", [html(_styler_html("second styled table"))]),
+        code(
+            "train()",
+            [
+                v4.new_output(
+                    "stream", name="stderr", text="/x/sampler.py:12: UserWarning: produced only 99 batches\n"
+                ),
+                v4.new_output("stream", name="stderr", text="\rtrain:   0%|          | 0/3 [00:00<?, ?it/s]"),
+                v4.new_output(
+                    "display_data",
+                    {
+                        P.WIDGET_MIME: {"model_id": "m"},
+                        "text/plain": "evaluate:   0%|          | 0/3 [00:00<?, ?model/s]",
+                    },
+                ),
+                v4.new_output("stream", name="stdout", text="cell after the table 2\n"),
+            ],
+        ),
+        code("big_again", [html(long_output)]),
+        v4.new_markdown_cell("## The result in words\n\ncell after the table 3"),
+    ]
+    nb = v4.new_notebook(cells=cells)
+    nbformat.write(nb, folder / "02_training_ab.ipynb")
+    (folder / "summary.json").write_text(json.dumps({"profile": "local", "commit": "abc1234"}))
+    return folder / "02_training_ab.ipynb", len(cells)
+
+
+def test_a_page_keeps_every_cell_and_leaves_out_the_run_log(tmp_path):
+    from bs4 import BeautifulSoup
+
+    executed, n_cells = _debris_notebook(tmp_path / "runs" / "local" / "20261206-0100")
+    repo = tmp_path / "repo"
+    (repo / "docs" / "notebooks").mkdir(parents=True)
+    (repo / "docs" / "results.md").write_text("results")
+    (repo / "docs" / "notebooks" / "02_training_ab.html").write_text("page")
+    html, css = P.page(executed, "../../figures/plotly.min.js", repo / "docs" / "notebooks", repo / "notebooks")
+    soup = BeautifulSoup(html, "html.parser")
+    text = soup.get_text()
+    # every cell is there: the run record added, the defaults cell left out; both Styler tables too
+    assert len(soup.select("div.jp-Cell")) == n_cells + 1 - 1
+    for marker in ("cell after the table 1", "cell after the table 2", "cell after the table 3", "The result in words"):
+        assert marker in text
+    assert "first styled table" in text and "second styled table" in text and "0.579" in text
+    assert text.count("row0.123") == 1600  # both 28 KB outputs whole
+    # one parameters cell, the run's own
+    assert 'profile = "local"' in text and 'profile = "smoke"' not in text
+    # no run log: warnings, tqdm text on stderr, the frozen widget
+    assert "UserWarning" not in text and "0%|" not in text and "it/s" not in text and P.WIDGET_MIME not in html
+    assert not soup.select('[data-mime-type="application/vnd.jupyter.stderr"]')
+    # the title is the notebook's, and the CSS is linked, not inlined
+    assert soup.title.string == "02 · Training Model A and Model B"
+    assert soup.find("link", href=P.CSS_FILE) and len(html) < 120_000 < len(css)
+    # links written from notebooks/ resolve from docs/notebooks/, inside the repository
+    hrefs = {a.get_text(): a["href"] for a in soup.select(".jp-RenderedMarkdown a") if not a.get("class")}
+    assert hrefs["results"] == "../results.md" and hrefs["this page, executed"] == "02_training_ab.html"
+    assert hrefs["Table 1"] == "#Table-1" and hrefs["the paper"] == "https://arxiv.org/abs/2604.16351"
+    for link in ("../results.md", "02_training_ab.html"):
+        target = (repo / "docs" / "notebooks" / link).resolve()
+        assert target.is_file() and target.is_relative_to(repo)
+
+
+def test_moved_links_leave_urls_anchors_and_absolute_paths_alone():
+    source, page_dir = Path("/r/notebooks"), Path("/r/docs/notebooks")
+    assert P.moved_link("../docs/results.md#table-1", source, page_dir) == "../results.md#table-1"
+    assert P.moved_link("../figures/a.png", source, page_dir) == "../../figures/a.png"
+    for kept in ("#Table-1", "https://example.org/x.md", "/abs/path.md", "mailto:a@b.c"):
+        assert P.moved_link(kept, source, page_dir) == kept
+
+
+def test_first_heading_skips_cells_without_one():
+    v4 = nbformat.v4
+    nb = v4.new_notebook(
+        cells=[v4.new_markdown_cell("**Executed notebook**"), v4.new_markdown_cell("text\n## 05 · Reranking")]
+    )
+    assert P.first_heading(nb) == "05 · Reranking" and P.first_heading(v4.new_notebook()) is None
