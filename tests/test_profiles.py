@@ -74,10 +74,12 @@ def test_the_project_profiles_are_clean():
 
 
 def test_an_exponent_without_a_dot_is_read_as_a_number(project):
+    notebook = project / "notebooks" / "02_training_ab.ipynb"  # declares learning_rate too (the schema's float)
+    notebook.write_text(notebook.read_text().replace("max_steps = 20", "max_steps = 20\\nlearning_rate = None"))
     path = project / "params" / "smoke.yaml"
-    path.write_text("common:\n  seed: 1\n  work_dir: w\n  max_steps: 1e-3\n")  # as `learning_rate: 1e-3` is
+    path.write_text("common:\n  seed: 1\n  work_dir: w\n  max_steps: 2\n  learning_rate: 1e-3\n")
     common = profiles.load_profile("smoke")["common"]
-    assert common["max_steps"] == 0.001 and isinstance(common["max_steps"], float)
+    assert common["learning_rate"] == 0.001 and isinstance(common["learning_rate"], float)
     assert common["work_dir"] == "w"  # other strings stay strings
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from compsense.core.paths import resolve
 from compsense.core.storage import CorruptFile, read_json
-from compsense.pipeline.profiles import PROFILES, apply_overrides, load_profile, params_dir
+from compsense.pipeline.profiles import PROFILES, load_profile, params_dir
 from compsense.pipeline.runner import Refused, select_stages
 from compsense.pipeline.stages import stage_key
 
@@ -92,7 +92,7 @@ def load_pieces(path=None) -> dict[str, Piece]:
             raise ValueError(f"{where}: publishes {bad}: name files inside figures/ (e.g. tables/x.csv)")
         try:
             piece.stages  # noqa: B018  (a prefix that names no stage raises)
-            apply_overrides(load_profile(piece.profile), piece.overrides)
+            load_profile(piece.profile, piece.overrides)  # the overrides checked as `--set` and by the schema
         except (Refused, ValueError) as err:
             raise ValueError(f"{where}: {err}") from None
         pieces[piece.name] = piece

@@ -17,7 +17,8 @@ from typing import Sequence
 import yaml
 
 from compsense.core.paths import repo_root
-from compsense.pipeline.stages import notebooks
+from compsense.pipeline import schema
+from compsense.pipeline.stages import notebooks, shown
 
 PROFILES = ("smoke", "local", "study", "paper")
 # A profile name becomes params/<name>.yaml and runs/<name>/: no separators, no '..'.
@@ -44,6 +45,7 @@ def load_profile(profile: str, overrides: Sequence[str] = ()) -> dict:
     `overrides`: "SECTION.KEY=VALUE" strings (VALUE in YAML: `04_verifiers.regimes=[frozen]`) that
     replace values the file sets (never add one), so one run can narrow a profile
     without a copy of it; the run record keeps them (their values reach each stage's fingerprint).
+    Every value is then checked against the notebooks' schema (`check_values`), before anything runs.
     """
     path = params_dir() / f"{check_profile_name(profile)}.yaml"
     data = _read_extended(path, ())
@@ -52,7 +54,29 @@ def load_profile(profile: str, overrides: Sequence[str] = ()) -> dict:
     check_profile_keys(path, data)
     if overrides:  # each replaces a key the file sets, so the check above covers it
         data = apply_overrides(data, overrides)
-    return _numbers(data)
+    data = _numbers(data)
+    check_values(path, data, overrides)
+    return data
+
+
+def check_values(path: Path, data: dict, overrides: Sequence[str] = ()) -> None:
+    """Refuse a profile (with its `overrides` applied) whose values a notebook's schema
+    (compsense.pipeline.schema) does not allow: ValueError in one line naming where the value came from
+    (the `--set` that gave it, else the profile file), the parameter, the value and what is allowed."""
+    given = {parse_override(o)[:2]: o for o in overrides}
+    common = data.get("common") or {}
+    found: dict[str, str] = {}
+    for stem in schema.SCHEMA:
+        section = data.get(stem) or {}
+        for name, text in schema.problems(stem, {**common, **section}):
+            owner = stem if not name or name in section else "common"
+            source = given.get((owner, name)) and f"--set {given[(owner, name)]}"
+            label = f"`{owner}.{name}` = " if name else f"`{owner}`: "
+            found.setdefault(f"{owner}.{name}", f"{source or shown(path)}: {label}{text}")
+    if found:
+        first, *rest = found.values()
+        more = f" (and {len(rest)} more: {', '.join(list(found)[1:])})" if rest else ""
+        raise ValueError(first + more)
 
 
 EXTENDS = "extends"  # `extends: local`: this profile is local's, with the sections' keys it sets replaced
@@ -210,7 +234,11 @@ def notebook_parameters(profile: str, notebook: str | Path, data: dict | None = 
             f"params/{profile}.yaml does not set {missing} declared by {notebook.name}; "
             f"add them under `common:` or `{notebook.stem}:`"
         )
-    return {k: merged[k] for k in declared}
+    params = {k: merged[k] for k in declared}
+    bad = schema.problems(notebook.stem, params)  # what papermill injects is what the schema allows
+    if bad:
+        raise ValueError(f"params/{profile}.yaml, {notebook.name}: " + "; ".join(f"`{k}` = {t}" for k, t in bad))
+    return params
 
 
 def stage_parameters(profile: str, overrides=()) -> dict[Path, dict]:
