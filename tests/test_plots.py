@@ -173,3 +173,66 @@ def test_a_fitted_figure_is_exported_to_png_at_the_width_its_panels_need(tmp_pat
     written = export.save_figure(fig, "wide", tmp_path)
     assert calls == [{"format": "png", "scale": 2, "width": 1234}] and written["png"].read_bytes() == b"png"
     assert '"autosize":true' in written["html"].read_text().replace(" ", "")  # the HTML takes the window's width
+
+
+def _problem_sims(items):
+    """A cosine matrix for notebook 00's texts: 0.990-0.995 inside each anchor's block, 0.1 across."""
+    import numpy as np
+
+    from compsense.figures.problem import entries
+
+    blocks = np.array([t["block"] for t in entries(items)])
+    inside = np.equal.outer(blocks, blocks)
+    sims = np.where(inside, 0.990, 0.1) + np.where(inside, 0.005166, 0) * (np.arange(len(blocks)) % 2)
+    np.fill_diagonal(sims, 1.0)
+    return sims
+
+
+def test_problem_heatmap_colours_span_the_cosines_the_text_compares():
+    """Issue 52: on [-1, 1] a role swap at 0.995 and its paraphrase at 0.990 were one colour. The scale
+    spans the cosines inside the anchors' blocks, where the text asks for the contrast."""
+    from compsense.figures.problem import compared_range, entries, examples, heatmap_figure
+
+    items = examples()
+    sims = _problem_sims(items)
+    heat = heatmap_figure(sims, items).data[0]
+    blocks = [t["block"] for t in entries(items)]
+    assert (heat.zmin, heat.zmax) == compared_range(sims, blocks) == pytest.approx((0.990, 0.995166))
+    assert heat.zmax - heat.zmin < 0.01  # the whole scale is the 0.005 the text compares
+    # numbers inside a block are printed to three decimals, none across blocks; the hover rounds too
+    assert heat.text[0][1] in ("0.990", "0.995") and heat.text[0][-1] == "" and "0.995166" not in str(heat.text)
+    assert "%{z:.3f}" in heat.hovertemplate and "senator praised the governor" in heat.hovertext[0][1]
+
+
+def test_problem_heatmap_labels_fit_their_margins():
+    from compsense.figures.problem import CHAR_PX, LABEL_WIDTH, examples, heatmap_figure, wrap_label
+
+    fig = heatmap_figure(_problem_sims(examples()), examples())
+    heat = fig.data[0]
+    lines = [line for label in heat.y for line in label.split("<br>")]
+    assert max(len(line) for line in lines) <= LABEL_WIDTH  # wrapped, not one 65-character line
+    assert fig.layout.margin.l >= CHAR_PX * max(len(line) for line in lines)
+    assert fig.layout.margin.b >= CHAR_PX * 0.8 * max(len(x) for x in heat.x)  # slanted column labels
+    assert fig.layout.xaxis.automargin and fig.layout.yaxis.automargin
+    assert len(set(heat.y)) == len(heat.y) and len(set(heat.x)) == len(heat.x)  # no two rows merge
+    long = "The new drug does not lower blood pressure in elderly patients, nor in the young ones either."
+    assert wrap_label(long).count("<br>") == 1 and wrap_label(long).endswith("…")
+
+
+def test_problem_tables_show_three_decimals_and_compare_at_full_precision():
+    import pandas as pd
+
+    from compsense.figures.problem import confusable, styled
+
+    table = pd.DataFrame(
+        {
+            "anchor": ["a", "a", "a"],
+            "other": ["p", "swap", "not"],
+            "kind": ["paraphrase", "near-miss: binding", "near-miss: negation"],
+            "cosine": [0.990123, 0.995166, 0.9899],
+        }
+    )
+    hits = confusable(table)
+    assert hits.other.tolist() == ["swap"] and hits.paraphrase_cosine.tolist() == [0.990123]
+    html = styled(hits).to_html()
+    assert "0.995" in html and "0.995166" not in html and "0.990" in html and "0.990123" not in html
