@@ -120,10 +120,10 @@ def test_deltas_and_figure():
     points, pq = _points()
     d = LC.deltas(points, pq, n=500)
     got = d[(d.metric == "ndcg@10")].set_index("comparison").mean_delta
-    assert got["B - A"] == pytest.approx(-0.03, abs=0.01)
-    assert got["A - Base"] == pytest.approx(-0.05, abs=0.01)
-    assert got["C - A"] == pytest.approx(0.0, abs=0.01)
-    row = d[(d.metric == "ndcg@10") & (d.comparison == "B - A")].iloc[0]
+    assert got["B-A"] == pytest.approx(-0.03, abs=0.01)
+    assert got["A-Base"] == pytest.approx(-0.05, abs=0.01)
+    assert got["C-A"] == pytest.approx(0.0, abs=0.01)
+    row = d[(d.metric == "ndcg@10") & (d.comparison == "B-A")].iloc[0]
     assert row.ci_low < row.mean_delta < row.ci_high and row.ci_high < 0
     assert LC.seed_t_tests(d).empty  # one seed: no t over seeds
     three = pd.concat([d.assign(seed=s, mean_delta=d.mean_delta + 0.001 * s) for s in (42, 43, 44)])
@@ -131,7 +131,7 @@ def test_deltas_and_figure():
     assert set(t.n_seeds) == {3} and (t.t_ci_low <= t.mean_delta).all()
     fig = length_figure(d, points)
     names = {tr.name for tr in fig.data}
-    assert {"B - A (seed 42)", "paper B - A (-0.038)", "A negation", "Base binding"} <= names
+    assert {"B-A (seed 42)", "paper B-A (-0.038)", "A negation", "Base binding"} <= names
 
 
 @pytest.mark.slow
@@ -206,6 +206,6 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     names = {Path(p).name for p in written}
     assert {"length_curve.csv", "length_deltas.csv", "length_record.json", "02_length_curve.html"} <= names
     deltas = pd.read_csv(tmp_path / "figures" / "tables" / "length_deltas.csv")
-    assert {"B - A", "A - Base", "C - A"} <= set(deltas.comparison)
+    assert {"B-A", "A-Base", "C-A"} <= set(deltas.comparison)
     with pytest.raises(FileNotFoundError, match="no scored point"):
         length_run.publish(root=tmp_path / "empty", figures_dir=tmp_path / "f2")

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-COLOURS = {"B - A": "#d62728", "A - Base": "#1f77b4", "C - A": "#7f7f7f", "B - C": "#9467bd"}
+COLOURS = {"B-A": "#d62728", "A-Base": "#1f77b4", "C-A": "#7f7f7f", "B-C": "#9467bd"}
 VARIANT_COLOURS = {"A": "#1f77b4", "B": "#d62728", "C": "#7f7f7f"}
 DASH = {"negation": "solid", "binding": "dot", "spatial": "dash"}
 
@@ -51,9 +51,9 @@ def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "sc
             )
     if not d.empty:
         xs = sorted(d.triplets.unique())
-        fig.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[PAPER_DROP] * 2, mode="lines", name="paper B - A (-0.038)",
+        fig.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[PAPER_DROP] * 2, mode="lines", name="paper B-A (-0.038)",
                                  line={"color": "black", "dash": "dash"}), row=1, col=1)
-        a = d[d.comparison == "B - A"].groupby("triplets").reference_value.mean()
+        a = d[d.comparison == "B-A"].groupby("triplets").reference_value.mean()
         if not a.empty:
             fig.add_trace(go.Scatter(x=a.index, y=a.values * PAPER_DROP_PCT / 100, mode="lines",
                                      name="paper's -8.7% of our A", line={"color": "black", "dash": "dot"}),

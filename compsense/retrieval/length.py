@@ -60,6 +60,11 @@ LENGTH_VARIANTS = {  # variant -> (structural share, structural negatives); the 
     "B": (0.19, "near-miss"),
     "C": (0.19, "random"),  # the control: B's identity rows with a random other sentence as the negative
 }
+# A run's identity covers the rows every stop reads (the first exported step's, at batch 128): the rows
+# are a prefix-stable stream, so any change of pool, seed, share or order changes these. A piece builds
+# only the rows up to its last step (51,200 rows, not the schedule's 432,000: those take ~13 GB in a
+# process), and a later piece's longer stream extends the same prefix.
+IDENTITY_ROWS = CURVE_STEPS[0] * 128
 STEPS_DIR = "steps"  # <run>/steps/step-<N>/: the SentenceTransformer model at step N, kept for evaluation
 
 
@@ -194,7 +199,8 @@ def train_to_steps(config: TrainConfig, rows: pd.DataFrame, steps, out=None) -> 
     todo = [s for s in steps if s not in done]
     if not todo:
         return {s: done[s] for s in steps}
-    identity = {"recipe": _recipe(config), "data_sha1": _data_sha1(rows)}
+    identity = {"recipe": _recipe(config), "data_sha1": _data_sha1(rows.iloc[: min(len(rows), IDENTITY_ROWS)])}
+    rows = rows.iloc[: steps[-1] * config.batch_size]  # what this piece reads; the trainer stops there
     started = out / "run_config.json"
     if started.exists():
         _check_same_run(_read_json(started), identity, out)

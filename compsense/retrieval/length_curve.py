@@ -169,7 +169,7 @@ def deltas(points: pd.DataFrame, per_query: pd.DataFrame, n: int = 2000) -> pd.D
                             "triplets": int(group.triplets.iloc[0]),
                             "dataset": dataset,
                             "metric": metric,
-                            "comparison": f"{var} - {ref}",
+                            "comparison": f"{var}-{ref}",  # no spaces: a README value marker filters on it
                             "reference_value": ref_mean,
                             **test,
                             "relative_pct": 100 * test["mean_delta"] / ref_mean if ref_mean else np.nan,

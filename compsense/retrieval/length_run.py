@@ -89,7 +89,8 @@ def run_piece(
     record = LC.read_record(record_path)
     t0 = time.perf_counter()
     eval_sets, retrieval, structural, sets, stats = build_data(seed, work_dir, data_dir, eval_max_queries)
-    n_rows = L.SCHEDULE_STEPS * 128
+    # the rows this piece reads (a prefix of the schedule's stream), at least those a run's identity covers
+    n_rows = max(max(steps) * 128, L.IDENTITY_ROWS)
     record.setdefault("data", {}).setdefault(str(seed), {}).update({
         "retrieval": stats.get("nfcorpus"),
         "structural_pool": {k: int(v) for k, v in structural.family.value_counts().items()},
