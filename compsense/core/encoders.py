@@ -163,6 +163,39 @@ def embedding_dim(encoder) -> int:
     return int(getter())
 
 
+# How a text reads to an encoder, asked of its tokenizer alone (no weights): notebook 01 drops sentences
+# the encoder cannot read whole or tells apart only by unknown tokens; the explorer says so.
+MOSTLY_UNKNOWN = 0.5  # a text at least this share of whose tokens are the unknown token is "mostly unknown"
+
+
+def load_tokenizer(name_or_path: str | os.PathLike, max_seq_length: int = 128):
+    """The tokenizer of a short name, hub id or saved model folder, without loading the model: enough
+    to count a text's tokens and find its unknown ones. A hub id offline fails fast, as `load_encoder`."""
+    from transformers import AutoTokenizer
+
+    path = Path(name_or_path).expanduser()
+    backbone = find_backbone(str(name_or_path))
+    if backbone is not None and backbone.name == "tiny-bert" and not path.is_dir():
+        return tiny_tokenizer(max_seq_length)
+    if path.is_dir():
+        source = str(path)
+    elif backbone is not None and backbone.offline_package and _package_model_dir(backbone):
+        source = str(_package_model_dir(backbone))
+    else:
+        source = backbone.hub_id if backbone else str(name_or_path)
+        _check_hub_reachable(source)
+    with quiet_transformers():
+        return AutoTokenizer.from_pretrained(source, model_max_length=max_seq_length)
+
+
+def unknown_count(tokens, tokenizer) -> int:
+    """How many of `tokens` (strings, as the tokenizer wrote them) are its unknown token ([UNK]): text it
+    has no piece for (emoji, most CJK characters in MiniLM's vocabulary), which every such text shares,
+    so two texts that differ only there encode identically. 0 for a tokenizer without one."""
+    unk = getattr(tokenizer, "unk_token", None)
+    return sum(token == unk for token in tokens) if unk else 0
+
+
 def offline_status() -> dict[str, str]:
     """For each registry backbone, how it loads here: 'package', 'built', 'hub cache' or 'unavailable'."""
     status = {}
@@ -362,12 +395,11 @@ def build_tiny_bert(
     """
     import torch
     from sentence_transformers import SentenceTransformer
-    from tokenizers import BertWordPieceTokenizer
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel
 
-    wordpiece = BertWordPieceTokenizer(str(TINY_VOCAB if TINY_VOCAB.exists() else train_tiny_vocab()), lowercase=True)
+    tokenizer = tiny_tokenizer(max_seq_length)
     config = BertConfig(
-        vocab_size=wordpiece.get_vocab_size(),
+        vocab_size=tokenizer.vocab_size,
         hidden_size=hidden_size,
         num_hidden_layers=num_layers,
         num_attention_heads=2,
@@ -378,15 +410,7 @@ def build_tiny_bert(
         torch.manual_seed(seed)
         bert = BertModel(config)
     with tempfile.TemporaryDirectory(prefix="tiny-bert-") as tmp:
-        BertTokenizerFast(
-            tokenizer_object=wordpiece._tokenizer,
-            unk_token="[UNK]",
-            pad_token="[PAD]",
-            cls_token="[CLS]",
-            sep_token="[SEP]",
-            mask_token="[MASK]",
-            model_max_length=max_seq_length,
-        ).save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
         with quiet_transformers():
             bert.save_pretrained(tmp)
         Transformer, Pooling = _st_modules()
@@ -400,6 +424,23 @@ def build_tiny_bert(
         )
         model = SentenceTransformer(modules=[word, pooling], device=device)
     return model
+
+
+def tiny_tokenizer(max_seq_length: int = 128):
+    """tiny-bert's tokenizer alone: WordPiece over the committed vocabulary, lowercased."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertTokenizerFast
+
+    wordpiece = BertWordPieceTokenizer(str(TINY_VOCAB if TINY_VOCAB.exists() else train_tiny_vocab()), lowercase=True)
+    return BertTokenizerFast(
+        tokenizer_object=wordpiece._tokenizer,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=max_seq_length,
+    )
 
 
 TINY_CORPUS = Path(__file__).resolve().parents[1] / "resources" / "tiny_corpus.txt"

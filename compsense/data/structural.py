@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from compsense.core.encoders import MOSTLY_UNKNOWN, BackboneUnavailable, load_tokenizer
 from compsense.core.layout import pairs_file, purity_file, triplets_file
 from compsense.core.storage import write_table
 from compsense.data.datasets import load_mrpc, load_sentences, load_stsb, load_sugarcrepe
@@ -108,18 +109,35 @@ def user_sentences(path: str | os.PathLike) -> list[tuple[str, str]]:
     return [(source_id_of(s), s) for s in load_sentences(path)]
 
 
+# What notebook 01 asks how a sentence reads to an encoder: all-MiniLM-L6-v2's tokenizer (BERT's uncased
+# WordPiece vocabulary, which MiniLM-L12 and gte-small share), at the paper's 128 tokens. Where its
+# package is missing, tiny-bert's (committed) tokenizer stands in, and the stats say which judged.
+PAIRS_TOKENIZER, PAIRS_FALLBACK_TOKENIZER = "minilm-l6", "tiny-bert"
+MAX_TOKENS = 128
+
+
 def build_pairs(
     train_sources: list[tuple[str, str]],
     test_sources: list[tuple[str, str]],
     families=None,
     seed: int = 0,
     max_per_family: int = 1,
+    tokenizer=PAIRS_TOKENIZER,
+    max_tokens: int = MAX_TOKENS,
 ) -> tuple[pd.DataFrame, dict]:
     """Near-miss pairs with the split fixed by where each source came from.
 
     A sentence present on both sides is kept on the test side only (counted in the stats), so no
-    test sentence is ever trained on.
+    test sentence is ever trained on. With a `tokenizer` (a backbone name, a model folder or a
+    tokenizer; None: no check), pairs are made only of what the encoder can tell apart, and what is
+    left out is counted in the stats and logged: a sentence longer than `max_tokens` tokens (the
+    encoder reads only its start, so an edit past the cut makes a "near-miss" that is a copy), a
+    sentence mostly of unknown tokens (`encoders.MOSTLY_UNKNOWN`: "🐱 🐶" and "🐶 🐱" are both
+    [UNK] [UNK]), and any pair whose two sides still encode to the same tokens.
     """
+    tok, tok_name = _pairs_tokenizer(tokenizer)
+    train_sources, train_dropped = readable_sources(train_sources, tok, max_tokens)
+    test_sources, test_dropped = readable_sources(test_sources, tok, max_tokens)
     test_texts = {text for _, text in test_sources}
     kept_train = [(sid, text) for sid, text in train_sources if text not in test_texts]
     parts = []
@@ -134,20 +152,105 @@ def build_pairs(
             )
             parts.append(df.assign(split=split))
     pairs = pd.concat(parts, ignore_index=True) if parts else make_pairs([], families=families)
+    same = same_to_encoder(pairs, tok, max_tokens)
+    pairs = pairs[~same].reset_index(drop=True)
     stats = {
         "train_sources": len(kept_train),
         "test_sources": len(test_sources),
         "dropped_train_sources_also_in_test": len(train_sources) - len(kept_train),
+        **{f"dropped_sources_{why}": train_dropped[why] + test_dropped[why] for why in UNREADABLE},
+        "dropped_pairs_same_to_the_encoder": int(same.sum()),
+        "tokenizer": tok_name,
+        "max_tokens": max_tokens if tok is not None else None,
         "train_sources_with_near_miss": int(pairs.loc[pairs.split == "train", "source_id"].nunique()),
         "test_sources_with_near_miss": int(pairs.loc[pairs.split == "test", "source_id"].nunique()),
         "pairs": len(pairs),
     }
+    if stats["dropped_pairs_same_to_the_encoder"]:
+        log.warning(
+            "%d near-miss pairs left out: both sides encode to the same %s tokens (the edit falls past the "
+            "%d-token cut, or only changes unknown tokens), so they would teach and test copies",
+            stats["dropped_pairs_same_to_the_encoder"],
+            tok_name,
+            max_tokens,
+        )
     if stats["dropped_train_sources_also_in_test"]:
         log.warning(
             "%d train sentences also occur in the test sources; kept them on the test side only",
             stats["dropped_train_sources_also_in_test"],
         )
     return pairs, stats
+
+
+UNREADABLE = ("too_long", "mostly_unknown")  # why `readable_sources` leaves a sentence out
+
+
+def readable_sources(sources, tokenizer, max_tokens: int = MAX_TOKENS) -> tuple[list[tuple[str, str]], dict]:
+    """(the (source_id, sentence) items an encoder reads whole and mostly knows, {reason: count}).
+
+    Left out, with a warning naming the first of each: a sentence longer than `max_tokens` tokens,
+    special tokens included (the encoder cuts it, so a near-miss whose edit falls past the cut is a
+    copy: a 9,027-character line gave "near-misses" edited at character 5,571), and one whose tokens
+    are at least `MOSTLY_UNKNOWN` the unknown token (emoji, CJK in MiniLM's vocabulary: its near-misses
+    read as the same placeholders). `tokenizer` None keeps everything."""
+    dropped = dict.fromkeys(UNREADABLE, 0)
+    if tokenizer is None or not sources:
+        return list(sources), dropped
+    ids = tokenizer([text for _, text in sources], truncation=False, verbose=False)["input_ids"]
+    specials = tokenizer.num_special_tokens_to_add(pair=False)
+    unk = tokenizer.unk_token_id
+    kept, first = [], {}
+    for (sid, text), row in zip(sources, ids):
+        words = len(row) - specials
+        unknown = sum(i == unk for i in row) if unk is not None else 0
+        mostly_unknown = words > 0 and unknown >= MOSTLY_UNKNOWN * words
+        why = "too_long" if len(row) > max_tokens else "mostly_unknown" if mostly_unknown else None
+        if why is None:
+            kept.append((sid, text))
+            continue
+        dropped[why] += 1
+        first.setdefault(why, (sid, text, len(row), unknown, words))
+    for why, (sid, text, n, unknown, words) in first.items():
+        detail = (
+            f"{n:,} tokens, more than the encoder's {max_tokens}: an edit past the cut would make a copy"
+            if why == "too_long"
+            else f"{unknown} of {words} tokens unknown to the vocabulary: its near-misses would read the same"
+        )
+        log.warning(
+            "%d source sentence(s) left out before pairs are made, e.g. %s (%r...): %s. Fix: shorten or split "
+            "such sentences in the file",
+            dropped[why],
+            sid,
+            text[:60],
+            detail,
+        )
+    return kept, dropped
+
+
+def same_to_encoder(pairs: pd.DataFrame, tokenizer, max_tokens: int = MAX_TOKENS) -> pd.Series:
+    """Per pair, whether its two sides give the encoder the same first `max_tokens` tokens: a near-miss
+    the encoder cannot tell from its source (all False without a tokenizer)."""
+    if tokenizer is None or pairs.empty:
+        return pd.Series(False, index=pairs.index)
+    texts = list(dict.fromkeys([*pairs.sentence1, *pairs.sentence2]))
+    ids = tokenizer(texts, truncation=True, max_length=max_tokens, verbose=False)["input_ids"]
+    seen = {text: tuple(row) for text, row in zip(texts, ids)}
+    return pd.Series([seen[a] == seen[b] for a, b in zip(pairs.sentence1, pairs.sentence2)], index=pairs.index)
+
+
+def _pairs_tokenizer(tokenizer) -> tuple[object | None, str | None]:
+    """(tokenizer, its name for the stats) from a name, a folder or a tokenizer. The default
+    (`PAIRS_TOKENIZER`) falls back to tiny-bert's where its package is missing, with a warning, rather
+    than stop notebook 01; a tokenizer asked for by name must load."""
+    if tokenizer is None or not isinstance(tokenizer, (str, os.PathLike)):
+        return tokenizer, getattr(tokenizer, "name_or_path", None) or (type(tokenizer).__name__ if tokenizer else None)
+    try:
+        return load_tokenizer(tokenizer), str(tokenizer)
+    except BackboneUnavailable as err:
+        if tokenizer != PAIRS_TOKENIZER:
+            raise
+        log.warning("%s; %s's tokenizer judges the sentences instead", err, PAIRS_FALLBACK_TOKENIZER)
+        return load_tokenizer(PAIRS_FALLBACK_TOKENIZER), PAIRS_FALLBACK_TOKENIZER
 
 
 def counts_table(pairs: pd.DataFrame) -> pd.DataFrame:

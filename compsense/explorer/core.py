@@ -31,7 +31,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from compsense.core.encoders import embedding_dim, encode_pooled, load_encoder, offline_status, quiet_transformers
+from compsense.core.encoders import (
+    MOSTLY_UNKNOWN,
+    embedding_dim,
+    encode_pooled,
+    load_encoder,
+    offline_status,
+    quiet_transformers,
+    unknown_count,
+)
 from compsense.core.layout import FINAL, trained_model_dirs, verifiers_root
 from compsense.data.negatives import perturb
 from compsense.verifiers.architectures import (
@@ -200,22 +208,36 @@ def token_map(cache: TextCache, query: str, document: str, include_special: bool
     return M[0, :lq, :ld].numpy().copy(), q.tokens[0], d.tokens[0]
 
 
-def text_notes(cache: TextCache, which: str, text: str, kept: int) -> list[str]:
+def text_notes(cache: TextCache, which: str, text: str, kept: int | Sequence[str]) -> list[str]:
     """What the view must say about one of its sentences (`which`: "A" or "B"; `kept`: its tokens on
-    the map): that it has none, so its scores are placeholders, or that the encoder cut it to its
-    max_seq_length, so the map and every score read only its start."""
-    if kept == 0:
+    the map, or their count): that it has none, so its scores are placeholders; that the encoder cut it
+    to its max_seq_length, so the map and every score read only its start; that some of its tokens are
+    the tokenizer's unknown token, which every unknown piece of text shares ("🐱 🐶" and "🐶 🐱" are both
+    [UNK] [UNK] to MiniLM, pooled cosine 1.000), so a difference there is invisible to every score."""
+    tokens = None if isinstance(kept, int) else list(kept)
+    n_kept = kept if tokens is None else len(tokens)
+    if n_kept == 0:
         return [
             f"sentence {which} has no tokens (empty, or only characters the tokenizer drops): its scores are "
             "placeholders, not judgements; type a sentence"
         ]
+    notes = []
     total, limit = cache.length(text), getattr(cache.encoder, "max_seq_length", None)
     if total is not None and limit and total > limit:
-        return [
+        notes.append(
             f"sentence {which} is {total:,} tokens long, cut to the encoder's max_seq_length of {limit}: the map "
-            f"and every score read only its first {kept} tokens"
-        ]
-    return []
+            f"and every score read only its first {n_kept} tokens"
+        )
+    tokenizer = getattr(cache.encoder, "tokenizer", None)
+    unknown = unknown_count(tokens, tokenizer) if tokens is not None and tokenizer is not None else 0
+    if unknown:
+        mostly = "mostly " if unknown >= MOSTLY_UNKNOWN * n_kept else ""
+        notes.append(
+            f"sentence {which} is {mostly}unknown to the encoder's vocabulary: {unknown} of its {n_kept} tokens "
+            f"({unknown / n_kept:.0%}) are {tokenizer.unk_token}, one placeholder for any text the vocabulary "
+            "lacks (emoji, many non-Latin scripts), so sentences that differ only there score as identical"
+        )
+    return notes
 
 
 def maxsim_matches(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -405,7 +427,7 @@ class Session:
         cols, values = maxsim_matches(M)
         scores = {k: float(v[0]) for k, v in self.scores(encoder, query, [document]).items()}
         entry = self.verifiers.get(explain) if explain else None
-        notes = text_notes(cache, "A", query, len(q_tokens)) + text_notes(cache, "B", document, len(d_tokens))
+        notes = text_notes(cache, "A", query, q_tokens) + text_notes(cache, "B", document, d_tokens)
         alignment, notes = None, notes + self.foreign_notes(encoder) + list(self.problems.values())
         if entry is not None:
             weights = soft_alignment(entry.verifier, M) if entry.encoder is None else None
@@ -433,19 +455,22 @@ class Session:
         pooled cosine and each verifier's score against `sentence`, sorted by pooled cosine
         (highest first). A first row scores the sentence against itself, for scale. `table.attrs["notes"]`
         says what the view must: the sentence was cut to the encoder's length, and how many near-misses
-        differ from it only after the cut (every scorer sees those as the sentence itself)."""
+        differ from it only after the cut or only in unknown tokens (every scorer sees those as the sentence
+        itself)."""
         encoder = encoder or self.default_encoder
         near = perturb(sentence, families=families, seed=seed, max_per_family=max_per_family)
         texts = [sentence] + [n.text for n in near]
         scores = self.scores(encoder, sentence, texts)
         cache = self.cache(encoder)
         kept = [list(tokens) for _, tokens in cache.tokens(texts, False)]
-        notes = text_notes(cache, "A", sentence, len(kept[0]))
+        notes = text_notes(cache, "A", sentence, kept[0])
         hidden = sum(tokens == kept[0] for tokens in kept[1:])
-        if notes and hidden:
+        if hidden:
+            cut = any("cut to the encoder's max_seq_length" in note for note in notes)
+            where = "only after the cut" if cut else "only in unknown tokens (or in what the tokenizer ignores)"
             notes.append(
-                f"{hidden} of {len(near)} near-misses differ from sentence A only after the cut: every score "
-                "reads them as the sentence itself"
+                f"{hidden} of {len(near)} near-misses differ from sentence A {where}: every score reads them as "
+                "the sentence itself"
             )
         rows = pd.DataFrame(
             {
