@@ -237,3 +237,15 @@ def test_a_saved_verifier_reranker_records_and_checks_its_encoder(tmp_path):
     _damage(copy / V.ENCODER_DIR)
     with pytest.raises(DamagedModel, match="encoder/model.safetensors"):
         VerifierReranker.from_pretrained(copy)
+
+
+def test_notebook_02s_evaluation_refuses_a_damaged_checkpoint(tmp_path):
+    from compsense.data.datasets import load_beir
+    from compsense.retrieval.harness import evaluate_runs
+
+    final = _trained(tmp_path)
+    _damage(final)
+    run = {"backbone": "tiny-bert", "variant": "base", "seed": 42, "structural_share": None}
+    runs = pd.DataFrame([{**run, "model": str(final), "model_stamp": "stamp"}])
+    with pytest.raises(DamagedModel, match="A-seed42/final/model.safetensors"):
+        evaluate_runs(runs, [load_beir(_beir_folder(tmp_path / "toy"))], tmp_path)
