@@ -176,28 +176,34 @@ def test_a_fitted_figure_is_exported_to_png_at_the_width_its_panels_need(tmp_pat
 
 
 def _problem_sims(items):
-    """A cosine matrix for notebook 00's texts: 0.990-0.995 inside each anchor's block, 0.1 across."""
+    """A cosine matrix for notebook 00's texts: an anchor at 0.990-0.995 with its own texts, 0.7 between
+    its paraphrase and near-misses, 0.1 across anchors."""
     import numpy as np
 
     from compsense.figures.problem import entries
 
-    blocks = np.array([t["block"] for t in entries(items)])
-    inside = np.equal.outer(blocks, blocks)
-    sims = np.where(inside, 0.990, 0.1) + np.where(inside, 0.005166, 0) * (np.arange(len(blocks)) % 2)
+    texts = entries(items)
+    blocks = np.array([t["block"] for t in texts])
+    anchor = np.array([t["kind"] == "anchor" for t in texts])
+    sims = np.where(np.equal.outer(blocks, blocks), 0.7, 0.1)
+    for a in np.flatnonzero(anchor):
+        for k, other in enumerate(np.flatnonzero((blocks == blocks[a]) & ~anchor)):
+            sims[a, other] = sims[other, a] = 0.995166 if k % 2 else 0.990  # symmetric, as cosines are
     np.fill_diagonal(sims, 1.0)
     return sims
 
 
 def test_problem_heatmap_colours_span_the_cosines_the_text_compares():
     """Issue 52: on [-1, 1] a role swap at 0.995 and its paraphrase at 0.990 were one colour. The scale
-    spans the cosines inside the anchors' blocks, where the text asks for the contrast."""
+    spans each anchor's cosines with its own paraphrase and near-misses, the contrast the text asks for."""
     from compsense.figures.problem import compared_range, entries, examples, heatmap_figure
 
     items = examples()
     sims = _problem_sims(items)
     heat = heatmap_figure(sims, items).data[0]
-    blocks = [t["block"] for t in entries(items)]
-    assert (heat.zmin, heat.zmax) == compared_range(sims, blocks) == pytest.approx((0.990, 0.995166))
+    texts = entries(items)
+    blocks, anchors = [t["block"] for t in texts], [t["kind"] == "anchor" for t in texts]
+    assert (heat.zmin, heat.zmax) == compared_range(sims, blocks, anchors) == pytest.approx((0.990, 0.995166))
     assert heat.zmax - heat.zmin < 0.01  # the whole scale is the 0.005 the text compares
     # numbers inside a block are printed to three decimals, none across blocks; the hover rounds too
     assert heat.text[0][1] in ("0.990", "0.995") and heat.text[0][-1] == "" and "0.995166" not in str(heat.text)

@@ -20,7 +20,7 @@ from compsense.nearmiss.geometry import cosine_matrix, pair_cosines
 
 PARAPHRASE = "paraphrase"
 DECIMALS = 3  # a cosine shown anywhere in notebook 00: enough to tell 0.990 from 0.995, no more
-LABEL_WIDTH = 30  # characters per line of a tick label (the sentences run to 65)
+LABEL_WIDTH = 40  # characters per line of a tick label (a sentence and its label prefix run to 80)
 LABEL_LINES = 2  # lines per tick label; a longer sentence is shortened, its whole text is in the hover
 CHAR_PX = 7  # width of one tick-label character at the figure's font size (12 px), generously
 LINE_PX = 16  # height of one tick-label line
@@ -81,13 +81,13 @@ def wrap_label(text: str, width: int = LABEL_WIDTH, lines: int = LABEL_LINES) ->
     return "<br>".join(wrapped)
 
 
-def compared_range(sims: np.ndarray, blocks: list[int]) -> tuple[float, float]:
-    """(lowest, highest) cosine between two different texts of one anchor's block: the values the
-    notebook asks the reader to compare (a near-miss against the paraphrase). The colour scale spans
+def compared_range(sims: np.ndarray, blocks: list[int], anchors: list[bool]) -> tuple[float, float]:
+    """(lowest, highest) cosine of an anchor with another text of its own block: the values the notebook
+    asks the reader to compare (the anchor's near-misses against its paraphrase). The colour scale spans
     these, so a 0.005 difference is a visible step instead of a shade of one colour."""
-    block = np.asarray(blocks)
-    inside = (block[:, None] == block[None, :]) & ~np.eye(len(block), dtype=bool)
-    values = np.asarray(sims, dtype=float)[inside]
+    block, anchor = np.asarray(blocks), np.asarray(anchors, dtype=bool)
+    compared = (block[:, None] == block[None, :]) & ~np.eye(len(block), dtype=bool) & anchor[:, None]
+    values = np.asarray(sims, dtype=float)[compared]
     low, high = float(values.min()), float(values.max())
     if high - low < 1e-6:  # one value only: any scale shows it; keep plotly's range valid
         low, high = low - 0.01, high + 0.01
@@ -97,14 +97,15 @@ def compared_range(sims: np.ndarray, blocks: list[int]) -> tuple[float, float]:
 def heatmap_figure(sims: np.ndarray, items: list[dict] | None = None):
     """The heatmap of `sims` (pooled cosines between `entries(items)`, in that order).
 
-    Colour: the range of cosines inside the anchors' blocks (`compared_range`), a sequential scale;
-    cosines between different anchors fall below it and are drawn in its darkest colour. Each cell
+    Colour: the range of each anchor's cosines with its own paraphrase and near-misses (`compared_range`),
+    a sequential scale; lower cosines (between different anchors, or a paraphrase against a near-miss)
+    are drawn in its darkest colour. Each cell
     inside a block prints its cosine; the hover gives both whole sentences. Rows are labelled with the
     sentence (wrapped), columns with the block and kind, and the margins are sized from the labels."""
     texts = entries(items)
     blocks = [t["block"] for t in texts]
     sims = np.asarray(sims, dtype=float)
-    low, high = compared_range(sims, blocks)
+    low, high = compared_range(sims, blocks, [t["kind"] == "anchor" for t in texts])
     rows = [f"{t['block']} {t['kind']}: {t['text']}" for t in texts]
     y_labels = [wrap_label(r) for r in rows]
     x_labels = [f"{t['block']} {t['kind']}" for t in texts]
@@ -129,7 +130,7 @@ def heatmap_figure(sims: np.ndarray, items: list[dict] | None = None):
     )
     left, bottom = label_margins(y_labels, x_labels)
     fig.update_layout(
-        title="Pooled cosine; the colours span the cosines inside the anchors' blocks",
+        title="Pooled cosine; the colours span each anchor's cosines with its own texts",
         height=max(700, LINE_PX * LABEL_LINES * len(texts) + bottom + 100),
         margin={"l": left, "b": bottom, "t": 60, "r": 20},
         font={"size": 12},
