@@ -16,10 +16,10 @@ from pathlib import Path
 import yaml
 
 from compsense.core.paths import resolve
-from compsense.core.storage import CorruptFile, read_json
+from compsense.core.storage import CorruptFile
 from compsense.pipeline.profiles import PROFILES, load_profile, params_dir
 from compsense.pipeline.runner import Refused, select_stages
-from compsense.pipeline.stages import stage_key
+from compsense.pipeline.stages import read_summary, stage_key
 
 PIECES_FILE = "pieces.yaml"
 KEYS = {"profile", "only", "set", "makes", "hours", "publishes", "code_note"}
@@ -114,7 +114,7 @@ def last_run(piece: Piece, runs_dir="runs") -> dict | None:
     found = []
     for summary in sorted((resolve(runs_dir) / piece.profile).glob("*/summary.json")):
         try:
-            record = read_json(summary)
+            record = read_summary(summary)
         except (CorruptFile, ValueError):
             continue
         if not piece.made({"profile": piece.profile, **record}):  # under runs/<profile>/: its profile unless it says

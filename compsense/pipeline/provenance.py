@@ -23,7 +23,8 @@ import pandas as pd
 
 from compsense.core.layout import RESULTS
 from compsense.core.paths import repo_root, resolve
-from compsense.core.storage import COMMIT, CorruptFile, read_json, read_table
+from compsense.core.storage import COMMIT, CorruptFile, read_table
+from compsense.pipeline.stages import SUMMARY, read_summary
 
 PROVENANCE_FILE = "provenance.csv"
 # publishes: blank where the row's run was published whole; else the files of it a piece published on its
@@ -57,8 +58,8 @@ def stage_records(work_dir) -> dict[str, dict]:
 
 def run_summary(executed_notebook: Path) -> dict:
     """The summary.json of the run an executed notebook belongs to ({} when there is none)."""
-    path = executed_notebook.parent / "summary.json"
-    return read_json(path) if path.exists() else {}
+    path = executed_notebook.parent / SUMMARY
+    return read_summary(path) if path.exists() else {}
 
 
 def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None = None) -> pd.DataFrame:
@@ -121,7 +122,7 @@ def run_records(run_dir: Path, work_dir) -> dict[str, dict]:
     """{stage: record} of the stages one run finished, as stages.json records them: its record there
     while it is still the stage's last success (it lists the stage's outputs), else one made from the
     run's summary.json (no outputs, so no row commits), so an earlier run of a stage stays publishable."""
-    summary = read_json(Path(run_dir) / "summary.json")
+    summary = read_summary(Path(run_dir) / SUMMARY)
     latest = stage_records(work_dir)
     records = {}
     for stage, done in (summary.get("stages") or {}).items():

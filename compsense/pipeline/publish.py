@@ -48,6 +48,7 @@ from compsense.pipeline.profiles import check_profile_name
 from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, run_records, stage_code_changes, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
 from compsense.pipeline.runner import Refused, run_summaries
+from compsense.pipeline.stages import read_summary
 
 MANIFEST = "published.json"
 FIGURE_SUFFIXES = (".html", ".png")
@@ -136,7 +137,7 @@ def publish(
                 f"{needed}: missing, so {run_dir} is not a finished run. Fix: publish a run "
                 "that `python -m compsense reproduce` finished (it writes both)."
             )
-    summary = read_json(summary_path)
+    summary = read_summary(summary_path)
     profile = profile or summary.get("profile") or run_dir.parent.name
     figures = resolve(summary.get("figures_dir") or Path(summary.get("work_dir") or f"runs/{profile}") / "figures")
     out = resolve(dest)
@@ -170,7 +171,7 @@ def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | o
     summary_path = run_dir / "summary.json"
     if not summary_path.exists():
         raise NothingToPublish(f"{summary_path}: missing, so {run_dir} is not a finished run of piece {name}")
-    summary = read_json(summary_path)
+    summary = read_summary(summary_path)
     if not piece.made(summary):
         raise NothingToPublish(
             f"{run_dir}: not a finished run of piece {name} (its profile, --set overrides or stage status "

@@ -8,17 +8,25 @@ its upstream stages' results, the data files it reads (sizes and hashes), the da
 library versions are all as at its last success, and the files it wrote under work_dir are still
 there with the same sizes; otherwise it runs and says why. A failing stage stops the stages that
 depend on it, keeps everything done so far, and the summary names the failing cell and the command
-to re-run it. One run at a time per profile and work_dir (a lock; a second run is refused), and
-stages.json is re-read and merged under that lock. See docs/promises.md.
+to re-run it (with every --set the run was given). One run at a time per profile and work_dir (a
+lock; a second run is refused), and stages.json is re-read and merged under that lock.
+Before any stage runs, the profile's values are checked against the notebooks' schema
+(compsense.pipeline.schema) and the run's folders against the one guard (`check_run_folders`): never
+the repository's protected folders or a data folder (the profile's own `data_dir` too), never an --out
+that holds an earlier run, and only where a write succeeds and the disk has room, every folder under
+the work_dir that the stages write into included. See docs/promises.md.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import modulefinder
 import os
 import platform
+import shlex
+import shutil
 import socket
 import tempfile
 import time
@@ -41,7 +49,18 @@ from compsense.core.paths import (
 )
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
 from compsense.pipeline.profiles import load_profile, notebook_parameters, parse_override
-from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, data_needs, notebooks, shown, stage_key
+from compsense.pipeline.stages import (
+    DEPENDS_ON,
+    STAGE_DATA,
+    STAGE_WRITES,
+    STATE_RECOVER,
+    SUMMARY,
+    data_needs,
+    notebooks,
+    read_summary,
+    shown,
+    stage_key,
+)
 
 
 def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
@@ -102,6 +121,11 @@ class Refused(RuntimeError):
     the message says why and what to do."""
 
 
+class WriteFailed(OSError):
+    """A file the runner writes itself (summary.json, stages.json, the report) could not be written: a
+    full disk or a folder made read-only during the run; the message names the file and the fix."""
+
+
 def reproduce(
     profile: str,
     only: list[str] | None = None,
@@ -118,7 +142,9 @@ def reproduce(
         raise Refused(str(err)) from None
     stages = select_stages(only)
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
-    figures_dir = check_run_folders(profile, common, out, overrides or ())
+    data_dirs = [v.get("data_dir") for v in profile_data.values() if isinstance(v, dict)]
+    keys = [stage_key(nb) for nb in stages]
+    figures_dir = check_run_folders(profile, common, out, overrides or (), data_dirs, keys)
     profile_dir = resolve(f"runs/{profile}")
     check_stage_data(profile, stages, profile_data)
     with (
@@ -160,14 +186,16 @@ def reproduce(
             if summary["stages"][key]["status"] == "failed":
                 failed.add(key)
         summary["finished"] = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        write_json(run_dir / "summary.json", summary)
-        print(f"summary: {run_dir / 'summary.json'}")
+        with writing(run_dir / SUMMARY):
+            write_json(run_dir / SUMMARY, summary)
+        print(f"summary: {run_dir / SUMMARY}")
         if "work_dir" in common:
             # Late import, on purpose: the report reads the science modules (torch, sentence-transformers:
             # ~6 s to import); loaded only after the stages ran, `reproduce` starts and takes its lock at once.
             from compsense.pipeline.report import build_report
 
-            written = build_report(common["work_dir"], figures_dir, run_dir, summary)
+            with writing(run_dir / "report.md"):
+                written = build_report(common["work_dir"], figures_dir, run_dir, summary)
             print(f"report:  {written['html']}\n         {written['md']}")
     return 1 if failed else 0
 
@@ -180,7 +208,7 @@ def _run_stage(
     merged into it at once, so a later failure or kill keeps it)."""
     import papermill
 
-    key, profile = stage_key(nb), summary["profile"]
+    key = stage_key(nb)
     parts = {
         "code": fingerprint(nb, params, []),
         "upstream": {d: upstream_state(state.get(d)) for d in DEPENDS_ON.get(key, [])},
@@ -216,7 +244,7 @@ def _run_stage(
                 log_output=False,
             )
     except Exception as err:
-        entry = {**_failure(err, nb, output, profile, key, time.time() - started), "reason": why}
+        entry = {**_failure(err, nb, output, summary, key, time.time() - started), "reason": why}
         print(f"  [{key}] FAILED in {entry['cell']}: {entry['error']}\n        re-run from here: {entry['rerun']}")
         return entry, state
     seconds = round(time.time() - started, 1)
@@ -230,7 +258,8 @@ def _run_stage(
         "outputs": written,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    state = record_stage(state_path, key, record)
+    with writing(state_path):
+        state = record_stage(state_path, key, record)
     print(f"  [{key}] ok in {seconds:.0f} s -> {shown(output)}")
     return {"status": "ok", "seconds": seconds, "output": str(output), "reason": why}, state
 
@@ -268,12 +297,18 @@ def check_stage_data(profile: str, stages: list[Path], profile_data: dict) -> No
         raise Refused(f"the data these stages read is not what {profile}'s runs need:\n{lines}")
 
 
-def check_run_folders(profile: str, common: dict, out: str | None, overrides=()) -> Path:
+def check_run_folders(
+    profile: str, common: dict, out: str | None, overrides=(), data_dirs=(), stages: list[str] | None = None
+) -> Path:
     """Where the stages of `profile` write figures: its `figures_dir` (default <work_dir>/figures), never
     the committed figures/ (`make figures` publishes a run's figures there when asked). Refuses to start
-    when the work_dir, --out or that folder is a place no run writes into (`paths.check_not_protected`),
-    then when one of them or runs/<profile> (stages.json and the lock) cannot be written, a read-only
-    folder or disk (`paths.check_can_write` tries a real write before any stage runs)."""
+    when the work_dir, --out or that folder is a place no run writes into (`paths.check_not_protected`,
+    with the profile's own `data_dir` settings: `data_dirs`, as a data folder the environment does not
+    name is one all the same), when --out holds an earlier run (`check_new_run_folder`), then when one of
+    them, runs/<profile> (stages.json and the lock) or a folder under the work_dir that the `stages`
+    (keys; None: all) write into cannot be written, or their disk is full: a read-only folder or disk
+    stops the run here, not at a stage's first write minutes in (`paths.check_can_write` tries a real
+    write; `check_free_space`)."""
     default = f"{common['work_dir']}/figures" if "work_dir" in common else f"runs/{profile}/figures"
     figures_dir = Path(os.path.normpath(resolve(common.get("figures_dir") or default)))
 
@@ -284,26 +319,110 @@ def check_run_folders(profile: str, common: dict, out: str | None, overrides=())
             return f"params/{profile}.yaml: `{key}` not set (default {default})"
         return f"params/{profile}.yaml: `{key}: {common.get(key)}`"
 
+    also = [d for d in data_dirs if d]
     try:
         if "work_dir" in common:
-            check_not_protected(common["work_dir"], setting("work_dir"), f"use runs/{profile}")
+            check_not_protected(common["work_dir"], setting("work_dir"), f"use runs/{profile}", also=also)
         if out:
             fix = f"leave --out out (a new folder under runs/{profile}/) or name one there"
-            check_not_protected(out, f"--out {out}", fix)
+            check_not_protected(out, f"--out {out}", fix, also=also)
+            check_new_run_folder(out, profile)
         fix = f"set `figures_dir: {default}` (the run's own folder), then `make figures` copies the latest run's"
-        check_not_protected(figures_dir, setting("figures_dir"), f"{fix} figures and tables into figures/")
+        check_not_protected(figures_dir, setting("figures_dir"), f"{fix} figures and tables into figures/", also=also)
         check_can_write(f"runs/{profile}", f"runs/{profile} (stages.json and the run lock)", MAKE_WRITABLE)
         if "work_dir" in common:
             fix = f"{MAKE_WRITABLE}, or set work_dir to a folder you can write"
             check_can_write(common["work_dir"], setting("work_dir"), fix)
+            for folder, keys in stage_folders(resolve(common["work_dir"]), stages).items():
+                check_can_write(folder, f"{setting('work_dir')}: {folder} (stage {', '.join(keys)} writes there)", fix)
         if out:
             check_can_write(out, f"--out {out}", f"{MAKE_WRITABLE}, or pass --out a folder you can write")
         check_can_write(
             figures_dir, f"{setting('figures_dir')} (figures folder)", f"{MAKE_WRITABLE}, or set figures_dir"
         )
+        for folder, what in {
+            resolve(common["work_dir"]) if "work_dir" in common else None: setting("work_dir"),
+            resolve(out) if out else resolve(f"runs/{profile}"): f"--out {out}" if out else f"runs/{profile}",
+            figures_dir: setting("figures_dir"),
+        }.items():
+            if folder is not None:
+                check_free_space(folder, what)
     except PermissionError as err:
         raise Refused(str(err)) from None
     return figures_dir
+
+
+def stage_folders(work_dir: Path, stages: list[str] | None = None) -> dict[Path, list[str]]:
+    """{folder: the stages that write into it} for the folders under `work_dir` that `stages` (keys;
+    None: every stage) write into (`stages.STAGE_WRITES`), each followed by every folder already below
+    it: a read-only model or results folder deep down refuses the run up front. A folder given as a
+    link is checked, not walked (the link may lead anywhere)."""
+    keys = stages if stages is not None else list(STAGE_WRITES)
+    found: dict[Path, list[str]] = {}
+    for key in keys:
+        for name in STAGE_WRITES.get(key, sorted({n for names in STAGE_WRITES.values() for n in names})):
+            top = work_dir / name
+            walked = top.is_dir() and not top.is_symlink()
+            below = sorted(Path(parent) / sub for parent, subs, _ in os.walk(top) for sub in subs) if walked else []
+            for folder in [top, *below]:
+                found.setdefault(folder, []).append(key)
+    return found
+
+
+MIN_FREE_BYTES = 100 * 2**20  # less free space than this where a run writes: refused before any stage runs
+FREE_SPACE_FIX = "free space on that disk, or set work_dir, figures_dir (or --out) to a folder on another disk"
+
+
+def check_free_space(folder: Path, what: str) -> None:
+    """PermissionError (as `check_can_write` words a refusal) when the disk that holds `folder` (or the
+    nearest folder above it that exists) has under MIN_FREE_BYTES free: a full disk is named with its
+    path before a stage runs, not met as a bare "[Errno 28] No space left on device" minutes in."""
+    probe = next((p for p in (folder, *folder.parents) if p.exists()), folder)
+    free = shutil.disk_usage(probe).free
+    if free < MIN_FREE_BYTES:
+        raise PermissionError(
+            f"{what}: the disk that holds {folder} has {free / 2**20:.1f} MiB free (a run needs at least "
+            f"{MIN_FREE_BYTES // 2**20} MiB). Fix: {FREE_SPACE_FIX}"
+        )
+
+
+# What a run folder holds once a run wrote it: its record, report, tables and executed notebooks.
+RUN_RECORDS = (SUMMARY, "report.md", "report.html", "tables")
+
+
+def check_new_run_folder(out: str, profile: str) -> None:
+    """Refused when `--out` holds an earlier run's records (its summary.json, report, tables or executed
+    notebooks) or earlier runs' folders: this run would replace that run's record and report with its
+    own, which may hold one stage where that one held seven. A run always gets a folder of its own."""
+    folder = resolve(out)
+    if not folder.is_dir():
+        return
+    kept = [name for name in RUN_RECORDS if (folder / name).exists()] + sorted(p.name for p in folder.glob("*.ipynb"))
+    runs = sorted(p.parent.name for p in folder.glob(f"*/{SUMMARY}"))
+    if kept or runs:
+        what = f"an earlier run's records ({_few(kept)})" if kept else f"earlier runs ({_few(runs)})"
+        raise Refused(
+            f"--out {out}: {folder} holds {what}, which this run would overwrite. Fix: leave --out out (a new "
+            f"folder under runs/{profile}/), or pass --out a folder that does not exist yet"
+        )
+
+
+def _few(names: list[str], n: int = 4) -> str:
+    return ", ".join(names[:n]) + (", ..." if len(names) > n else "")
+
+
+@contextmanager
+def writing(path: Path):
+    """Re-raise an OSError from writing `path` (a full disk, a folder made read-only since the start) as
+    WriteFailed naming the file and the fix: the bare error of a write() names no path."""
+    try:
+        yield
+    except OSError as err:
+        if isinstance(err, WriteFailed) or err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+            raise
+        also = f" ({err.filename})" if err.filename and str(err.filename) != str(path) else ""
+        fix = FREE_SPACE_FIX if err.errno in (errno.ENOSPC, errno.EDQUOT) else MAKE_WRITABLE
+        raise WriteFailed(err.errno, f"{err.strerror}: could not write {path}{also}. Fix: {fix}") from None
 
 
 def select_stages(only: list[str] | None) -> list[Path]:
@@ -547,7 +666,7 @@ def run_summaries(runs_root: Path):
     of the runs' records that `next_run_sequence` and `publish.latest_run` share."""
     for path in sorted(runs_root.glob("*/*/summary.json")) if runs_root.is_dir() else []:
         try:
-            record = read_json(path)
+            record = read_summary(path)
             sequence = int(record.get("sequence") or 0)  # 0: a run from before runs were numbered
             work_dir = resolve(record["work_dir"]) if record.get("work_dir") else None
         except (CorruptFile, AttributeError, TypeError, ValueError):
@@ -571,12 +690,6 @@ def next_run_sequence(profile_dir: Path, work_dir: Path | None = None) -> int:
         if run.parent == profile_dir or (same is not None and theirs == same):
             numbers.append(sequence)
     return max(numbers) + 1
-
-
-STATE_RECOVER = (
-    "delete it (or restore a copy): every stage then runs once more, and stages that keep their own "
-    "checkpoints (training) resume from them"
-)
 
 
 def read_state(path: Path) -> dict:
@@ -605,16 +718,40 @@ def record_stage(path: Path, key: str, record: dict) -> dict:
     return state
 
 
-def _failure(err: Exception, nb: Path, output: Path, profile: str, key: str, seconds: float) -> dict:
+def _failure(err: Exception, nb: Path, output: Path, summary: dict, key: str, seconds: float) -> dict:
     cell = getattr(err, "exec_count", None)
     cell_index = getattr(err, "cell_index", None)
     where = f"cell {cell_index}" if cell_index is not None else f"execution count {cell}" if cell else "setup"
+    error = f"{getattr(err, 'ename', type(err).__name__)}: {getattr(err, 'evalue', str(err))}"
     return {
         "status": "failed",
         "seconds": round(seconds, 1),
         "cell": where,
-        "error": f"{getattr(err, 'ename', type(err).__name__)}: {getattr(err, 'evalue', str(err))}"[:500],
+        "error": (error + disk_full_note(err, error, summary))[:800],
         "output": str(output),
         "traceback": traceback.format_exception_only(type(err), err)[-1][:2000],
-        "rerun": f"python -m compsense reproduce --profile {profile} --only {key}",
+        "rerun": rerun_command(summary["profile"], key, summary.get("overrides") or ()),
     }
+
+
+def rerun_command(profile: str, key: str, overrides=()) -> str:
+    """The command that runs stage `key` again as this run ran it: every --set it was given (without
+    them, following the hint would run another configuration), no --out (a run gets a new folder)."""
+    sets = "".join(f" --set {shlex.quote(o)}" for o in overrides)
+    return f"python -m compsense reproduce --profile {profile} --only {key}{sets}"
+
+
+def disk_full_note(err: Exception, error: str, summary: dict) -> str:
+    """For a stage that failed on a full disk: the folders it writes into and the space free on each,
+    since the kernel's "[Errno 28] No space left on device" names no path; "" for any other error."""
+    full = getattr(err, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or any(
+        f"[Errno {n}]" in error for n in (errno.ENOSPC, errno.EDQUOT)
+    )
+    if not full:
+        return ""
+    folders = {summary.get("work_dir"), summary.get("figures_dir"), summary.get("run_dir")} - {None}
+    where = []
+    for folder in sorted(folders):
+        probe = next((p for p in (Path(folder), *Path(folder).parents) if p.exists()), Path(folder))
+        where.append(f"{folder} ({shutil.disk_usage(probe).free / 2**20:.1f} MiB free)")
+    return f" -- the disk is full where the stage writes: {', '.join(where)}. Fix: {FREE_SPACE_FIX}"

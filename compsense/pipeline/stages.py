@@ -3,14 +3,17 @@ local dataset folders each one reads (`data_needs`: what the data check, compsen
 
 Why a module of its own: the runner, doctor and the time estimate all need the list of stages, and
 the report (which the runner writes) reads the estimate; with the list here, none of them imports
-another to learn it.
+another to learn it. The folders under the work_dir each stage writes (`STAGE_WRITES`) and the reading
+of a run's record (`read_summary`) live here for the same reason.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from compsense.core.layout import CACHE, MODELS, NEGATIVES, RESULTS, VERIFIERS
 from compsense.core.paths import repo_root
+from compsense.core.storage import CorruptFile, read_json
 
 # Which stages read another stage's files (by notebook prefix). 00 and 06 (the explorer) stand alone.
 DEPENDS_ON = {"01": [], "02": ["01"], "03": ["01", "02"], "04": ["01", "02"], "05": ["02", "04"]}
@@ -60,3 +63,42 @@ def data_needs(stage_params: dict) -> tuple[dict[str, set[str]], object, object]
         for name in map(str, names):
             needs.setdefault("nanobeir" if name.lower().startswith("nano") else name, set()).add(stage_key(nb))
     return needs, data_dir, nq_path
+
+
+# The folders under the work_dir each stage writes into (compsense.core.layout's names): where the
+# runner's up-front check tries a write, in each and in every folder already below it, so a read-only
+# one stops a run before it starts. A stage not listed here: every one of them.
+STAGE_WRITES = {
+    "00": (),
+    "01": (NEGATIVES,),  # pairs, triplets, purity
+    "02": (MODELS, RESULTS),  # trainings (their model cards too, when reused), retrieval and near-miss tables
+    "03": (RESULTS,),
+    "04": (VERIFIERS, RESULTS, CACHE),  # verifiers, their tables, token-embedding caches
+    "05": (RESULTS, CACHE),  # rerank tables, the corpus embedding cache
+    "06": (),
+}
+
+# ---------------------------------------------------------------------------------------------
+# The runner's records: stages.json (each stage's last success, per profile) and a run's summary.json
+# (in its run folder, written when the run ends). How to recover from a damaged one, said once here.
+
+STATE_RECOVER = (
+    "delete it (or restore a copy): every stage then runs once more, and stages that keep their own "
+    "checkpoints (training) resume from them"
+)
+
+SUMMARY = "summary.json"
+SUMMARY_RECOVER = (
+    "it is the record `python -m compsense reproduce` writes when a run ends (no notebook writes it): "
+    "restore a copy, or run that command again (a new run folder; stages that are unchanged are skipped) "
+    "and use the new run"
+)
+
+
+def read_summary(path) -> dict:
+    """A run's summary.json; a damaged one raises CorruptFile naming it and SUMMARY_RECOVER (the
+    default fix, "re-run the notebook that writes it", does not apply: the runner writes it)."""
+    record = read_json(path, recover=SUMMARY_RECOVER)
+    if not isinstance(record, dict):
+        raise CorruptFile(f"{path}: not a run record (expected a mapping). Fix: {SUMMARY_RECOVER}")
+    return record
