@@ -30,8 +30,9 @@ import pandas as pd
 from compsense.core.encoders import BACKBONES
 from compsense.core.layout import RESULTS, trained_model_dirs, verifiers_root
 from compsense.core.paths import repo_root, resolve
+from compsense.core.storage import CorruptFile, read_json, read_table
 from compsense.pipeline.profiles import stage_parameters
-from compsense.pipeline.stages import shown, stage_key
+from compsense.pipeline.stages import STATE_RECOVER, SUMMARY, read_summary, shown, stage_key
 from compsense.retrieval.training import TrainConfig, plan_runs
 from compsense.verifiers.study import size_plan
 
@@ -192,7 +193,7 @@ def run_sizes(work: Path) -> dict[str, tuple[int, int]]:
     for name in ("retrieval", "rerank"):
         path = work / RESULTS / f"{name}.parquet"
         if path.exists():
-            table = pd.read_parquet(path, columns=["dataset", "n_queries", "n_docs"]).dropna().drop_duplicates()
+            table = read_table(path)[["dataset", "n_queries", "n_docs"]].dropna().drop_duplicates()
             sizes.update({r.dataset: (int(r.n_queries), int(r.n_docs)) for r in table.itertuples()})
     return sizes
 
@@ -247,7 +248,7 @@ def _train_rates(work: Path, device: str) -> list[dict]:
 
 
 def _from_done(path: Path, run_dev: str):
-    d = json.loads(path.read_text())
+    d = read_json(path)
     cfg, seconds = d.get("config", {}), d.get("duration_s") or 0
     units = (
         d["triplets_per_s"] * seconds
@@ -264,16 +265,25 @@ def _from_log(folder: Path, run_dev: str):
     log, cfg_path = folder / "train_log.jsonl", folder / "run_config.json"
     if not (log.exists() and cfg_path.exists()):
         return None
-    recs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    recs = [r for r in map(_json_line, log.read_text(errors="replace").splitlines()) if r is not None]
     starts = [i for i, r in enumerate(recs) if r.get("event") in ("start", "resume")]
     session = recs[starts[-1] :] if starts else recs
     steps = [r for r in session if "step" in r and "loss" in r]
     if len(steps) < 2:
         return None
-    recipe = json.loads(cfg_path.read_text())["recipe"]
+    recipe = read_json(cfg_path)["recipe"]
     seconds = (datetime.fromisoformat(steps[-1]["time"]) - datetime.fromisoformat(steps[0]["time"])).total_seconds()
     units = (steps[-1]["step"] - steps[0]["step"]) * recipe["batch_size"] * session[0].get("world_size", 1)
     return (units, seconds, recipe, "train_log.jsonl", run_dev) if seconds > 0 and units > 0 else None
+
+
+def _json_line(line: str) -> dict | None:
+    """One record of an append-only log; None for a blank line or one a killed writer left half-written."""
+    try:
+        record = json.loads(line) if line.strip() else None
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[dict]:
@@ -281,7 +291,7 @@ def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[dict]
     rows = []
     # verifiers/<train_data>-<size>/seed<s>/<name>-<regime>/verifier.json (older runs: verifiers/<name>-<regime>/)
     for path in sorted(verifiers_root(work).glob("**/verifier.json")):
-        d = json.loads(path.read_text())
+        d = read_json(path)
         h = d.get("history", {})
         if not h.get("trained") or not h.get("seconds") or not h.get("examples_seen"):
             continue
@@ -310,7 +320,7 @@ def _verifier_component(name: str, regime: str, size: str = "small") -> str:
 def _executions(work: Path, summary_json=None) -> list[dict]:
     """Finished executed notebooks (oldest first): stage, parameters, duration, training-cell seconds."""
     if summary_json:
-        summary = json.loads(Path(summary_json).read_text())
+        summary = read_summary(Path(summary_json))
         outs = [Path(s.get("output") or s.get("last_output") or "") for s in summary.get("stages", {}).values()]
         # the runner records absolute paths, maybe of another checkout: prefer the copy beside summary_json
         mapped = [Path(summary_json).resolve().parent.parent / p.parent.name / p.name for p in outs]
@@ -319,7 +329,7 @@ def _executions(work: Path, summary_json=None) -> list[dict]:
         paths = sorted(work.glob("*/[0-9][0-9]_*.ipynb"))
     execs = []
     for path in (p for p in paths if p.is_file()):
-        nb = json.loads(path.read_text())
+        nb = read_json(path)
         pm = nb.get("metadata", {}).get("papermill", {})
         if pm.get("duration") is None or pm.get("exception"):
             continue
@@ -406,11 +416,11 @@ def run_device(work: Path) -> str:
     """The device the run recorded: rerank_cost.parquet's column, else the torch build in DONE.json."""
     cost = work / RESULTS / "rerank_cost.parquet"
     if cost.exists():
-        devices = sorted(pd.read_parquet(cost, columns=["device"]).device.dropna().astype(str).unique())
+        devices = sorted(read_table(cost)["device"].dropna().astype(str).unique())
         if devices:
             return f"{', '.join(devices)} (the run's device, recorded in {shown(cost)})"
     for done in sorted(p / "DONE.json" for p in trained_model_dirs(work) if (p / "DONE.json").exists()):
-        device = _cpu_build(json.loads(done.read_text()), f"in {shown(done)}")
+        device = _cpu_build(read_json(done), f"in {shown(done)}")
         if device:
             return device
     return "not recorded"
@@ -440,13 +450,19 @@ def published_measurements(tables_dir=None) -> tuple[pd.DataFrame, dict]:
             f"{rates_path}: no published measurements. Fix: pass --from runs/<profile> (a run's work_dir), "
             "or publish a run with `make figures`"
         )
-    rates = pd.read_csv(rates_path, dtype={"stage": str, "component": str, "backbone": object, "source": str})
-    rates["settings"] = [json.loads(v) if isinstance(v, str) and v else {} for v in rates.get("settings", [])]
-    rates["backbone"] = rates.backbone.astype(object).where(rates.backbone.notna(), None)
-    sizes = {}
-    if sizes_path.exists():
-        table = pd.read_csv(sizes_path, dtype={"dataset": str})
-        sizes = {r.dataset: (int(r.n_queries), int(r.n_docs)) for r in table.itertuples()}
+    try:
+        rates = pd.read_csv(rates_path, dtype={"stage": str, "component": str, "backbone": object, "source": str})
+        rates["settings"] = [json.loads(v) if isinstance(v, str) and v else {} for v in rates.get("settings", [])]
+        rates["backbone"] = rates.backbone.astype(object).where(rates.backbone.notna(), None)
+        sizes = {}
+        if sizes_path.exists():
+            table = pd.read_csv(sizes_path, dtype={"dataset": str})
+            sizes = {r.dataset: (int(r.n_queries), int(r.n_docs)) for r in table.itertuples()}
+    except (ValueError, KeyError, AttributeError, UnicodeDecodeError) as err:  # pandas' ParserError is a ValueError
+        raise CorruptFile(
+            f"{rates_path} or {sizes_path.name}: not the table the report publishes ({type(err).__name__}: {err}). "
+            f"Fix: restore them (git checkout -- {shown(folder)}), or pass --from runs/<profile> (a run's work_dir)"
+        ) from None
     return rates, sizes
 
 
@@ -493,7 +509,7 @@ def estimate(
     of its model on its device. rates: rates measured elsewhere, cite them:
     {(stage, component, backbone or None): {"rate": units/s, "device": ..., "source": ...}}.
     """
-    measured_elsewhere = {**(_bench_rate(bench) if bench else {}), **_check_rates(rates or {})}
+    measured_elsewhere = _check_rates({**(_bench_rate(bench) if bench else {}), **(rates or {})})
     if work_dir is None:
         measured, sizes = published_measurements(tables_dir)
     else:
@@ -596,7 +612,7 @@ def _scaled(u: dict, same: pd.DataFrame, done, overrides: dict) -> dict:
 
 def _bench_rate(path) -> dict:
     path = resolve(path)
-    data = json.loads(path.read_text())
+    data = read_json(path, recover=f"write it again with benchmarks/bench_training.py --out {path.name}")
     missing = [k for k in ("model", "device", "compsense_triplets_per_s") if k not in data]
     if missing:
         raise ValueError(f"{path}: missing {missing}; write it with benchmarks/bench_training.py --out {path.name}")
@@ -614,6 +630,36 @@ def _bench_rate(path) -> dict:
     }
 
 
+def parse_rates(specs, device=None, source=None) -> dict:
+    """`estimate --rate STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S` values as `estimate(rates=)` takes them;
+    ValueError in one line naming the --rate and what it should be (a stage and component of UNITS, a
+    rate > 0: a negative one would price work at negative seconds)."""
+    rates = {}
+    for spec in specs:
+        key, _, value = str(spec).partition("=")
+        parts = key.split("/")
+        if len(parts) not in (2, 3) or not value.strip():
+            raise ValueError(
+                f"--rate {spec!r}: expected STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S, e.g. 02/train/minilm-l6=2322"
+            )
+        stage, component = parts[0], parts[1]
+        if (stage, component.split()[0] if component.strip() else "") not in UNITS:
+            known = ", ".join(f"{s}/{c}" for s, c in UNITS)
+            raise ValueError(f"--rate {spec!r}: no component {stage}/{component}; the components are {known}")
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = math.nan
+        if not (math.isfinite(rate) and rate > 0):
+            raise ValueError(f"--rate {spec!r}: the rate must be a number of units per second > 0, got {value!r}")
+        rates[(stage, component, parts[2] if len(parts) == 3 else None)] = {
+            "rate": rate,
+            "device": device,
+            "source": source,
+        }
+    return rates
+
+
 def _check_rates(rates: dict) -> dict:
     for key, r in rates.items():
         if not (isinstance(r, dict) and r.get("rate") and r.get("source") and r.get("device")):
@@ -621,6 +667,9 @@ def _check_rates(rates: dict) -> dict:
                 f"rates[{key!r}] = {r!r}: a rate measured elsewhere needs 'rate', 'device' and "
                 "'source' (cite the measurement)"
             )
+        rate = r["rate"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (math.isfinite(rate) and rate > 0):
+            raise ValueError(f"rates[{key!r}]: the rate must be a number of units per second > 0, got {rate!r}")
     return rates
 
 
@@ -715,10 +764,11 @@ def stage_comparison(est: pd.DataFrame, work_dir) -> pd.DataFrame:
     """Estimated seconds per stage beside the recorded ones: stages.json (latest success, which may
     have skipped finished work) and the slowest ok execution in the run folders' summary.json."""
     work = resolve(work_dir)
-    state = json.loads((work / "stages.json").read_text()) if (work / "stages.json").exists() else {}
+    path = work / "stages.json"
+    state = read_json(path, recover=STATE_RECOVER) if path.exists() else {}
     slowest: dict[str, float] = {}
-    for path in work.glob("*/summary.json"):
-        for k, s in json.loads(path.read_text()).get("stages", {}).items():
+    for path in work.glob(f"*/{SUMMARY}"):
+        for k, s in read_summary(path).get("stages", {}).items():
             if s.get("status") == "ok":
                 slowest[k] = max(slowest.get(k, 0.0), s["seconds"])
     per = est.iloc[:-1].groupby("stage").seconds.sum(min_count=1)
@@ -737,8 +787,8 @@ def stage_comparison(est: pd.DataFrame, work_dir) -> pd.DataFrame:
 
 def measured_profile(work_dir) -> str | None:
     """The profile the run in work_dir ran (from its summaries), or None."""
-    for path in sorted(resolve(work_dir).glob("*/summary.json"), reverse=True):
-        return json.loads(path.read_text()).get("profile")
+    for path in sorted(resolve(work_dir).glob(f"*/{SUMMARY}"), reverse=True):
+        return read_summary(path).get("profile")
     return None
 
 

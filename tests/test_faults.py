@@ -511,3 +511,154 @@ def test_a_profile_dataset_given_by_path_is_checked_against_the_release(tmp_path
     corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[:6]))  # half the corpus
     cut = {c.what: c for c in release.data_checks(*data_needs(stage), manifest=manifest)}["data scifact"]
     assert cut.altered and str(corpus.resolve()) in cut.detail and "(stages 02)" in cut.detail
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 51: every writer behind one guard; the runner's own errors in one line with the fix
+
+
+def test_an_out_holding_an_earlier_run_is_refused_and_the_run_kept(project, capsys):
+    earlier = project / "runs/smoke/done"
+    earlier.mkdir(parents=True)
+    record = {"profile": "smoke", "stages": {k: {"status": "ok"} for k in ("01", "02", "03", "04", "05", "06", "07")}}
+    (earlier / "summary.json").write_text(json.dumps(record))
+    (earlier / "report.md").write_text("# the earlier run's report\n")
+    assert cli(["reproduce", "--profile", "smoke", "--only", "01", "--out", str(earlier)]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert f"--out {earlier}: {earlier} holds an earlier run's records (summary.json, report.md)" in err, err
+    assert "Fix: leave --out out" in err
+    assert json.loads((earlier / "summary.json").read_text()) == record  # seven stages, untouched
+    assert not (project / "runs/smoke/stages.json").exists()  # refused before any stage ran
+    # a folder of runs (runs/smoke itself) is refused too; a new folder is not
+    (project / "runs/smoke/other").mkdir()
+    with pytest.raises(runner.Refused, match=r"holds earlier runs \(done\)"):
+        runner.check_new_run_folder(str(project / "runs/smoke"), "smoke")
+    runner.check_new_run_folder(str(project / "runs/smoke/new"), "smoke")
+
+
+def _unwritable_inside(folder: Path) -> Path:
+    """`folder` made a place nothing can be written in: read-only, or, as root (whom file modes do not
+    stop), a link to sysfs, which refuses new entries to everyone."""
+    if os.geteuid() != 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o555)
+        return folder
+    if not os.path.isdir("/sys/fs"):
+        pytest.skip("root without sysfs: no folder here refuses a write")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.symlink_to("/sys/fs", target_is_directory=True)
+    return folder
+
+
+def test_a_read_only_folder_a_stage_writes_under_the_work_dir_refuses_the_run_up_front(project, capsys):
+    negatives = _unwritable_inside(project / "runs/smoke/negatives")  # stage 01 writes negatives/pairs.txt
+    assert cli(["reproduce", "--profile", "smoke"]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert f"{negatives} (stage 01 writes there): cannot write in {negatives}" in err and "Fix: make it" in err, err
+    assert not (project / "runs/smoke/stages.json").exists()  # refused before any stage ran
+    # deeper down too: a read-only folder below one a stage writes into
+    if os.geteuid() != 0:
+        negatives.chmod(0o755)
+    else:
+        negatives.unlink()
+    deep = _unwritable_inside(project / "runs/smoke/negatives/old/deeper")
+    with pytest.raises(runner.Refused, match=rf"{deep} \(stage 01 writes there\): cannot write in {deep}"):
+        runner.reproduce("smoke")
+
+
+def test_a_work_dir_inside_the_profiles_own_data_dir_is_refused(project, tmp_path, monkeypatch):
+    """The guard protects the data folder a profile names, not only $COMPSENSE_DATA_DIR and shared/data."""
+    monkeypatch.delenv("COMPSENSE_DATA_DIR")
+    data = tmp_path / "elsewhere" / "data"
+    (data / "mrpc").mkdir(parents=True)
+    nb = project / "notebooks" / "01_first.ipynb"
+    write_notebook(nb, "pass")
+    book = json.loads(nb.read_text())
+    book["cells"][0]["source"] = "value = 1\nwork_dir = 'runs/smoke'\ndata_dir = None\nfigures_dir = None"
+    nb.write_text(json.dumps(book))
+    for work_dir, figures_dir in [(str(data / "runs"), None), ("runs/smoke", str(data / "figures"))]:
+        common = {"value": 2, "work_dir": work_dir, "data_dir": str(data)}
+        common.update({"figures_dir": figures_dir} if figures_dir else {})
+        (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": common}))
+        with pytest.raises(runner.Refused, match=rf"is inside {data}, which a run must not write into"):
+            runner.reproduce("smoke")
+    assert sorted(p.name for p in data.iterdir()) == ["mrpc"]  # nothing written into the data folder
+
+
+def test_a_full_disk_is_named_with_its_path_before_a_stage_runs(project, monkeypatch, capsys):
+    full = shutil.disk_usage(project)._replace(free=4096)
+    monkeypatch.setattr(runner.shutil, "disk_usage", lambda path: full)
+    assert cli(["reproduce", "--profile", "smoke"]) == 2
+    err = _one_line(capsys.readouterr().err)
+    work = project / "runs/smoke"
+    assert f"the disk that holds {work} has 0.0 MiB free" in err and "Fix: free space on that disk" in err, err
+    assert not (work / "stages.json").exists()
+
+
+def test_a_write_of_the_runners_own_files_that_fails_names_the_file(tmp_path, capsys):
+    path = tmp_path / "run" / "summary.json"
+    with pytest.raises(runner.WriteFailed, match=rf"No space left on device: could not write {path}\. Fix: free"):
+        with runner.writing(path):
+            raise OSError(28, "No space left on device")  # what write() raises: no file name
+    with pytest.raises(ZeroDivisionError):  # anything else passes through as it was
+        with runner.writing(path):
+            raise ZeroDivisionError
+
+
+FULL_DISK_STAGE = (
+    "import errno, os\n"
+    "if value < 0:\n"
+    "    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a write() on a full disk raises it"
+)
+
+
+@pytest.mark.slow
+def test_a_stage_failing_on_a_full_disk_names_where_it_writes_and_the_hint_repeats_every_set(project, capsys):
+    write_notebook(project / "notebooks" / "02_second.ipynb", FULL_DISK_STAGE)
+    sets = ["common.value=-1", "common.work_dir=runs/smoke"]
+    assert runner.reproduce("smoke", out="runs/smoke/full", overrides=sets) == 1
+    failed = summary(project, "full")["stages"]["02"]
+    assert failed["status"] == "failed" and "No space left on device" in failed["error"]
+    work = project / "runs/smoke"
+    assert f"the disk is full where the stage writes: {work} (" in failed["error"] and "MiB free)" in failed["error"]
+    hint = (
+        "python -m compsense reproduce --profile smoke --only 02 --set common.value=-1 --set common.work_dir=runs/smoke"
+    )
+    assert failed["rerun"] == hint
+    assert f"re-run from here: {hint}" in capsys.readouterr().out
+
+
+def test_a_damaged_summary_json_names_the_command_that_writes_it(tmp_path):
+    from compsense import estimate as E
+    from compsense.pipeline import publish
+
+    run = tmp_path / "runs" / "smoke" / "20260101-000000"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text('{"profile": "smo')
+    (run / "report.md").write_text("# report\n")
+    for read in (
+        lambda: publish.publish(run=run, dest=tmp_path / "figures"),
+        lambda: E.measured_rates(run.parent, run / "summary.json"),
+    ):
+        with pytest.raises(io.CorruptFile) as err:
+            read()
+        text = str(err.value)
+        assert "summary.json: not readable JSON" in text and "python -m compsense reproduce" in text, text
+        assert "re-run the notebook" not in text  # no notebook writes it
+
+
+def test_damaged_result_tables_read_by_the_report_and_estimate_are_named_with_the_fix(tmp_path):
+    from compsense import estimate as E
+    from compsense.pipeline import report
+
+    results = tmp_path / "work" / "results"
+    table = io.write_table(
+        pd.DataFrame({"dataset": ["scifact"], "n_queries": [3], "n_docs": [6], "value": [0.5]}),
+        results / "retrieval.parquet",
+    )
+    assert E.run_sizes(tmp_path / "work") == {"scifact": (3, 6)}
+    _cut(table)
+    with pytest.raises(io.CorruptFile, match=r"retrieval\.parquet: not a readable \.parquet table .*Fix: delete it"):
+        E.run_sizes(tmp_path / "work")
+    with pytest.raises(io.CorruptFile, match=r"retrieval\.parquet: not a readable \.parquet table .*Fix: delete it"):
+        report.build_report(tmp_path / "work", tmp_path / "figs", tmp_path / "run", {"profile": "smoke", "stages": {}})

@@ -23,7 +23,7 @@ import pandas as pd
 from compsense.core.layout import purity_file
 from compsense.core.machine import machine
 from compsense.core.paths import git_commit, resolve
-from compsense.core.storage import COMMIT, atomic_path, write_text
+from compsense.core.storage import COMMIT, atomic_path, read_table, write_text
 from compsense.estimate import report_sections
 from compsense.nearmiss.evaluation import SEPARATION_FILE
 from compsense.pipeline.stages import shown as _where
@@ -112,9 +112,7 @@ def build_report(
     profile = (summary or {}).get("profile")
     results = work / "results"
     tables = {
-        name: pd.read_parquet(results / f"{name}.parquet")
-        for name, _ in SECTIONS
-        if (results / f"{name}.parquet").exists()
+        name: read_table(results / f"{name}.parquet") for name, _ in SECTIONS if (results / f"{name}.parquet").exists()
     }
 
     answer: list[Block] = []
@@ -192,7 +190,7 @@ def _written(title: str, path: Path, name: str, note: str = "", missing: str | N
     whole to tables/<name>.csv; when there is none, a section saying so (`missing`, with the notebook
     that writes it and `{where}` for the path), or nothing."""
     if path.exists():
-        return [Block(title, text=note, table=pd.read_parquet(path), name=name, source=_where(path))]
+        return [Block(title, text=note, table=read_table(path), name=name, source=_where(path))]
     return [Block(title, text=missing.format(where=_where(path), file=path.name))] if missing else []
 
 
@@ -225,7 +223,7 @@ def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
             "As notebook 02 wrote it. auc_gain: held-out near-miss AUC (pooled cosine, the paper's families) "
             "minus Model A's of the same seed, mean over seeds."
         )
-        variants = pd.read_parquet(variants_path)
+        variants = read_table(variants_path)
         blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants", source=_where(variants_path)))
     blocks += _written(
         "Dose-response points",
