@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         # What a user can cause (a wrong path, a damaged file, a bad value) ends in one line that
         # names it and the fix; --debug shows where it was raised. Anything else is a bug: traceback.
-        if args.debug or not isinstance(err, _user_errors()):
+        if args.debug or not (isinstance(err, _user_errors()) or _disk_error(err)):
             raise
         print(f"compsense {args.command}: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
@@ -142,11 +142,32 @@ def main(argv: list[str] | None = None) -> int:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """The errors a user's input causes; imported only when one is raised (the CLI starts light).
-    DataError (a bad dataset row) is a ValueError."""
+    DataError (a bad dataset row) and a profile value the schema refuses are ValueErrors;
+    BackboneUnavailable is a model name that cannot be loaded here (its message names the offline ones);
+    WriteFailed, a file of the runner's own that a full disk refused (it names the file)."""
+    from compsense.core.encoders import BackboneUnavailable
     from compsense.core.storage import CorruptFile
-    from compsense.pipeline.runner import Refused  # a bad --only or piece name, wherever it is checked
+    from compsense.pipeline.runner import Refused, WriteFailed  # Refused: a bad --only or piece name, anywhere
 
-    return (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError, CorruptFile, Refused)
+    return (
+        FileNotFoundError,
+        NotADirectoryError,
+        IsADirectoryError,
+        PermissionError,
+        ValueError,
+        CorruptFile,
+        Refused,
+        BackboneUnavailable,
+        WriteFailed,
+    )
+
+
+def _disk_error(err: BaseException) -> bool:
+    """A full disk, a quota or a read-only file system met while writing: the user's to fix (free space,
+    another folder), so one line, which names the file when the OS gave one."""
+    import errno
+
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 def _dispatch(args) -> int:
@@ -231,19 +252,7 @@ def _estimate(args) -> int:
     from compsense import estimate as E
     from compsense.pipeline.report import _md_table
 
-    rates = {}
-    for spec in args.rate:
-        key, _, value = spec.partition("=")
-        parts = key.split("/")
-        if len(parts) not in (2, 3) or not value:
-            raise SystemExit(
-                f"--rate {spec!r}: expected STAGE/COMPONENT[/BACKBONE]=UNITS_PER_S, e.g. 02/train/minilm-l6=2322"
-            )
-        rates[(parts[0], parts[1], parts[2] if len(parts) == 3 else None)] = {
-            "rate": float(value),
-            "device": args.rate_device,
-            "source": args.rate_source,
-        }
+    rates = E.parse_rates(args.rate, args.rate_device, args.rate_source)  # checked before anything is read
     from compsense.pipeline.runner import select_stages
     from compsense.pipeline.stages import stage_key
 
