@@ -445,7 +445,8 @@ def explorer_result(
     pair = ", ".join(f"{s} {scores[s]:.3f}" for s in shown)
     lines = [
         random_caveat(backbone),
-        f'Under {describe_backbone(backbone)}, A = "{sentence_a}" and B = "{sentence_b}" score: {pair} (1 = the same).',
+        f'Under {describe_backbone(backbone)}, A = "{sentence_a}" and B = "{sentence_b}" score: {pair} '
+        "(each on the cosine's scale, -1 to 1).",
     ]
     if near_misses is not None and len(near_misses) > 1:
         itself, near = near_misses.iloc[0], near_misses.iloc[1:]
