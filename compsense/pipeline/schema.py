@@ -16,7 +16,7 @@ equal to its notebook's `parameters` cell.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -395,8 +395,3 @@ def _bounds(node: dict) -> str:
         if key in node
     ]
     return f" {' and '.join(parts)}" if parts else ""
-
-
-def json_schema() -> dict[str, Any]:
-    """The schema as JSON Schema, one entry per notebook stem (for editors and other tools)."""
-    return {stem: model.model_json_schema() for stem, model in SCHEMA.items()}
