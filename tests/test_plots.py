@@ -210,6 +210,24 @@ def test_problem_heatmap_colours_span_the_cosines_the_text_compares():
     assert "%{z:.3f}" in heat.hovertemplate and "senator praised the governor" in heat.hovertext[0][1]
 
 
+def test_problem_colours_give_each_compared_cosine_its_own_step():
+    """MiniLM's compared cosines on notebook 00 run from 0.73 to 0.995, most near the top: linear, 0.990
+    and 0.995 are 2% of the scale apart; by rank, they are a whole palette step apart."""
+    from plotly.colors import sample_colorscale
+
+    from compsense.figures.problem import rank_colorscale
+
+    values = [0.728, 0.93, 0.951, 0.97, 0.990, 0.994, 0.995166]
+    scale = rank_colorscale(values, 0.728, 0.995166)
+    positions = [p for p, _ in scale]
+    assert positions[0] == 0.0 and positions[-1] == 1.0 and positions == sorted(positions)
+    assert len(scale) == len(values) and len({c for _, c in scale}) == len(values)
+    # 0.990 (rank 4 of 0-6) and 0.995 (rank 6) are a third of the palette apart; linearly, 2% of it
+    assert (scale[4][1], scale[-1][1]) == tuple(sample_colorscale("Viridis", [4 / 6, 1.0]))
+    assert (0.995166 - 0.990) / (0.995166 - 0.728) < 0.02
+    assert rank_colorscale([0.9], 0.89, 0.91) == "Viridis"  # one value: any scale shows it
+
+
 def test_problem_heatmap_labels_fit_their_margins():
     from compsense.figures.problem import CHAR_PX, LABEL_WIDTH, examples, heatmap_figure, wrap_label
 

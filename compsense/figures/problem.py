@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 from compsense.figures.export import fit_width
 from compsense.nearmiss.geometry import cosine_matrix, pair_cosines
@@ -22,6 +23,7 @@ PARAPHRASE = "paraphrase"
 DECIMALS = 3  # a cosine shown anywhere in notebook 00: enough to tell 0.990 from 0.995, no more
 LABEL_WIDTH = 40  # characters per line of a tick label (a sentence and its label prefix run to 80)
 LABEL_LINES = 2  # lines per tick label; a longer sentence is shortened, its whole text is in the hover
+PALETTE = "Viridis"  # sequential: brighter is closer, with no false midpoint at 0 as RdBu had
 CHAR_PX = 7  # width of one tick-label character at the figure's font size (12 px), generously
 LINE_PX = 16  # height of one tick-label line
 
@@ -81,31 +83,52 @@ def wrap_label(text: str, width: int = LABEL_WIDTH, lines: int = LABEL_LINES) ->
     return "<br>".join(wrapped)
 
 
-def compared_range(sims: np.ndarray, blocks: list[int], anchors: list[bool]) -> tuple[float, float]:
-    """(lowest, highest) cosine of an anchor with another text of its own block: the values the notebook
-    asks the reader to compare (the anchor's near-misses against its paraphrase). The colour scale spans
-    these, so a 0.005 difference is a visible step instead of a shade of one colour."""
+def compared_values(sims: np.ndarray, blocks: list[int], anchors: list[bool]) -> np.ndarray:
+    """The cosine of each anchor with every other text of its own block: the values the notebook asks the
+    reader to compare (the anchor's near-misses against its paraphrase)."""
     block, anchor = np.asarray(blocks), np.asarray(anchors, dtype=bool)
     compared = (block[:, None] == block[None, :]) & ~np.eye(len(block), dtype=bool) & anchor[:, None]
-    values = np.asarray(sims, dtype=float)[compared]
+    return np.asarray(sims, dtype=float)[compared]
+
+
+def compared_range(sims: np.ndarray, blocks: list[int], anchors: list[bool]) -> tuple[float, float]:
+    """(lowest, highest) of `compared_values`: the colour scale's ends, so a 0.005 difference is a step
+    within the scale instead of a shade of one colour on [-1, 1]."""
+    values = compared_values(sims, blocks, anchors)
     low, high = float(values.min()), float(values.max())
     if high - low < 1e-6:  # one value only: any scale shows it; keep plotly's range valid
         low, high = low - 0.01, high + 0.01
     return low, high
 
 
+def rank_colorscale(values: np.ndarray, low: float, high: float, palette: str = PALETTE) -> list | str:
+    """A plotly colour scale on [low, high] that gives each compared value its own step of `palette`, in
+    rank order. Why: a linear scale over 0.73-0.995 (MiniLM on notebook 00's anchors) still draws 0.990 and
+    0.995 in nearly one colour, because most compared cosines crowd near the top; spaced by rank, two
+    neighbouring values always differ by one step. The colour bar shows the mapping, crowded where the
+    values are."""
+    points = np.unique(np.clip(np.asarray(values, dtype=float), low, high))
+    if len(points) < 2 or high - low < 1e-9:
+        return palette
+    positions = (points - low) / (high - low)
+    positions[0], positions[-1] = 0.0, 1.0
+    colours = sample_colorscale(palette, list(np.linspace(0, 1, len(points))))
+    return [[float(p), c] for p, c in zip(positions, colours)]
+
+
 def heatmap_figure(sims: np.ndarray, items: list[dict] | None = None):
     """The heatmap of `sims` (pooled cosines between `entries(items)`, in that order).
 
     Colour: the range of each anchor's cosines with its own paraphrase and near-misses (`compared_range`),
-    a sequential scale; lower cosines (between different anchors, or a paraphrase against a near-miss)
-    are drawn in its darkest colour. Each cell
+    each of those values a step of a sequential palette in rank order (`rank_colorscale`); lower cosines
+    (between different anchors, or a paraphrase against a near-miss) are drawn in its darkest colour. Each cell
     inside a block prints its cosine; the hover gives both whole sentences. Rows are labelled with the
     sentence (wrapped), columns with the block and kind, and the margins are sized from the labels."""
     texts = entries(items)
     blocks = [t["block"] for t in texts]
     sims = np.asarray(sims, dtype=float)
-    low, high = compared_range(sims, blocks, [t["kind"] == "anchor" for t in texts])
+    anchors = [t["kind"] == "anchor" for t in texts]
+    low, high = compared_range(sims, blocks, anchors)
     rows = [f"{t['block']} {t['kind']}: {t['text']}" for t in texts]
     y_labels = [wrap_label(r) for r in rows]
     x_labels = [f"{t['block']} {t['kind']}" for t in texts]
@@ -119,7 +142,7 @@ def heatmap_figure(sims: np.ndarray, items: list[dict] | None = None):
             y=y_labels,
             zmin=low,
             zmax=high,
-            colorscale="Viridis",
+            colorscale=rank_colorscale(compared_values(sims, blocks, anchors), low, high),
             text=cell_text,
             texttemplate="%{text}",
             textfont={"size": 9},
