@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ln = sub.add_parser(
         "length",
         help="the training-length curve: A, B and the control C on the authors' schedule, stopped at chosen "
-        "steps and scored (compsense.retrieval.length_run)",
+        "steps and scored (compsense.pipeline.length_run)",
     )
     ln.add_argument("--seed", type=int, default=42)
     ln.add_argument("--steps", default="25,50", help="comma-separated steps of the 3,375-step schedule to export")
@@ -127,7 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     ln.add_argument("--root", default=None, help="runs and scores (default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)")
     ln.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/ (the structural rows)")
     ln.add_argument("--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)")
+    ln.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
+    ln.add_argument("--backbone", default="minilm-l6", help="tiny-bert only to check the path (the curve is minilm-l6)")
+    ln.add_argument("--eval-max-queries", type=int, default=None, help="subsample the test queries (checks only)")
     ln.add_argument("--publish", action="store_true", help="write the curve's tables and figure into figures/ and stop")
+    ln.add_argument(
+        "--control-root", default=None, help="with --publish: a root of pieces run in the other precision (the control)"
+    )
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -215,15 +221,20 @@ def _dispatch(args) -> int:
 
 
 def _length(args) -> int:
-    from compsense.retrieval import length_run
+    from compsense.pipeline import length_run
 
     if args.publish:
-        for path in length_run.publish(root=args.root):
+        for path in length_run.publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
             print(path)
         return 0
     steps = [int(s) for s in args.steps.split(",") if s.strip()]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    print(length_run.run_piece(args.seed, steps, variants, args.precision, args.root, args.work_dir, args.data_dir))
+    print(
+        length_run.run_piece(
+            args.seed, steps, variants, args.precision, args.root, args.work_dir, args.data_dir, args.device,
+            args.backbone, args.eval_max_queries,
+        )
+    )
     return 0
 
 

@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from compsense.retrieval import length as L
-from compsense.retrieval import length_curve as LC
+from compsense.nearmiss import length_curve as LC
 from compsense.retrieval.training import TrainConfig
 from tests.test_train import retrieval_rows, structural_rows
 
@@ -183,7 +183,7 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     """The whole command path (the GPU script's CPU check): tiny-bert, the smoke data, a schedule of
     40 steps instead of 3,375, two steps exported per variant, then the published tables and figure."""
     from compsense.core.paths import smoke_data_dir
-    from compsense.retrieval import length_run
+    from compsense.pipeline import length_run
 
     monkeypatch.setattr(L, "SCHEDULE_STEPS", 40)
     work = tmp_path / "work"

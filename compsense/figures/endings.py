@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from compsense.core.banner import SMOKE, describe_backbone, is_random
+from compsense.data.negatives.families import PAPER_FAMILIES
 from compsense.figures.problem import confusable
 from compsense.nearmiss.evaluation import check_correlation, checks_per_run
 from compsense.nearmiss.metrics import AUC, CHECKS, COPY_VS_NEAR_MISS, SELF_MATCH
@@ -101,7 +102,7 @@ def negatives_result(
     purity: pd.DataFrame,
     aucs: pd.DataFrame,
     profile: str,
-    paper_families: Sequence[str] = ("negation", "binding", "spatial"),
+    paper_families: Sequence[str] = PAPER_FAMILIES,
 ) -> str:
     """Notebook 01 in words, from its tables: pairs per split (`counts`, family x split), the audited
     precision (`audit_precision`) and the independent checker's purity (`family_purity`) of the paper's

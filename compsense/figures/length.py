@@ -3,7 +3,7 @@
 Panel 1: SciFact nDCG@10 differences (B - A, A - Base, C - A) against training triplets on a log axis,
 with each point's query-bootstrap interval and the paper's drop as lines (absolute -0.038 and the -8.7%
 of the run's own A, drawn at each step). Panel 2: held-out near-miss AUC of the pooled cosine per paper
-family for A, B and C (0.5 = chance). Both read the tables of `compsense.retrieval.length_curve`.
+family for A, B and C (0.5 = chance). Both read the tables of `compsense.nearmiss.length_curve`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ DASH = {"negation": "solid", "binding": "dot", "spatial": "dash"}
 
 def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "scifact", metric: str = "ndcg@10"):
     """Two panels over training triplets (log axis); one seed's points, or each seed's as markers."""
-    from compsense.retrieval.length_curve import PAPER_DROP, PAPER_DROP_PCT
+    from compsense.nearmiss.length_curve import PAPER_DROP, PAPER_DROP_PCT
 
     fig = make_subplots(
         rows=1,

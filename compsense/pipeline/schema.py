@@ -27,7 +27,9 @@ from compsense.core.encoders import BACKBONES
 
 Backbone = Literal[tuple(BACKBONES)]  # compsense.core.encoders.BACKBONES (a light import: read directly)
 Variant = Literal["base", "A", "B", "B-all", "C-identity"]  # compsense.retrieval.training.NAMED_VARIANTS
-Family = Literal["negation", "binding", "spatial", "numeric", "quantifier", "comparative", "temporal"]  # FAMILIES
+# every family notebook 01 can make, in alphabetical order (compsense.data.negatives.families.FAMILIES;
+# written out: importing the rules costs seconds before `reproduce` takes its lock)
+Family = Literal["binding", "comparative", "negation", "numeric", "quantifier", "spatial", "temporal"]
 TrainSource = Literal["nfcorpus", "scifact", "mrpc", "stsb", "nq"]  # training.OFFLINE_SOURCES + "nq"
 VerifierName = Literal["F0", "F1", "F2", "F3", "F4"]  # compsense.verifiers.architectures.NAMES
 Regime = Literal["frozen", "end2end"]  # compsense.verifiers.config.REGIMES

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from compsense.core.encoders import BACKBONES, hub_problem, load_encoder, quiet_transformers
+from compsense.core.encoders import BACKBONES, hub_problem, load_encoder, quiet_transformers, weight_digests
 from compsense.core.layout import model_dir, triplets_file
 from compsense.core.seed import seed_everything
 from compsense.core.storage import read_json, read_table, sha256_file, write_json
@@ -860,17 +860,9 @@ def _file_sizes(folder: Path) -> dict[str, int]:
     return {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin")  # what a finished run's digests cover (the card, README.md, changes)
-
-
-def _weight_digests(folder: Path, only=None) -> dict[str, str]:
-    """sha256 of the weight files under `folder` (those named in `only`, when given)."""
-    found = {}
-    for path in sorted(folder.rglob("*")):
-        name = path.relative_to(folder).as_posix()
-        if path.is_file() and path.suffix in WEIGHT_SUFFIXES and (only is None or name in only):
-            found[name] = sha256_file(path)
-    return found
+# What a finished run's digests cover: the weight files (not the card, README.md, which change).
+# One definition, `encoders.weight_digests`, shared with the check every load makes (`check_model_digests`).
+_weight_digests = weight_digests
 
 
 def _read_json(path: Path) -> dict:

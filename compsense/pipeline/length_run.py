@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from compsense.retrieval import length as L
-from compsense.retrieval import length_curve as LC
+from compsense.nearmiss import length_curve as LC
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,10 @@ def run_piece(
         repeats.update({str(s): L.repeat_counts(rows, s * 128) for s in steps})
         config = L.schedule_config(variant, seed, root / "runs", bf16=precision == "bf16", backbone=backbone)
         config.device = device
+        # On a CPU, tokenise in the training process: a data-loader worker is a fork of a process that
+        # holds ~7 GB of activations at batch 128, and its copied pages cost as much again (two lanes on
+        # 24 GB were OOM-killed). On a GPU, build_trainer's min(8, cores) workers keep the GPU fed.
+        config.dataloader_num_workers = None if gpu else 0
         t_train = time.perf_counter()
         exported = L.train_to_steps(config, rows, steps)
         train_s = time.perf_counter() - t_train
@@ -173,9 +177,11 @@ TABLES = {  # figures/tables/<name>: what `publish` writes (numbers only)
 FIGURE = "02_length_curve"
 
 
-def publish(root=None, figures_dir=None) -> list[Path]:
+def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=None) -> list[Path]:
     """The curve's tables, the record and the figure from the length root into figures/ (atomic writes).
-    Refuses when nothing was scored yet."""
+    The record gets the sha256 of notebook 01's files the pieces read (under `work_dir`), and, with
+    `control_root` (a root whose pieces ran in the other precision), that control's points as
+    figures/tables/length_precision_control.csv. Refuses when nothing was scored yet."""
     from compsense.core.paths import repo_root
     from compsense.core.storage import read_table, write_table, write_json
     from compsense.figures.export import save_figure
@@ -190,7 +196,21 @@ def publish(root=None, figures_dir=None) -> list[Path]:
     delta = LC.deltas(points, per_query)
     tests = LC.seed_t_tests(delta)
     record = LC.read_record(results / "record.json")
-    written = [
+    negatives = Path(work_dir) / "negatives"
+    if negatives.is_dir():
+        from compsense.core.storage import sha256_file
+
+        record["negatives_sha256"] = {p.name: sha256_file(p) for p in sorted(negatives.glob("*.parquet"))}
+    written = []
+    if control_root is not None:
+        control = length_root(control_root) / "results"
+        both = pd.concat([read_table(control / LC.POINTS), points], ignore_index=True)
+        both["precision"] = both.stamp.str.rsplit("-", n=1).str[-1]
+        steps = set(read_table(control / LC.POINTS).step)
+        both = both[both.step.isin(steps) & both.variant.isin(set(read_table(control / LC.POINTS).variant))]
+        written.append(write_table(both.drop(columns=["stamp"]), figures / "tables" / "length_precision_control.csv"))
+        record["precision_control"] = LC.read_record(control / "record.json").get("parts", [])
+    written += [
         write_table(points.drop(columns=["stamp"]).sort_values(["seed", "variant", "step", "dataset", "family", "metric"]),
                     figures / "tables" / TABLES["points"]),
         write_table(delta, figures / "tables" / TABLES["deltas"]),
