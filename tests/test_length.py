@@ -204,7 +204,7 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     assert len(pd.read_parquet(results / LC.POINTS)) == before
     written = length_run.publish(root=root, figures_dir=tmp_path / "figures")
     names = {Path(p).name for p in written}
-    assert {"length_curve.csv", "length_deltas.csv", "length_record.json", "02_length_curve.html"} <= names
+    assert {"length_curve.csv", "length_deltas.csv", "length_record.json", "length_parts.csv", "02_length_curve.html"} <= names
     deltas = pd.read_csv(tmp_path / "figures" / "tables" / "length_deltas.csv")
     assert {"B-A", "A-Base", "C-A"} <= set(deltas.comparison)
     with pytest.raises(FileNotFoundError, match="no scored point"):

@@ -173,6 +173,7 @@ TABLES = {  # figures/tables/<name>: what `publish` writes (numbers only)
     "deltas": "length_deltas.csv",  # A - Base, B - A, C - A, B - C per seed and step, query bootstrap
     "seed_tests": "length_seed_tests.csv",  # paired t over seeds where a step has three or more
     "record": "length_record.json",  # what made them: commits, schedule, data counts, wall times, versions
+    "parts": "length_parts.csv",  # one row per piece part: seed, variant, steps, precision, seconds, commit
 }
 FIGURE = "02_length_curve"
 
@@ -216,6 +217,15 @@ def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=Non
         write_table(delta, figures / "tables" / TABLES["deltas"]),
         write_table(tests, figures / "tables" / TABLES["seed_tests"]),
         write_json(figures / "tables" / TABLES["record"], record),
+        write_table(_parts_table(record), figures / "tables" / TABLES["parts"]),
     ]
     saved = save_figure(length_figure(delta, points), FIGURE, figures)
     return written + list(saved.values())
+
+
+def _parts_table(record: dict) -> pd.DataFrame:
+    """The record's parts as a table (the README's provenance markers read it); steps as "25,50"."""
+    parts = pd.DataFrame(record.get("parts", []))
+    if not parts.empty:
+        parts["steps"] = parts["steps"].map(lambda s: ",".join(map(str, s)))
+    return parts
