@@ -1,5 +1,7 @@
 """Command line: `python -m compsense doctor [--profile local]`, `python -m compsense reproduce --profile smoke`,
 `python -m compsense evaluate MODEL DATASET...` (retrieval metrics, tidy parquet and MTEB-shaped JSON),
+`python -m compsense nearmiss MODEL` (near-miss AUC and pairwise accuracy on CondaQA, SugarCrepe and
+the held-out pairs),
 `python -m compsense estimate --profile paper --from runs/local` (a profile's time from a run's
 measured throughput), `python -m compsense piece NAME | --list` (the declared pieces of
 params/pieces.yaml). The GPU bundle is a script: `python scripts/bundle.py`."""
@@ -69,6 +71,23 @@ def main(argv: list[str] | None = None) -> int:
         help="evaluate a dataset named under the data folder whose files differ from data/MANIFEST.json's "
         "release (cut or altered) anyway; its results are named <name>-subset (refused otherwise)",
     )
+    nm = sub.add_parser(
+        "nearmiss",
+        help="near-miss sensitivity of one encoder: CondaQA, SugarCrepe swaps and the held-out pairs "
+        "(tidy parquet + MTEB-shaped JSON under --out; compsense.nearmiss.external)",
+    )
+    nm.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
+    nm.add_argument("--sets", default="condaqa,sugarcrepe,heldout", help="comma-separated: condaqa, sugarcrepe, heldout")
+    nm.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/pairs.parquet (heldout)")
+    nm.add_argument(
+        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
+    )
+    nm.add_argument("--out", default="runs/nearmiss", help="folder for results/ and mteb/ (default runs/nearmiss)")
+    nm.add_argument("--batch-size", type=int, default=64)
+    nm.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
+    nm.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
+    nm.add_argument("--seed", type=int, default=0, help="the bootstrap's and SugarCrepe's query draw; tiny-bert's weights")
+    nm.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
     rep = sub.add_parser("reproduce", help="run the notebooks in order with papermill")
     rep.add_argument("--profile", default="local", help="smoke, local or paper (params/<profile>.yaml)")
     rep.add_argument("--only", default=None, help="comma-separated notebook prefixes, e.g. 02,03")
@@ -185,6 +204,20 @@ def _dispatch(args) -> int:
         from compsense.doctor import main as doctor
 
         return doctor(profile=args.profile)
+    if args.command == "nearmiss":
+        from compsense.core.encoders import Encoding
+        from compsense.nearmiss.external import main as nearmiss
+
+        return nearmiss(
+            args.model,
+            sets=args.sets,
+            work_dir=args.work_dir,
+            data_dir=args.data_dir,
+            out=args.out,
+            encoding=Encoding(batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device),
+            seed=args.seed,
+            n_boot=args.n_boot,
+        )
     if args.command == "evaluate":
         from compsense.core.encoders import Encoding
         from compsense.retrieval.evaluate import main as evaluate
