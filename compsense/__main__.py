@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         "(tidy parquet + MTEB-shaped JSON under --out; compsense.nearmiss.external)",
     )
     nm.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
-    nm.add_argument("--sets", default="condaqa,sugarcrepe,heldout", help="comma-separated: condaqa, sugarcrepe, heldout")
+    nm.add_argument(
+        "--sets", default="condaqa,sugarcrepe,heldout", help="comma-separated: condaqa, sugarcrepe, heldout"
+    )
     nm.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/pairs.parquet (heldout)")
     nm.add_argument(
         "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
@@ -86,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     nm.add_argument("--batch-size", type=int, default=64)
     nm.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
     nm.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
-    nm.add_argument("--seed", type=int, default=0, help="the bootstrap's and SugarCrepe's query draw; tiny-bert's weights")
+    nm.add_argument(
+        "--seed", type=int, default=0, help="the bootstrap's and SugarCrepe's query draw; tiny-bert's weights"
+    )
     nm.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
     rep = sub.add_parser("reproduce", help="run the notebooks in order with papermill")
     rep.add_argument("--profile", default="local", help="smoke, local or paper (params/<profile>.yaml)")

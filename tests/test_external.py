@@ -125,7 +125,18 @@ def test_cli_scores_tiny_bert_on_every_set_and_writes_files(tmp_path, capsys):
     _pairs_parquet(work)
     out = tmp_path / "out"
     rc = cli(
-        ["nearmiss", "tiny-bert", "--data-dir", str(SMOKE), "--work-dir", str(work), "--out", str(out), "--n-boot", "100"]
+        [
+            "nearmiss",
+            "tiny-bert",
+            "--data-dir",
+            str(SMOKE),
+            "--work-dir",
+            str(work),
+            "--out",
+            str(out),
+            "--n-boot",
+            "100",
+        ]
     )
     assert rc == 0
     table = read_table(out / "results" / "nearmiss.parquet")
@@ -177,3 +188,24 @@ def test_cli_errors_are_one_clear_line(tmp_path, capsys, argv, words):
     assert len(err.splitlines()) == 1 and err.startswith("compsense nearmiss:"), err
     for word in words:
         assert word in err, err
+
+
+@pytest.mark.slow  # imports sentence-transformers (~10 s) to look the name up
+def test_an_unknown_model_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline: the hub is never asked
+    args = ["nearmiss", "no-such-model", "--sets", "condaqa", "--data-dir", str(SMOKE), "--out", str(tmp_path / "o")]
+    assert cli(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("compsense nearmiss: BackboneUnavailable: cannot load 'no-such-model'"), err
+
+
+@pytest.mark.parametrize("out", ["figures/nearmiss", "{smoke}/out"])
+def test_a_protected_out_is_refused_before_the_model_loads(out, monkeypatch, capsys):
+    from compsense.nearmiss import external
+
+    monkeypatch.setattr(external, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    args = ["nearmiss", "tiny-bert", "--sets", "condaqa", "--data-dir", str(SMOKE), "--out", out.format(smoke=SMOKE)]
+    assert cli(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "PermissionError" in err and "--out" in err, err

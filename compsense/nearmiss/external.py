@@ -74,7 +74,7 @@ TABLE = "nearmiss.parquet"
 
 
 def parse_sets(sets: str | Sequence[str] | None) -> list[str]:
-    """"condaqa,heldout" -> ["condaqa", "heldout"]; None -> all of `SETS`; an unknown name is a ValueError."""
+    """ "condaqa,heldout" -> ["condaqa", "heldout"]; None -> all of `SETS`; an unknown name is a ValueError."""
     names = list(SETS) if sets is None else [s.strip() for s in (sets.split(",") if isinstance(sets, str) else sets)]
     names = [n for n in names if n]
     unknown = [n for n in names if n not in SETS]
@@ -114,7 +114,9 @@ def external_sets(
                 continue
             pos = heldout_positives(heldout, data_dir=data_dir, seed=seed)
             out[name] = (pos, heldout, "sentence1")
-            notes.append(f"heldout: {len(heldout)} near-misses outside the train split, {len(pos)} paraphrase positives")
+            notes.append(
+                f"heldout: {len(heldout)} near-misses outside the train split, {len(pos)} paraphrase positives"
+            )
     return out, notes
 
 
@@ -249,9 +251,7 @@ def evaluate_near_misses(
         "score": "pooled cosine",
         "seconds_all_sets": seconds,
     }
-    files = [
-        write_json(mteb_dir / f"{task}.json", record) for task, record in mteb_records(table, provenance).items()
-    ]
+    files = [write_json(mteb_dir / f"{task}.json", record) for task, record in mteb_records(table, provenance).items()]
     write_json(
         mteb_dir / "model_meta.json",
         {"name": _mteb_model_name(model, backbone, label).replace("__", "/", 1), "revision": NO_REVISION},
