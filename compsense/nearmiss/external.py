@@ -228,7 +228,7 @@ def evaluate_near_misses(
     encoding = encoding or Encoding()
     names = parse_sets(sets)
     backbone = find_backbone(model)
-    _check_model_and_out(model, backbone, out, [data_dir, work_dir])
+    _check_model_and_out(model, backbone, out, [data_dir])  # --out may sit in the run folder (--work-dir)
     label = model_label(model, backbone)
     loaded, notes = external_sets(names, work_dir=work_dir, data_dir=data_dir, seed=seed)  # fail before encoding
     if not loaded:
