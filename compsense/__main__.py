@@ -147,9 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     ln.add_argument("--steps", default="25,50", help="comma-separated steps of the 3,375-step schedule to export")
     ln.add_argument("--variants", default="A,B,C", help="comma-separated: A, B, C (the control)")
     ln.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training and scoring precision")
-    ln.add_argument("--root", default=None, help="runs and scores (default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)")
+    ln.add_argument(
+        "--root", default=None, help="runs and scores (default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)"
+    )
     ln.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/ (the structural rows)")
-    ln.add_argument("--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)")
+    ln.add_argument(
+        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
+    )
     ln.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ln.add_argument("--backbone", default="minilm-l6", help="tiny-bert only to check the path (the curve is minilm-l6)")
     ln.add_argument("--eval-max-queries", type=int, default=None, help="subsample the test queries (checks only)")
@@ -268,8 +272,16 @@ def _length(args) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     print(
         length_run.run_piece(
-            args.seed, steps, variants, args.precision, args.root, args.work_dir, args.data_dir, args.device,
-            args.backbone, args.eval_max_queries,
+            args.seed,
+            steps,
+            variants,
+            args.precision,
+            args.root,
+            args.work_dir,
+            args.data_dir,
+            args.device,
+            args.backbone,
+            args.eval_max_queries,
         )
     )
     return 0

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from safetensors.numpy import load_file
 
-from compsense.retrieval import length as L
 from compsense.nearmiss import length_curve as LC
+from compsense.retrieval import length as L
 from compsense.retrieval.training import TrainConfig
 from tests.test_train import retrieval_rows, structural_rows
 
@@ -50,7 +50,12 @@ def test_control_keeps_positions_and_anchors_changes_negatives():
 def test_schedule_config_is_the_authors_and_lr_at_matches_transformers():
     cfg = L.schedule_config("B", 42, "/tmp/x")
     assert (cfg.max_steps, cfg.batch_size, cfg.learning_rate, cfg.weight_decay, cfg.warmup_ratio, cfg.scale) == (
-        3375, 128, 1e-4, 0.001, 0.1, 10.0
+        3375,
+        128,
+        1e-4,
+        0.001,
+        0.1,
+        10.0,
     )
     assert cfg.structural_share == 0.19 and cfg.variant == "length-B"
     import torch
@@ -71,8 +76,18 @@ def test_schedule_config_is_the_authors_and_lr_at_matches_transformers():
 
 def _tiny_config(tmp_path, variant="length-C"):
     return TrainConfig(
-        backbone="tiny-bert", variant=variant, seed=42, structural_share=0.19, max_steps=20, batch_size=8,
-        max_seq_length=32, keep_checkpoints=True, logging_steps=2, work_dir=str(tmp_path), fp16=False, bf16=False,
+        backbone="tiny-bert",
+        variant=variant,
+        seed=42,
+        structural_share=0.19,
+        max_steps=20,
+        batch_size=8,
+        max_seq_length=32,
+        keep_checkpoints=True,
+        logging_steps=2,
+        work_dir=str(tmp_path),
+        fp16=False,
+        bf16=False,
     )
 
 
@@ -106,11 +121,33 @@ def _points():
     base = rng.uniform(0.3, 0.8, len(qids))
     for variant, shift, step in [("Base", 0.0, 0), ("A", -0.05, 25), ("B", -0.08, 25), ("C", -0.05, 25)]:
         vals = np.clip(base + shift + rng.normal(0, 0.01, len(qids)), 0, 1)
-        pq.append(pd.DataFrame({"qid": qids, "ndcg@10": vals, "acc@1": (vals > 0.5).astype(float), "dataset": "scifact",
-                                "variant": variant, "seed": 42, "step": step, "triplets": step * 128}))
+        pq.append(
+            pd.DataFrame(
+                {
+                    "qid": qids,
+                    "ndcg@10": vals,
+                    "acc@1": (vals > 0.5).astype(float),
+                    "dataset": "scifact",
+                    "variant": variant,
+                    "seed": 42,
+                    "step": step,
+                    "triplets": step * 128,
+                }
+            )
+        )
         for family in ("negation", "binding"):
-            rows.append({"dataset": "heldout-near-miss", "family": family, "metric": "auc", "value": 0.3 + shift,
-                         "variant": variant, "seed": 42, "step": step, "triplets": step * 128})
+            rows.append(
+                {
+                    "dataset": "heldout-near-miss",
+                    "family": family,
+                    "metric": "auc",
+                    "value": 0.3 + shift,
+                    "variant": variant,
+                    "seed": 42,
+                    "step": step,
+                    "triplets": step * 128,
+                }
+            )
     return pd.DataFrame(rows), pd.concat(pq, ignore_index=True)
 
 
@@ -144,11 +181,22 @@ def test_evaluate_point_on_tiny_bert(tmp_path):
     queries = {f"q{i}": f"cells {i}" for i in range(10)}
     qrels = {f"q{i}": {f"d{i}": 1} for i in range(10)}
     ds = BeirDataset(name="toy", corpus=corpus, queries=queries, qrels=qrels, split="test")
-    nm = pd.DataFrame({"sentence1": ["the cat is on the mat", "the dog bit the man"],
-                       "sentence2": ["the cat is not on the mat", "the man bit the dog"],
-                       "family": ["negation", "binding"], "edit": "", "source_id": ["a", "b"], "split": "test"})
-    para = pd.DataFrame({"sentence1": ["the cat is on the mat", "the dog bit the man"],
-                         "sentence2": ["a cat sits on the mat", "the man was bitten by the dog"]})
+    nm = pd.DataFrame(
+        {
+            "sentence1": ["the cat is on the mat", "the dog bit the man"],
+            "sentence2": ["the cat is not on the mat", "the man bit the dog"],
+            "family": ["negation", "binding"],
+            "edit": "",
+            "source_id": ["a", "b"],
+            "split": "test",
+        }
+    )
+    para = pd.DataFrame(
+        {
+            "sentence1": ["the cat is on the mat", "the dog bit the man"],
+            "sentence2": ["a cat sits on the mat", "the man was bitten by the dog"],
+        }
+    )
     sets = LC.nearmiss_sets(nm, para)
     assert len(sets["triples"]) == 2
     rows, pq = LC.evaluate_point(enc, [ds], sets, {"variant": "A", "seed": 42, "step": 25}, batch_size=8)
@@ -170,10 +218,29 @@ def _negatives(work_dir: Path) -> None:
     for family, (a, b) in edits.items():
         for i in range(12):
             split = "train" if i < 8 else "test"
-            trip.append({"anchor": a.format(i=i), "positive": a.format(i=i), "negative": b.format(i=i), "family": family,
-                         "source_id": f"{family}{i}", "split": split})
-            pairs.append({"sentence1": a.format(i=i), "sentence2": b.format(i=i), "family": family, "edit": "x",
-                          "direction": "", "marker": "", "source_id": f"{family}{i}", "split": split, "source": "toy"})
+            trip.append(
+                {
+                    "anchor": a.format(i=i),
+                    "positive": a.format(i=i),
+                    "negative": b.format(i=i),
+                    "family": family,
+                    "source_id": f"{family}{i}",
+                    "split": split,
+                }
+            )
+            pairs.append(
+                {
+                    "sentence1": a.format(i=i),
+                    "sentence2": b.format(i=i),
+                    "family": family,
+                    "edit": "x",
+                    "direction": "",
+                    "marker": "",
+                    "source_id": f"{family}{i}",
+                    "split": split,
+                    "source": "toy",
+                }
+            )
     write_table(pd.DataFrame(trip), work_dir / "negatives" / "triplets.parquet")
     write_table(pd.DataFrame(pairs), work_dir / "negatives" / "pairs.parquet")
 
@@ -204,7 +271,13 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     assert len(pd.read_parquet(results / LC.POINTS)) == before
     written = length_run.publish(root=root, figures_dir=tmp_path / "figures")
     names = {Path(p).name for p in written}
-    assert {"length_curve.csv", "length_deltas.csv", "length_record.json", "length_parts.csv", "02_length_curve.html"} <= names
+    assert {
+        "length_curve.csv",
+        "length_deltas.csv",
+        "length_record.json",
+        "length_parts.csv",
+        "02_length_curve.html",
+    } <= names
     deltas = pd.read_csv(tmp_path / "figures" / "tables" / "length_deltas.csv")
     assert {"B-A", "A-Base", "C-A"} <= set(deltas.comparison)
     with pytest.raises(FileNotFoundError, match="no scored point"):

@@ -12,6 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from compsense.nearmiss.length_curve import PAPER_DROP, PAPER_DROP_PCT
+
 COLOURS = {"B-A": "#d62728", "A-Base": "#1f77b4", "C-A": "#7f7f7f", "B-C": "#9467bd"}
 VARIANT_COLOURS = {"A": "#1f77b4", "B": "#d62728", "C": "#7f7f7f"}
 DASH = {"negation": "solid", "binding": "dot", "spatial": "dash"}
@@ -19,8 +21,6 @@ DASH = {"negation": "solid", "binding": "dot", "spatial": "dash"}
 
 def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "scifact", metric: str = "ndcg@10"):
     """Two panels over training triplets (log axis); one seed's points, or each seed's as markers."""
-    from compsense.nearmiss.length_curve import PAPER_DROP, PAPER_DROP_PCT
-
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -42,8 +42,12 @@ def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "sc
                     mode="lines+markers",
                     name=f"{comp} (seed {seed})",
                     line={"color": COLOURS[comp]},
-                    error_y={"type": "data", "symmetric": False, "array": gs.ci_high - gs.mean_delta,
-                             "arrayminus": gs.mean_delta - gs.ci_low},
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": gs.ci_high - gs.mean_delta,
+                        "arrayminus": gs.mean_delta - gs.ci_low,
+                    },
                     legendgroup=comp,
                 ),
                 row=1,
@@ -51,34 +55,68 @@ def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "sc
             )
     if not d.empty:
         xs = sorted(d.triplets.unique())
-        fig.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[PAPER_DROP] * 2, mode="lines", name="paper B-A (-0.038)",
-                                 line={"color": "black", "dash": "dash"}), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=[xs[0], xs[-1]],
+                y=[PAPER_DROP] * 2,
+                mode="lines",
+                name="paper B-A (-0.038)",
+                line={"color": "black", "dash": "dash"},
+            ),
+            row=1,
+            col=1,
+        )
         a = d[d.comparison == "B-A"].groupby("triplets").reference_value.mean()
         if not a.empty:
-            fig.add_trace(go.Scatter(x=a.index, y=a.values * PAPER_DROP_PCT / 100, mode="lines",
-                                     name="paper's -8.7% of our A", line={"color": "black", "dash": "dot"}),
-                          row=1, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=a.index,
+                    y=a.values * PAPER_DROP_PCT / 100,
+                    mode="lines",
+                    name="paper's -8.7% of our A",
+                    line={"color": "black", "dash": "dot"},
+                ),
+                row=1,
+                col=1,
+            )
     fig.add_hline(y=0, line={"color": "#bbbbbb", "width": 1}, row=1, col=1)
     auc = points[(points.metric == "auc") & (points.variant.isin(list(VARIANT_COLOURS)))]
     auc = auc.groupby(["variant", "family", "triplets"], as_index=False).value.mean().sort_values("triplets")
     base = points[(points.metric == "auc") & (points.variant == "Base")].groupby("family").value.mean()
     for (variant, family), g in auc.groupby(["variant", "family"]):
         fig.add_trace(
-            go.Scatter(x=g.triplets, y=g.value, mode="lines+markers", name=f"{variant} {family}",
-                       line={"color": VARIANT_COLOURS[variant], "dash": DASH.get(family, "solid")}),
+            go.Scatter(
+                x=g.triplets,
+                y=g.value,
+                mode="lines+markers",
+                name=f"{variant} {family}",
+                line={"color": VARIANT_COLOURS[variant], "dash": DASH.get(family, "solid")},
+            ),
             row=1,
             col=2,
         )
     if not auc.empty:
         xs = sorted(auc.triplets.unique())
         for family, value in base.items():
-            fig.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[value] * 2, mode="lines", name=f"Base {family}",
-                                     line={"color": "#2ca02c", "dash": DASH.get(family, "solid"), "width": 1}),
-                          row=1, col=2)
+            fig.add_trace(
+                go.Scatter(
+                    x=[xs[0], xs[-1]],
+                    y=[value] * 2,
+                    mode="lines",
+                    name=f"Base {family}",
+                    line={"color": "#2ca02c", "dash": DASH.get(family, "solid"), "width": 1},
+                ),
+                row=1,
+                col=2,
+            )
     fig.add_hline(y=0.5, line={"color": "#bbbbbb", "width": 1}, row=1, col=2)
     fig.update_xaxes(type="log", title_text="training triplets (batch 128; the authors' schedule: 432,000)")
     fig.update_yaxes(title_text=f"{metric} difference", row=1, col=1)
     fig.update_yaxes(title_text="near-miss AUC", range=[0, 1], row=1, col=2)
-    fig.update_layout(title="Model A, B and the control C along the authors' MiniLM-L6 schedule", height=520,
-                      width=1200, legend={"font": {"size": 10}})
+    fig.update_layout(
+        title="Model A, B and the control C along the authors' MiniLM-L6 schedule",
+        height=520,
+        width=1200,
+        legend={"font": {"size": 10}},
+    )
     return fig

@@ -25,9 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
-from compsense.core.storage import read_table, write_table
+from compsense.core.encoders import load_encoder, quiet_transformers
+from compsense.core.storage import exclusive, read_table, write_json, write_table
+from compsense.nearmiss.geometry import attach_paraphrases, pair_cosines
 from compsense.nearmiss.metrics import near_miss_auc, near_miss_auc_interval, pairwise_accuracy
+from compsense.retrieval.harness import evaluate_dataset, paired_bootstrap
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +47,6 @@ def nearmiss_sets(near_misses: pd.DataFrame, paraphrases: pd.DataFrame) -> dict:
     """The pairs a point is scored on: the near-miss pairs, the paraphrase pairs (the AUC's
     positives) and, per near-miss whose anchor has a paraphrase, the (anchor, paraphrase, near-miss)
     triple of the pairwise accuracy."""
-    from compsense.nearmiss.geometry import attach_paraphrases
-
     oriented = attach_paraphrases(near_misses, paraphrases)
     triples = oriented[oriented.paraphrase.notna()][["family", "anchor", "paraphrase", "near_miss"]]
     return {"near_misses": near_misses.reset_index(drop=True), "paraphrases": paraphrases, "triples": triples}
@@ -53,9 +55,6 @@ def nearmiss_sets(near_misses: pd.DataFrame, paraphrases: pd.DataFrame) -> dict:
 def evaluate_point(encoder, eval_sets: list, sets: dict, labels: dict, batch_size: int = 64, seed: int = 42):
     """One model's rows (tidy: dataset, family, metric, value, ci_low, ci_high, plus `labels`) and its
     per-query retrieval values."""
-    from compsense.nearmiss.geometry import pair_cosines
-    from compsense.retrieval.harness import evaluate_dataset
-
     rows, per_query = [], []
     for ds in eval_sets:
         result = evaluate_dataset(encoder, ds, batch_size=batch_size, show_progress=False)
@@ -117,9 +116,6 @@ def evaluate_steps(models: list[dict], eval_sets, sets, results_dir, device=None
     stamp) not yet in {results_dir}/length_points.parquet under the same stamp (its weights' digest),
     appending as each finishes, so a killed evaluation loses one model at most. Pieces that run at
     once (one per core) share the tables: each append holds the results folder's lock."""
-    from compsense.core.encoders import load_encoder, quiet_transformers
-    from compsense.core.storage import exclusive
-
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     points_path, pq_path, lock = results_dir / POINTS, results_dir / PER_QUERY, results_dir / ".lock"
@@ -144,8 +140,6 @@ def deltas(points: pd.DataFrame, per_query: pd.DataFrame, n: int = 2000) -> pd.D
     """Per seed, step, dataset and retrieval metric: each comparison of `COMPARISONS` (Base's single
     model stands at every step), its mean over queries, BCa interval and permutation p
     (`harness.paired_bootstrap`), and the relative change against the reference."""
-    from compsense.retrieval.harness import paired_bootstrap
-
     rows = []
     base = per_query[per_query.variant == "Base"]
     for (seed, step), group in per_query[per_query.variant != "Base"].groupby(["seed", "step"]):
@@ -181,8 +175,6 @@ def deltas(points: pd.DataFrame, per_query: pd.DataFrame, n: int = 2000) -> pd.D
 def seed_t_tests(delta_table: pd.DataFrame) -> pd.DataFrame:
     """Where a step has three or more seeds: the paired t over seeds of each comparison's per-seed
     mean difference (a trained model is the unit of a claim about a recipe), with its 95% interval."""
-    import scipy.stats
-
     rows = []
     for (step, dataset, metric, comp), g in delta_table.groupby(["step", "dataset", "metric", "comparison"]):
         if g.seed.nunique() < 3:
@@ -207,8 +199,6 @@ def seed_t_tests(delta_table: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_record(path: str | os.PathLike, record: dict) -> Path:
-    from compsense.core.storage import write_json
-
     return write_json(path, record)
 
 

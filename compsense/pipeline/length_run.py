@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from compsense.retrieval import length as L
 from compsense.nearmiss import length_curve as LC
+from compsense.retrieval import length as L
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,11 @@ def build_data(seed: int, work_dir, data_dir=None, eval_max_queries: int | None 
     eval_sets = load_eval_datasets(list(EVAL_DATASETS), data_dir=data_dir, max_queries=eval_max_queries, seed=seed)
     zero_shot = [ds for ds in eval_sets if not ds.name.startswith("nfcorpus")]
     retrieval, stats = build_retrieval_triplets(
-        ["nfcorpus"], data_dir=data_dir, seed=seed, max_pairs_per_query=L.LENGTH_PAIRS_PER_QUERY, exclude_datasets=zero_shot
+        ["nfcorpus"],
+        data_dir=data_dir,
+        seed=seed,
+        max_pairs_per_query=L.LENGTH_PAIRS_PER_QUERY,
+        exclude_datasets=zero_shot,
     )
     structural = select_structural(load_structural_triplets(work_dir), PAPER_FAMILIES)
     near_misses = load_near_misses(
@@ -91,16 +95,28 @@ def run_piece(
     eval_sets, retrieval, structural, sets, stats = build_data(seed, work_dir, data_dir, eval_max_queries)
     # the rows this piece reads (a prefix of the schedule's stream), at least those a run's identity covers
     n_rows = max(max(steps) * 128, L.IDENTITY_ROWS)
-    record.setdefault("data", {}).setdefault(str(seed), {}).update({
-        "retrieval": stats.get("nfcorpus"),
-        "structural_pool": {k: int(v) for k, v in structural.family.value_counts().items()},
-        "nearmiss_pairs": {k: int(v) for k, v in sets["near_misses"].family.value_counts().items()},
-        "pairwise_triples": {k: int(v) for k, v in sets["triples"].family.value_counts().items()},
-    })
+    record.setdefault("data", {}).setdefault(str(seed), {}).update(
+        {
+            "retrieval": stats.get("nfcorpus"),
+            "structural_pool": {k: int(v) for k, v in structural.family.value_counts().items()},
+            "nearmiss_pairs": {k: int(v) for k, v in sets["near_misses"].family.value_counts().items()},
+            "pairwise_triples": {k: int(v) for k, v in sets["triples"].family.value_counts().items()},
+        }
+    )
     gpu = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
     autocast = torch.autocast("cuda" if gpu else "cpu", dtype=torch.bfloat16) if precision == "bf16" else _null()
-    models = [{"variant": "Base", "seed": seed, "step": 0, "triplets": 0, "path": backbone, "loss": None,
-               "learning_rate": None, "stamp": f"pretrained-{precision}"}]
+    models = [
+        {
+            "variant": "Base",
+            "seed": seed,
+            "step": 0,
+            "triplets": 0,
+            "path": backbone,
+            "loss": None,
+            "learning_rate": None,
+            "stamp": f"pretrained-{precision}",
+        }
+    ]
     with autocast:
         LC.evaluate_steps(models, eval_sets, sets, results, device=device)
     for variant in variants:
@@ -122,20 +138,43 @@ def run_piece(
         for step, path in exported.items():
             info = LC.read_record(path / "STEP.json")
             digest = next(iter(info.get("weights_sha256", {}).values()), "")
-            models.append({"variant": variant, "seed": seed, "step": step, "triplets": step * 128, "path": str(path),
-                           "loss": info.get("loss"), "learning_rate": info.get("learning_rate"),
-                           "stamp": f"{digest[:16]}-{precision}"})
+            models.append(
+                {
+                    "variant": variant,
+                    "seed": seed,
+                    "step": step,
+                    "triplets": step * 128,
+                    "path": str(path),
+                    "loss": info.get("loss"),
+                    "learning_rate": info.get("learning_rate"),
+                    "stamp": f"{digest[:16]}-{precision}",
+                }
+            )
         t_eval = time.perf_counter()
         with autocast:
             LC.evaluate_steps(models, eval_sets, sets, results, device=device)
-        record.setdefault("parts", []).append({
-            "seed": seed, "variant": variant, "steps": sorted(exported), "precision": precision,
-            "train_s": round(train_s, 1), "eval_s": round(time.perf_counter() - t_eval, 1),
-            "commit": code_commit(), "finished_at": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
-        })
-        record["schedule"] = {"steps": L.SCHEDULE_STEPS, "batch_size": 128, "learning_rate": 1e-4,
-                              "weight_decay": 0.001, "warmup_ratio": 0.1, "scale": 10.0, "max_seq_length": 128,
-                              "sampler": "rows pre-shuffled by seed, read in order (duplicates allowed)"}
+        record.setdefault("parts", []).append(
+            {
+                "seed": seed,
+                "variant": variant,
+                "steps": sorted(exported),
+                "precision": precision,
+                "train_s": round(train_s, 1),
+                "eval_s": round(time.perf_counter() - t_eval, 1),
+                "commit": code_commit(),
+                "finished_at": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+            }
+        )
+        record["schedule"] = {
+            "steps": L.SCHEDULE_STEPS,
+            "batch_size": 128,
+            "learning_rate": 1e-4,
+            "weight_decay": 0.001,
+            "warmup_ratio": 0.1,
+            "scale": 10.0,
+            "max_seq_length": 128,
+            "sampler": "rows pre-shuffled by seed, read in order (duplicates allowed)",
+        }
         record["versions"] = _versions()
         _merge_record(record_path, record)
     log.info("length piece seed %d steps %s: %.0f s", seed, list(steps), time.perf_counter() - t0)
@@ -184,7 +223,7 @@ def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=Non
     `control_root` (a root whose pieces ran in the other precision), that control's points as
     figures/tables/length_precision_control.csv. Refuses when nothing was scored yet."""
     from compsense.core.paths import repo_root
-    from compsense.core.storage import read_table, write_table, write_json
+    from compsense.core.storage import read_table, write_json, write_table
     from compsense.figures.export import save_figure
     from compsense.figures.length import length_figure
 
@@ -212,8 +251,10 @@ def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=Non
         written.append(write_table(both.drop(columns=["stamp"]), figures / "tables" / "length_precision_control.csv"))
         record["precision_control"] = LC.read_record(control / "record.json").get("parts", [])
     written += [
-        write_table(points.drop(columns=["stamp"]).sort_values(["seed", "variant", "step", "dataset", "family", "metric"]),
-                    figures / "tables" / TABLES["points"]),
+        write_table(
+            points.drop(columns=["stamp"]).sort_values(["seed", "variant", "step", "dataset", "family", "metric"]),
+            figures / "tables" / TABLES["points"],
+        ),
         write_table(delta, figures / "tables" / TABLES["deltas"]),
         write_table(tests, figures / "tables" / TABLES["seed_tests"]),
         write_json(figures / "tables" / TABLES["record"], record),

@@ -37,6 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from compsense.core.encoders import load_encoder
+from compsense.core.seed import seed_everything
+from compsense.core.storage import write_json
 from compsense.retrieval.training import (
     MNRL_COLUMNS,
     TrainConfig,
@@ -208,10 +211,6 @@ def train_to_steps(config: TrainConfig, rows: pd.DataFrame, steps, out=None) -> 
     if resume is not None and int(Path(resume).name.split("-")[1]) >= todo[-1]:
         raise ValueError(f"{out}: its last checkpoint ({resume}) is past step {todo[-1]}; export it or start anew")
 
-    from compsense.core.encoders import load_encoder
-    from compsense.core.seed import seed_everything
-    from compsense.core.storage import write_json
-
     seed_everything(config.seed)
     model = load_encoder(config.backbone, device=config.device, max_seq_length=config.max_seq_length, seed=config.seed)
     trainer, timer = build_trainer(
@@ -229,7 +228,7 @@ def train_to_steps(config: TrainConfig, rows: pd.DataFrame, steps, out=None) -> 
 
 
 def _make_step_export():
-    from transformers import TrainerCallback
+    from transformers import TrainerCallback  # noqa: PLC0415 - transformers on first use, as in training.py
 
     class StepExport(TrainerCallback):
         """At each chosen step: ask for a checkpoint (what a later piece resumes from), copy its
@@ -256,7 +255,13 @@ def _make_step_export():
             ckpt = self.out / f"checkpoint-{step}"
             target, tmp = step_dir(self.out, step), step_dir(self.out, step).with_suffix(".partial")
             shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(ckpt, tmp, ignore=shutil.ignore_patterns("optimizer.pt", "scheduler.pt", "rng_state*", "trainer_state.json", "training_args.bin"))
+            shutil.copytree(
+                ckpt,
+                tmp,
+                ignore=shutil.ignore_patterns(
+                    "optimizer.pt", "scheduler.pt", "rng_state*", "trainer_state.json", "training_args.bin"
+                ),
+            )
             logs = [h for h in state.log_history if "loss" in h]
             record = {
                 "step": step,

@@ -33,7 +33,7 @@ import pandas as pd
 from compsense.core.encoders import BACKBONES, hub_problem, load_encoder, quiet_transformers, weight_digests
 from compsense.core.layout import model_dir, triplets_file
 from compsense.core.seed import seed_everything
-from compsense.core.storage import read_json, read_table, sha256_file, write_json
+from compsense.core.storage import read_json, read_table, write_json
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
 from compsense.data.negatives.families import PAPER_FAMILIES, resolve_families
