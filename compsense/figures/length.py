@@ -115,8 +115,10 @@ def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "sc
     fig.update_yaxes(title_text="near-miss AUC", range=[0, 1], row=1, col=2)
     fig.update_layout(
         title="Model A, B and the control C along the authors' MiniLM-L6 schedule",
-        height=520,
+        height=640,
         width=1200,
-        legend={"font": {"size": 10}},
+        # below the panels, in rows: every series (A/B/C x three families, Base, the paper's lines) stays visible
+        legend={"font": {"size": 10}, "orientation": "h", "y": -0.22, "x": 0},
+        margin={"b": 190},
     )
     return fig
