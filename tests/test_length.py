@@ -105,6 +105,9 @@ def test_train_to_steps_resumes_to_the_same_weights(tmp_path):
         info = json.loads((parts[step] / "STEP.json").read_text())
         assert info["step"] == step and info["triplets"] == step * 8 and info["loss"] is not None
     assert L.loss_curve(whole[4].parents[1]).step.tolist() == [1, 2, 4]
+    # between exported steps a resumable checkpoint is kept every `checkpoint_every` steps
+    L.train_to_steps(_tiny_config(tmp_path / "every"), rows, [5], checkpoint_every=3)
+    assert (tmp_path / "every" / "models" / "tiny-bert" / "length-C-seed42" / "checkpoint-3").is_dir()
     # finished steps are not trained again; other rows in the same folder are refused
     assert L.train_to_steps(_tiny_config(tmp_path / "whole"), rows, [4]) == {4: whole[4]}
     other = L.schedule_rows(retrieval_rows(40), structural_rows(30), 0.19, 43, 160)

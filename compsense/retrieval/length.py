@@ -184,7 +184,12 @@ def finished_steps(run: str | os.PathLike) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
-def train_to_steps(config: TrainConfig, rows: pd.DataFrame, steps, out=None) -> dict[int, Path]:
+CHECKPOINT_EVERY = 25  # a resumable checkpoint between exported steps: a killed piece loses at most 25 steps
+
+
+def train_to_steps(
+    config: TrainConfig, rows: pd.DataFrame, steps, out=None, checkpoint_every: int = CHECKPOINT_EVERY
+) -> dict[int, Path]:
     """Train `config` (its max_steps is the schedule's length) on `rows` read in order, and export
     the model at every step of `steps` to `<run>/steps/step-<N>/`; the run stops at max(steps).
 
@@ -214,7 +219,7 @@ def train_to_steps(config: TrainConfig, rows: pd.DataFrame, steps, out=None) -> 
     seed_everything(config.seed)
     model = load_encoder(config.backbone, device=config.device, max_seq_length=config.max_seq_length, seed=config.seed)
     trainer, timer = build_trainer(
-        model, config, rows, out, callbacks=[_StepExport(out, set(todo))], sampler="in_order"
+        model, config, rows, out, callbacks=[_StepExport(out, set(todo), checkpoint_every)], sampler="in_order"
     )
     write_json(started, identity)
     t0 = time.perf_counter()
@@ -235,13 +240,16 @@ def _make_step_export():
         model files to steps/step-<N>/ with a STEP.json (the step's loss, lr, seconds, weight
         digests) written last, and stop the run at the last chosen step."""
 
-        def __init__(self, out: Path, steps: set[int]):
+        def __init__(self, out: Path, steps: set[int], checkpoint_every: int):
             self.out, self.steps, self.t0, self.step0 = out, steps, None, None
+            self.every = checkpoint_every
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.t0, self.step0 = time.perf_counter(), state.global_step
 
         def on_step_end(self, args, state, control, **kwargs):
+            if self.every and state.global_step % self.every == 0:
+                control.should_save = True  # resumable, not exported (the trainer keeps the newest two)
             if state.global_step in self.steps:
                 control.should_save = True
                 if state.global_step >= max(self.steps):
@@ -281,8 +289,8 @@ def _make_step_export():
     return StepExport
 
 
-def _StepExport(out: Path, steps: set[int]):  # noqa: N802 - a class made lazily (transformers on first use)
-    return _make_step_export()(out, steps)
+def _StepExport(out: Path, steps: set[int], checkpoint_every: int = 0):  # noqa: N802 - made lazily (transformers)
+    return _make_step_export()(out, steps, checkpoint_every)
 
 
 def loss_curve(run: str | os.PathLike) -> pd.DataFrame:
