@@ -67,13 +67,12 @@ for SEED in $SEEDS; do
 done
 
 # 3. tables and figure from whatever was scored (a killed seed keeps the steps it scored)
-python3 -m compsense length --publish --root "$ROOT" > "$OUT/publish.log" 2>&1 || log "publish failed (see publish.log)"
-mkdir -p "$OUT/tables"
+# published into $OUT/figures, never into the tree's figures/ (a CPU check must not touch the committed tables)
+python3 -c "from compsense.pipeline.length_run import publish
+for p in publish(root='$ROOT', figures_dir='$OUT/figures', work_dir='${GPU_SMOKE_WORK:-runs/local}'): print(p)" \
+  > "$OUT/publish.log" 2>&1 || log "publish failed (see publish.log)"
 cp -r "$ROOT/results" "$OUT/" 2>/dev/null
 find "$ROOT/runs" -name STEP.json -o -name train_log.jsonl -o -name run_config.json 2>/dev/null \
   | tar czf "$OUT/step_records.tgz" -T - 2>/dev/null
-for f in figures/tables/length_*.csv figures/tables/length_record.json figures/02_length_curve.html figures/02_length_curve.png; do
-  [ -f "$f" ] && cp "$f" "$OUT/tables/"
-done
 log "done (exit $RC)"
 exit $RC
