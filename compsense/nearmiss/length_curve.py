@@ -28,7 +28,7 @@ import pandas as pd
 import scipy.stats
 
 from compsense.core.encoders import load_encoder, quiet_transformers
-from compsense.core.storage import exclusive, read_table, write_json, write_table
+from compsense.core.storage import exclusive, read_table, write_table
 from compsense.nearmiss.geometry import attach_paraphrases, pair_cosines
 from compsense.nearmiss.metrics import near_miss_auc, near_miss_auc_interval, pairwise_accuracy
 from compsense.retrieval.harness import evaluate_dataset, paired_bootstrap
@@ -196,10 +196,6 @@ def seed_t_tests(delta_table: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def write_record(path: str | os.PathLike, record: dict) -> Path:
-    return write_json(path, record)
 
 
 def read_record(path: str | os.PathLike) -> dict:

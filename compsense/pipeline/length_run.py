@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
@@ -104,7 +105,7 @@ def run_piece(
         }
     )
     gpu = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
-    autocast = torch.autocast("cuda" if gpu else "cpu", dtype=torch.bfloat16) if precision == "bf16" else _null()
+    autocast = torch.autocast("cuda" if gpu else "cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     models = [
         {
             "variant": "Base",
@@ -185,7 +186,7 @@ def _merge_record(path: Path, mine: dict) -> None:
     """Write this piece's record into the shared one under the results lock: parts are appended (a
     part already there is kept once), data counts merged per seed, so pieces that run at once on
     different cores keep each other's entries."""
-    from compsense.core.storage import exclusive
+    from compsense.core.storage import exclusive, write_json
 
     with exclusive(path.parent / ".lock"):
         current = LC.read_record(path)
@@ -196,15 +197,7 @@ def _merge_record(path: Path, mine: dict) -> None:
         data = current.get("data", {})
         for seed, counts in mine.get("data", {}).items():
             data.setdefault(seed, {}).update(counts)
-        LC.write_record(path, {**current, **mine, "parts": parts, "data": data})
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+        write_json(path, {**current, **mine, "parts": parts, "data": data})
 
 
 TABLES = {  # figures/tables/<name>: what `publish` writes (numbers only)
@@ -244,10 +237,10 @@ def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=Non
     written = []
     if control_root is not None:
         control = length_root(control_root) / "results"
-        both = pd.concat([read_table(control / LC.POINTS), points], ignore_index=True)
+        control_points = read_table(control / LC.POINTS)
+        both = pd.concat([control_points, points], ignore_index=True)
         both["precision"] = both.stamp.str.rsplit("-", n=1).str[-1]
-        steps = set(read_table(control / LC.POINTS).step)
-        both = both[both.step.isin(steps) & both.variant.isin(set(read_table(control / LC.POINTS).variant))]
+        both = both[both.step.isin(set(control_points.step)) & both.variant.isin(set(control_points.variant))]
         written.append(write_table(both.drop(columns=["stamp"]), figures / "tables" / "length_precision_control.csv"))
         record["precision_control"] = LC.read_record(control / "record.json").get("parts", [])
     written += [

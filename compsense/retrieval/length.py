@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from compsense.core.encoders import load_encoder
+from compsense.core.encoders import load_encoder, weight_digests
 from compsense.core.seed import seed_everything
 from compsense.core.storage import write_json
 from compsense.retrieval.training import (
@@ -48,7 +48,6 @@ from compsense.retrieval.training import (
     _random_other_sentences,
     _read_json,
     _recipe,
-    _weight_digests,
     build_trainer,
     last_complete_checkpoint,
 )
@@ -280,7 +279,7 @@ def _make_step_export():
                 "session_seconds": time.perf_counter() - self.t0,
                 "session_steps": step - self.step0,
                 "bf16": bool(args.bf16),
-                "weights_sha256": _weight_digests(tmp),
+                "weights_sha256": weight_digests(tmp),
             }
             (tmp / "STEP.json").write_text(json.dumps(record, indent=2) + "\n")
             shutil.rmtree(target, ignore_errors=True)
