@@ -107,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     pie = sub.add_parser("piece", help="run one declared piece of params/pieces.yaml, or --list them")
     pie.add_argument("name", nargs="?", help="the piece (see --list)")
-    pie.add_argument("--list", action="store_true", help="each piece's command, time and last finished run")
+    pie.add_argument("--list", action="store_true", help="where to start, each piece's time and last finished run")
+    pie.add_argument(
+        "--verbose", action="store_true", help="with --list: each piece's command and what it makes in full"
+    )
     pie.add_argument("--force", action="store_true", help="re-run its stages even when nothing changed")
     est = sub.add_parser("estimate", help="a profile's time from the throughput a run measured")
     est.add_argument("--profile", default="paper", help="the profile to estimate (params/<profile>.yaml)")
@@ -249,7 +252,7 @@ def _dispatch(args) -> int:
             from compsense.pipeline.pieces import list_pieces, run_piece
 
             if args.list or not args.name:
-                print(list_pieces())
+                print(list_pieces(verbose=args.verbose))
                 return 0
             return run_piece(args.name, force=args.force)
         only = [s.strip() for s in args.only.split(",")] if args.only else None

@@ -106,7 +106,40 @@ def test_piece_runs_the_runner_with_its_settings_and_lists(monkeypatch, capsys):
     assert cli(["piece", "no-such-piece"]) == 2
     assert "no piece 'no-such-piece'" in capsys.readouterr().err
     assert cli(["piece", "--list"]) == 0
-    assert "local-04-frozen: the separation table's frozen rows" in capsys.readouterr().out
+    assert "local-04-frozen " in capsys.readouterr().out
+    assert cli(["piece", "--list", "--verbose"]) == 0
+    assert "local-04-frozen, ~0.4 h: the separation table's frozen rows" in capsys.readouterr().out
+
+
+def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_behind_verbose(tmp_path):
+    long = "a table " * 40
+    spec = {
+        "later": {"profile": "local", "only": "02", "makes": "Table 1", "hours": 0.5},  # needs 01: not a start
+        "long": {
+            "profile": "local",
+            "only": "01,02",
+            "makes": long,
+            "hours": 2.0,
+            "set": ["02_training_ab.seeds=[42]"],
+        },
+        "first": {"profile": "local", "only": "01", "makes": "the near-miss pairs", "hours": 0.12},
+    }
+    (tmp_path / "pieces.yaml").write_text(yaml.safe_dump({"pieces": spec}, sort_keys=False))
+    pieces = P.load_pieces(tmp_path / "pieces.yaml")
+    assert P.start_piece(pieces).name == "first"  # self-contained and the shortest
+    short = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml")
+    assert max(len(line) for line in short.splitlines()) <= 100
+    assert "Start here: `python -m compsense piece first` (~7 min: the near-miss pairs)" in short
+    assert "1 other piece of profile local reads what it writes" in " ".join(short.split())  # `later`
+    assert "--set" not in short and long.strip() not in short and "…" in short  # cut to fit
+    full = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml", verbose=True)
+    assert long.strip() in " ".join(full.split())
+    assert (
+        "python -m compsense reproduce --profile local --only 01,02 \\\n    --set '02_training_ab.seeds=[42]'" in full
+    )
+    _run(tmp_path / "runs", "r1", 1, [], {"01": {"status": "ok", "seconds": 540.0}}, commit="c0ffee1")
+    short = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml")
+    assert "c0ffee1, 9 min" in short and "It has a finished run here (commit c0ffee1)" in " ".join(short.split())
 
 
 def test_a_run_whose_first_stage_was_skipped_as_unchanged_is_the_pieces():

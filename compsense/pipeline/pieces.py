@@ -2,7 +2,8 @@
 overrides that narrow it, one command each that fits in about two hours on 2 CPU cores.
 
 `python -m compsense piece NAME` runs one (it is `reproduce --profile P --only S --set ...`, nothing
-more), `python -m compsense piece --list` says which have a finished run and at which commit. A run
+more), `python -m compsense piece --list` says where to start and which have a finished run and at
+which commit, in 100 columns (`--verbose`: each piece's command and what it makes in full). A run
 counts as a piece's when its summary.json has the piece's profile and overrides and every stage of
 the piece finished "ok" in it, so runs made with the same command before the list existed count too.
 """
@@ -17,9 +18,10 @@ import yaml
 
 from compsense.core.paths import resolve
 from compsense.core.storage import CorruptFile
+from compsense.pipeline import screen
 from compsense.pipeline.profiles import PROFILES, load_profile, params_dir
 from compsense.pipeline.runner import Refused, select_stages
-from compsense.pipeline.stages import read_summary, stage_key
+from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
 
 PIECES_FILE = "pieces.yaml"
 KEYS = {"profile", "only", "set", "makes", "hours", "publishes", "code_note"}
@@ -136,20 +138,91 @@ def last_run(piece: Piece, runs_dir="runs") -> dict | None:
     return max(found, key=lambda f: f[:2])[2] if found else None
 
 
-def list_pieces(runs_dir="runs", path=None) -> str:
-    """One block per piece: its command, what it makes, its time, and its last finished run."""
-    out = []
-    for piece in load_pieces(path).values():
-        run = last_run(piece, runs_dir)
-        made = (
-            f"last run {run['run']} at commit {run['commit']}, finished {run['finished']}, "
-            f"{run['seconds'] / 60:.0f} min"
-            if run
-            else "no finished run yet"
+def list_pieces(runs_dir="runs", path=None, verbose: bool = False) -> str:
+    """Where to start (`start_piece`), then one line per piece: its name, hours, last finished run and what
+    it makes, cut to fit `screen.WIDTH` columns. `verbose`: one block per piece instead, with its command,
+    what it makes in full and its last run's folder, wrapped to the same width."""
+    pieces = load_pieces(path)
+    runs = {name: last_run(piece, runs_dir) for name, piece in pieces.items()}
+    out = [
+        screen.wrap(
+            f"Declared pieces ({PIECES_FILE}): each is one command, `python -m compsense piece NAME`, of about "
+            "two hours or less on 2 CPU cores, writing into its profile's work_dir, so a later piece reuses "
+            "what an earlier one made."
         )
-        hours = f", ~{piece.hours:g} h" if piece.hours is not None else ""
-        out.append(f"{piece.name}: {piece.makes}{hours}\n  {piece.command()}\n  {made}")
+    ]
+    start = start_piece(pieces)
+    if start is not None:
+        out += ["", screen.wrap(_start_here(start, pieces, runs[start.name]))]
+    if verbose:
+        for piece in pieces.values():
+            out += ["", *_piece_block(piece, runs[piece.name])]
+        return "\n".join(out)
+    rows = [
+        [
+            piece.name,
+            f"{piece.hours:g}" if piece.hours is not None else "?",
+            f"{runs[name]['commit']}, {runs[name]['seconds'] / 60:.0f} min" if runs[name] else "none here",
+            piece.makes,
+        ]
+        for name, piece in pieces.items()
+    ]
+    out += ["", screen.table(["piece", "hours", "last finished run", "makes"], rows, right={1})]
+    out += [
+        "",
+        screen.wrap(
+            "--verbose: each piece's command, what it makes in full, and its last run's folder. "
+            "`python -m compsense estimate --piece NAME` prices a piece from the published rates."
+        ),
+    ]
     return "\n".join(out)
+
+
+def start_piece(pieces: dict[str, Piece]) -> Piece | None:
+    """The piece a newcomer runs first: of the pieces that need no stage they do not run themselves
+    (`stages.DEPENDS_ON`), the shortest (declared hours), the first declared on a tie."""
+    alone = [p for p in pieces.values() if all(d in p.stages for s in p.stages for d in DEPENDS_ON.get(s, []))]
+    if not alone:
+        return None
+    order = list(pieces)
+    return min(alone, key=lambda p: (p.hours is None, p.hours or 0.0, order.index(p.name)))
+
+
+def _start_here(start: Piece, pieces: dict[str, Piece], run: dict | None) -> str:
+    readers = [
+        p.name
+        for p in pieces.values()
+        if p.name != start.name
+        and p.profile == start.profile
+        and any(d in start.stages and d not in p.stages for s in p.stages for d in DEPENDS_ON.get(s, []))
+    ]
+    minutes = f"~{start.hours * 60:.0f} min: " if start.hours is not None else ""
+    text = f"Start here: `python -m compsense piece {start.name}` ({minutes}{start.makes})"
+    if readers:
+        many = len(readers) > 1
+        text += (
+            f"; {len(readers)} other piece{'s' * many} of profile {start.profile} read{'s' * (not many)} what it writes"
+        )
+    if run:
+        text += f". It has a finished run here (commit {run['commit']}): any piece below is next"
+    return text + "."
+
+
+def _piece_block(piece: Piece, run: dict | None) -> list[str]:
+    hours = f", ~{piece.hours:g} h" if piece.hours is not None else ""
+    made = (
+        f"last run {shown(run['run'])} at commit {run['commit']}, finished {run['finished']}, "
+        f"{run['seconds'] / 60:.0f} min"
+        if run
+        else "no finished run here"
+    )
+    command = f"python -m compsense reproduce --profile {piece.profile} --only {','.join(piece.only)}"
+    # the command one argument a line, never cut inside one: it is copied into a shell as it stands
+    args = [command, *(f"  --set '{o}'" for o in piece.overrides)]
+    lines = [screen.wrap(f"{piece.name}{hours}: {piece.makes}", indent="    ", first="")]
+    lines += [f"  {a}" + (" \\" if i < len(args) - 1 else "") for i, a in enumerate(args)]
+    lines.append(screen.wrap(made, indent="    ", first="  "))
+    return lines
 
 
 def get_piece(name: str, path=None) -> Piece:
