@@ -1,10 +1,12 @@
 """`python -m compsense doctor [--profile local]`: what this machine can do for compsense, in one screen.
 
-Versions, the device, which backbones load offline and which datasets are found locally; then what
-one profile needs, each checked with a fix beside what is missing: the data its notebooks read (the
-data check, `compsense.data.release`), its backbones, papermill, the Jupyter kernel its notebooks name
-(as `jupyter kernelspec list` reports it) and the installed packages' requirements (as `pip check`
-reports them). Exits 1 when anything the profile needs is missing, so a script can stop before a long run.
+Versions, the device and the local data folder; then what one profile needs, each checked with a fix
+beside what is missing: the data its notebooks read (the data check, `compsense.data.release`), its
+backbones, papermill, the Jupyter kernel its notebooks name (as `jupyter kernelspec list` reports it)
+and the installed packages' requirements (as `pip check` reports them); then, apart and marked
+optional, the registered backbones and local datasets this profile does not use, with the profiles
+that do (read from every profile's parameters). Exits 1 when anything the profile needs is missing,
+so a script can stop before a long run; an optional item never counts.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from compsense.core.machine import machine
 from compsense.core.paths import local_data_dir
 from compsense.data.datasets import available_datasets
 from compsense.data.release import Check, data_checks
-from compsense.pipeline.profiles import stage_parameters
+from compsense.pipeline import screen
+from compsense.pipeline.profiles import PROFILES, stage_parameters
 from compsense.pipeline.stages import data_needs, notebooks
 
 NOTEBOOKS_EXTRA = "pip install -e '.[notebooks]'"
@@ -98,13 +101,19 @@ def tool_checks(notebook_paths) -> list[Check]:
     return checks
 
 
-def _backbone_checks(stage_params: dict) -> list[Check]:
-    status = offline_status()
+def profile_backbones(stage_params: dict) -> set[str]:
+    """The backbones a profile's stages name (`backbone` or `backbones` of any stage)."""
     names = set()
     for params in stage_params.values():
         for key in ("backbone", "backbones"):
             value = params.get(key)
             names |= set(value if isinstance(value, list) else [value] if value else [])
+    return names
+
+
+def _backbone_checks(stage_params: dict) -> list[Check]:
+    status = offline_status()
+    names = profile_backbones(stage_params)
     checks = []
     for name in sorted(names):
         how = status.get(name)
@@ -125,6 +134,25 @@ def _backbone_checks(stage_params: dict) -> list[Check]:
     return checks
 
 
+def optional_items(profile: str, backbones: dict[str, str], datasets: dict[str, bool]) -> list[tuple[str, str, str]]:
+    """(what, its state here, which profiles use it) for each registered backbone and local dataset that
+    `profile` does not use, as every profile's parameters say (params/<profile>.yaml): what `doctor` lists
+    apart, as optional, so a hub backbone or NanoBEIR missing here never reads as a problem for `profile`."""
+    uses = {}
+    for name in PROFILES:
+        params = stage_parameters(name)
+        uses[name] = {f"backbone {b}" for b in profile_backbones(params)} | {f"data {d}" for d in data_needs(params)[0]}
+    items = [(f"backbone {name}", state) for name, state in backbones.items()]
+    items += [(f"data {name}", "found" if found else "missing") for name, found in datasets.items()]
+    optional = []
+    for what, state in items:
+        if what in uses.get(profile, set()):
+            continue
+        users = [name for name in PROFILES if what in uses[name]]
+        optional.append((what, state, f"used by profile {', '.join(users)}" if users else "no profile uses it"))
+    return optional
+
+
 def main(profile: str = "local") -> int:
     info = report()
     print(
@@ -134,21 +162,29 @@ def main(profile: str = "local") -> int:
     print("\npackages")
     for name, ver in info["versions"].items():
         print(f"  {name:24s} {ver}")
-    print("\nbackbones")
-    for name, status in info["backbones"].items():
-        print(f"  {name:24s} {status}")
-    print(f"\nlocal data: {info['data_dir']}")
-    for name, found in info["datasets"].items():
-        print(f"  {name:24s} {'found' if found else 'missing'}")
+    print("\n" + screen.wrap(f"local data: {info['data_dir']}", indent="  "))
     checks = profile_checks(profile)
-    print(f"\nwhat profile {profile!r} needs")
+    width = max(len(c.what) for c in checks) + 2 if checks else 24
+    print(f"\nneeded by profile {profile!r}")
     for c in checks:
-        print(f"  {'ok' if c.ok else 'MISSING':8s} {c.what:38s} {c.detail}")
+        print(
+            screen.wrap(
+                c.detail, indent=" " * (11 + width), first=f"  {'ok' if c.ok else 'MISSING':8s} {c.what:{width}s}"
+            )
+        )
         if not c.ok:
-            print(f"  {'':8s} fix: {c.fix}")
+            print(screen.wrap(f"fix: {c.fix}", indent=" " * 16, first=" " * 11))
+    optional = optional_items(profile, info["backbones"], info["datasets"])
+    if optional:
+        print(f"\noptional: not used by profile {profile!r}, so never counted as missing for it")
+        rows = [[what, state, users] for what, state, users in optional]
+        table = screen.table(["", "", ""], rows, width=screen.WIDTH - 2).split("\n")[1:]  # no header row
+        print("\n".join(f"  {line}" for line in table))
     missing = [c for c in checks if not c.ok]
     if missing:
-        print(f"\n{len(missing)} missing for profile {profile!r}: {', '.join(c.what for c in missing)}")
+        print(
+            "\n" + screen.wrap(f"{len(missing)} missing for profile {profile!r}: {', '.join(c.what for c in missing)}")
+        )
         return 1
     print(f"\neverything profile {profile!r} needs is here")
     return 0

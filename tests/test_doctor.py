@@ -49,9 +49,10 @@ def test_missing_data_exits_1_and_says_how_to_fix(tmp_path, monkeypatch, capsys,
     monkeypatch.setenv("COMPSENSE_DATA_DIR", str(_data_dir(tmp_path / "mine", ["mrpc", "nfcorpus"])))
     assert cli(["doctor", "--profile", "local"]) == 1
     out = capsys.readouterr().out
+    flat = " ".join(out.split())  # the lines are wrapped to 100 columns
     for name in ("scifact", "sugarcrepe", "stsb", "condaqa"):
         assert f"MISSING  data {name}" in out
-        assert f"fix: put {name}/ in {tmp_path / 'mine'} (get it from https://example.org/{name}.zip;" in out
+        assert f"fix: put {name}/ in {tmp_path / 'mine'} (get it from https://example.org/{name}.zip;" in flat
     assert "ok       data mrpc" in out and "ok       data nfcorpus" in out
     assert "4 missing for profile 'local'" in out
 
@@ -145,3 +146,32 @@ def test_tool_checks_report_what_pip_and_jupyter_say(tmp_path, monkeypatch):
     )
     kernel = checks["kernel no-such-kernel-compsense"]
     assert not kernel.ok and "`jupyter kernelspec list` failed" in kernel.detail
+
+
+def test_what_the_profile_does_not_use_is_listed_apart_as_optional_and_never_missing(
+    tmp_path, monkeypatch, capsys, machine_ok
+):
+    """NanoBEIR and the hub backbones are the paper profile's: for the local profile they are optional,
+    read from every profile's parameters, and their absence neither fails nor reads as a problem."""
+    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(_data_dir(tmp_path)))
+    monkeypatch.setattr(release, "load_manifest", lambda path=None: _manifest_of(tmp_path))
+    backbones = {"minilm-l6": "package x", "minilm-l12": "unavailable offline", "tiny-bert": "built"}
+    monkeypatch.setattr(doctor, "offline_status", lambda: backbones)
+    assert doctor.main("local") == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    needed, optional = out.split("\nneeded by profile 'local'\n")[1].split("\noptional: not used by profile 'local'")
+    assert "data scifact" in needed and "nanobeir" not in needed and "minilm-l12" not in needed
+    lines = {
+        line.split()[1]: line
+        for line in optional.splitlines()
+        if line.startswith("  backbone ") or line.startswith("  data ")
+    }
+    assert "unavailable offline" in lines["minilm-l12"] and lines["minilm-l12"].endswith("used by profile paper")
+    assert "missing" in lines["nanobeir"] and lines["nanobeir"].endswith("used by profile paper")
+    assert lines["tiny-bert"].endswith("used by profile smoke")
+    assert "minilm-l6" not in lines and "scifact" not in lines  # the local profile uses them
+    assert "everything profile 'local' needs is here" in out
+    # the paper profile needs NanoBEIR and the hub backbones: there they are checked, not optional
+    paper = [what for what, _, _ in doctor.optional_items("paper", backbones, {"nanobeir": False, "scifact": True})]
+    assert "data nanobeir" not in paper and "backbone minilm-l12" not in paper and "backbone tiny-bert" in paper
