@@ -141,6 +141,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     est.add_argument("--rate-device", default=None, help="the device the --rate values were measured on")
     est.add_argument("--rate-source", default=None, help="where the --rate values were measured (cite it)")
+    est.add_argument(
+        "--verbose", action="store_true", help="the whole table, one row a line, and what a unit is at each stage"
+    )
+    est.add_argument(
+        "--length",
+        action="store_true",
+        help="price a `length` piece (the training-length curve) from figures/tables/length_record.json, "
+        "with --steps, --variants, --precision, --seed and --root as `length` takes them",
+    )
+    est.add_argument("--steps", default="25,50", help="with --length: the steps the piece exports")
+    est.add_argument("--variants", default="A,B,C", help="with --length: A, B, C")
+    est.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="with --length")
+    est.add_argument("--seed", type=int, default=42, help="with --length: whose runs under --root count as begun")
+    est.add_argument(
+        "--root",
+        default=None,
+        help="with --length: the length root, whose exported steps and checkpoints are not trained again "
+        "(default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)",
+    )
     ln = sub.add_parser(
         "length",
         help="the training-length curve: A, B and the control C on the authors' schedule, stopped at chosen "
@@ -313,8 +332,10 @@ def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
 
 def _estimate(args) -> int:
     from compsense import estimate as E
-    from compsense.pipeline.report import _md_table
+    from compsense.pipeline import screen
 
+    if args.length:
+        return _estimate_length(args)
     rates = E.parse_rates(args.rate, args.rate_device, args.rate_source)  # checked before anything is read
     from compsense.pipeline.runner import select_stages
     from compsense.pipeline.stages import stage_key
@@ -330,18 +351,49 @@ def _estimate(args) -> int:
     est = E.estimate(
         profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates, overrides=overrides, only=only
     )
-    where = args.work_dir or "the published run (figures/tables/measured_rates.csv)"
     what = f"piece {args.piece} (" if args.piece else ""
     sets = "".join(f" --set '{o}'" for o in overrides) + (f" --only {','.join(only)}" if only else "")
-    print(f"# Time estimate: {what}profile {profile}{sets}{')' if args.piece else ''}, rates measured in {where}\n")
-    print(E.headline(est) + "\n")
-    print(_md_table(E.display_frame(est)))
-    print("\nUnits (compsense.estimate.UNITS):")
-    for (stage, component), unit in E.UNITS.items():
-        print(f"  {stage} {component}: {unit}")
+    print(
+        screen.wrap(f"# Time estimate: {what}profile {profile}{sets}{')' if args.piece else ''}", indent="  ", first="")
+    )
+    print("\n" + screen.wrap(E.rates_origin(est, args.work_dir)) + "\n")
+    print(screen.wrap(E.headline(est)) + "\n")
+    if args.verbose:
+        from compsense.pipeline.report import _md_table
+
+        print(_md_table(E.display_frame(est)))
+        print("\nUnits (compsense.estimate.UNITS):")
+        for (stage, component), unit in E.UNITS.items():
+            print(screen.wrap(unit, indent="    ", first=f"  {stage} {component}: "))
+    else:
+        print(E.screen_text(est))
+        print(
+            "\n"
+            + screen.wrap(
+                "--verbose: the whole table (units, rate, seconds, source, device and assumption "
+                "per row) and what a unit is at each stage."
+            )
+        )
     if args.work_dir and E.measured_profile(args.work_dir) == args.profile:
         print("\nSame profile as the measured run: estimated vs recorded seconds per stage\n")
-        print(_md_table(E.stage_comparison(est, args.work_dir)))
+        comparison = E.stage_comparison(est, args.work_dir)
+        print(screen.table(list(comparison.columns), comparison.fillna("–").round(1).values.tolist(), right={1, 2, 3}))
+    return 0
+
+
+def _estimate_length(args) -> int:
+    from compsense import estimate as E
+    from compsense.pipeline import screen
+
+    steps = [int(s) for s in args.steps.split(",") if s.strip()]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    est = E.length_estimate(steps, variants, args.precision, seed=args.seed, root=args.root)
+    command = (
+        f"python -m compsense length --seed {args.seed} --steps {','.join(map(str, steps))} "
+        f"--variants {','.join(variants)} --precision {args.precision}"
+    )
+    print(screen.wrap(f"# Time estimate: {command}", indent="  ", first="") + "\n")
+    print(E.length_text(est))
     return 0
 
 

@@ -13,6 +13,12 @@ data settings differ from the measured ones (other datasets, caps, in-batch nega
 measured", and the total says how many rows it leaves out. Rates measured elsewhere (a
 benchmarks/bench_training.py --out JSON, or `rates=`) are used only with their citation.
 
+Without a run (`--from`), the rates are the committed figures/tables/measured_rates.csv; a row says
+when the run file it was measured from is not in this checkout. The stages that only run a notebook
+(00, 06) that no run measured are priced from docs/notebooks/run_summary.json, the committed record
+of the run the notebook pages show. `length_estimate` prices a `python -m compsense length` piece
+from figures/tables/length_record.json. The command prints 100 columns (`screen_text`, `length_text`).
+
 The one modelling assumption: with a backbone no run measured, a unit takes (its parameter count /
 the measured backbone's) times as long. It needs `n_parameters` on both Backbone entries of
 compsense.core.encoders.BACKBONES; where a count is absent the row is "not measured".
@@ -22,17 +28,22 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
 from compsense.core.encoders import BACKBONES
-from compsense.core.layout import RESULTS, trained_model_dirs, verifiers_root
+from compsense.core.layout import RESULTS, model_dir, trained_model_dirs, verifiers_root
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, read_json, read_table
+from compsense.nearmiss.length_curve import POINTS
+from compsense.pipeline import screen
+from compsense.pipeline.length_run import length_root
 from compsense.pipeline.profiles import stage_parameters
 from compsense.pipeline.stages import STATE_RECOVER, SUMMARY, read_summary, shown, stage_key
+from compsense.retrieval.length import finished_steps
 from compsense.retrieval.training import TrainConfig, plan_runs
 from compsense.verifiers.study import size_plan
 
@@ -89,6 +100,7 @@ REST = {
 TRAINS = ("02", "04")  # stages whose trainings DONE.json / verifier.json time (subtracted from the notebook's)
 UNTRAINED = {("F0", "frozen"), ("F1", "frozen")}  # no trainable parameters, frozen encoder
 NOT_MEASURED = "not measured"
+UNRECORDED = "not recorded"  # the device of a measurement whose record does not say it
 
 
 def stage_params(profile: str, overrides=()) -> dict[str, dict]:
@@ -463,7 +475,78 @@ def published_measurements(tables_dir=None) -> tuple[pd.DataFrame, dict]:
             f"{rates_path} or {sizes_path.name}: not the table the report publishes ({type(err).__name__}: {err}). "
             f"Fix: restore them (git checkout -- {shown(folder)}), or pass --from runs/<profile> (a run's work_dir)"
         ) from None
+    table = shown(rates_path)
+    rates["source"] = [_published_source(str(v), table) for v in rates.source]
+    rates["device"] = [_published_device(v, table) if isinstance(v, str) else v for v in rates.device]
     return rates, sizes
+
+
+def absent_run_files(text: str) -> list[str]:
+    """The files `text` cites (a path under runs/, or an absolute one; `*` matches any folder) that are
+    not on this machine: a fresh clone has the published rates, not the run that measured them."""
+    absent = []
+    for cited in re.findall(r"(?<![\w/.-])((?:/|runs/)[^\s,;()]+)", text):
+        path = Path(cited) if cited.startswith("/") else repo_root() / cited
+        anchor = Path(path.anchor) if path.is_absolute() else Path()
+        if not path.exists() and not any(anchor.glob(str(path.relative_to(anchor)))):
+            absent.append(cited)
+    return absent
+
+
+def _published_source(source: str, table: str) -> str:
+    """A published row's source as it stands in this checkout: the committed table, and the run file it
+    was measured from, said to be absent where it is."""
+    if source.startswith(NOT_MEASURED) or not source:
+        return source
+    where = "not in this checkout" if absent_run_files(source) else "here"
+    return f"{table}, measured from {source} ({where})"
+
+
+def _published_device(device: str, table: str) -> str:
+    """A published row's device, its citation of a run file this checkout lacks replaced by the table."""
+    if not absent_run_files(device):
+        return device
+    return f"{device.split(' (')[0]} (as the measuring run recorded it)"
+
+
+# The run that `make figures` made the notebook pages from keeps its summary.json beside them (committed):
+# each stage's whole time. For a stage whose own part is one notebook run (REST "notebook": 00 and 06,
+# which train nothing), that time is the rate, used where no run in the estimate's source measured it.
+PAGES_SUMMARY = Path("docs") / "notebooks" / "run_summary.json"
+PAGES_SOURCE = "the whole stage, in the run the notebook pages show"
+
+
+def pages_measurements(path=None) -> pd.DataFrame:
+    """Rows as `measured_rates` gives them for the notebook-only stages (00, 06) from the committed
+    summary of the run the notebook pages show (docs/notebooks/run_summary.json); its settings are its
+    profile's (with its overrides), its device is not recorded there. Empty when the file is absent."""
+    path = resolve(path) if path is not None else repo_root() / PAGES_SUMMARY
+    columns = ["stage", "component", "backbone", "units", "seconds", "source", "device", "settings", "rate"]
+    if not path.is_file():
+        return pd.DataFrame(columns=columns)
+    summary = read_summary(path)
+    params = stage_params(summary.get("profile", "local"), summary.get("overrides") or ())
+    rows = []
+    for stage, record in sorted(summary.get("stages", {}).items()):
+        seconds = record.get("seconds")
+        if REST.get(stage) != "notebook" or record.get("status") != "ok" or not seconds or stage not in params:
+            continue
+        settings = {k: params[stage].get(k) for k in SAME[(stage, "notebook")]}
+        rows.append(
+            {
+                "stage": stage,
+                "component": "notebook",
+                "backbone": params[stage].get("backbone"),
+                "units": 1.0,
+                "seconds": float(seconds),
+                "source": f"{shown(path)}: {PAGES_SOURCE} (profile {summary.get('profile')}, "
+                f"commit {summary.get('commit', '?')})",
+                "device": UNRECORDED,
+                "settings": settings,
+                "rate": 1.0 / float(seconds),
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
 
 
 def measurement_tables(work_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -500,10 +583,13 @@ def estimate(
     tables_dir=None,
     overrides=(),
     only=None,
+    pages_summary=None,
 ) -> pd.DataFrame:
     """Seconds per stage/component/backbone of `target_profile` at the rates measured in `work_dir`
     (None: the published run's, `published_measurements(tables_dir)`), and a last `total` row
-    (measured rows only; its `source` counts the rows left out).
+    (measured rows only; its `source` counts the rows left out). The notebook-only stages (00, 06)
+    that neither measured come from the notebook pages' run (`pages_measurements(pages_summary)`;
+    False: not read).
 
     bench: a benchmarks/bench_training.py --out JSON: its compsense triplets/s is the 02 train rate
     of its model on its device. rates: rates measured elsewhere, cite them:
@@ -514,6 +600,10 @@ def estimate(
         measured, sizes = published_measurements(tables_dir)
     else:
         measured, sizes = measured_rates(work_dir, summary_json), None
+    pages = pages_measurements(pages_summary) if pages_summary is not False else pd.DataFrame()
+    if not pages.empty:
+        fresh = pages[~pages.stage.isin(set(measured.stage[measured.component == "notebook"]))]
+        measured = pd.concat([measured, fresh], ignore_index=True) if not fresh.empty else measured
     units = work_units(target_profile, work_dir, sizes=sizes, overrides=overrides, only=only)
     rows = [_estimate_row(u, measured, measured_elsewhere) for u in units.to_dict("records")]
     df = pd.DataFrame(rows, columns=ESTIMATE_COLUMNS)
@@ -717,10 +807,16 @@ def report_sections(work_dir) -> list[dict]:
 
 
 def headline(est: pd.DataFrame) -> str:
-    """One paragraph: the total, on which devices its rates were measured, what it leaves out."""
+    """One paragraph: the total, on which devices its rates were measured, what it leaves out. Rows whose
+    device no record gives (the notebook pages' run) are counted apart and do not decide the verdict."""
     total = est.iloc[-1]
-    devices = est.iloc[:-1].dropna(subset=["device"]).groupby("device").size()
-    on = "; ".join(f"{d} ({n} rows)" for d, n in devices.items()) or "no device"
+    rows = est.iloc[:-1].dropna(subset=["device"])
+    unrecorded = rows[rows.device == UNRECORDED]
+    devices = rows[rows.device != UNRECORDED].groupby("device").size()
+    on = "; ".join(f"{d} ({n} row{'s' * (n != 1)})" for d, n in devices.items()) or "no device"
+    if not unrecorded.empty:
+        which = ", ".join(f"{r.stage} {r.component}" for r in unrecorded.itertuples())
+        on += f"; {len(unrecorded)} row(s) record no device ({which}: {unrecorded.seconds.sum():,.0f} s)"
     kinds = {_kind(d) for d in devices.index}
     if total.seconds != total.seconds:  # NaN: no row has a rate
         return (
@@ -729,6 +825,7 @@ def headline(est: pd.DataFrame) -> str:
         )
     secs = total.seconds
     verdict = {
+        frozenset(): "No row records its device: the total is an estimate for a device nobody named.",
         frozenset({"cpu"}): "These are CPU measurements: this is a CPU estimate, not a GPU (H200) one.",
         frozenset({"gpu"}): "Every rate was measured on a GPU: this is an estimate for that GPU.",
     }.get(
@@ -758,6 +855,41 @@ def display_frame(est: pd.DataFrame) -> pd.DataFrame:
     out["rate"] = out.rate.map(lambda v: num(v, ".4g"))
     out["seconds"] = out.seconds.map(lambda v: num(v, ",.1f"))
     return out.fillna("")
+
+
+def screen_text(est: pd.DataFrame) -> str:
+    """The estimate for a terminal of `screen.WIDTH` columns: one line per row (stage, component,
+    backbone, units, rate, time) pointing to a numbered note that says where its rate comes from, on
+    which device, and under which assumption (rows that share these share the note). Every column of
+    `display_frame` is in the notes; `estimate --verbose` prints that table whole."""
+    notes: dict[str, int] = {}
+    rows = []
+    for r in est.to_dict("records"):
+        parts = [str(r.get("source") or "")]
+        if isinstance(r.get("device"), str) and r["device"] and r["stage"] != "total":
+            parts.append(f"device: {r['device']}")
+        if isinstance(r.get("assumption"), str) and r["assumption"]:
+            parts.append(r["assumption"])
+        note = notes.setdefault("; ".join(p for p in parts if p), len(notes) + 1)
+        units, rate = r.get("units"), r.get("rate")
+        rows.append(
+            [
+                r["stage"],
+                r["component"],
+                "" if r.get("backbone") is None or r.get("backbone") != r.get("backbone") else r["backbone"],
+                "" if units is None or units != units else f"{units:,.0f}",
+                "–" if rate is None or rate != rate else f"{rate:.4g}/s",
+                screen.duration(r.get("seconds")),
+                f"[{note}]",
+            ]
+        )
+    table = screen.table(
+        ["stage", "component", "backbone", "units", "rate", "time", "note"], rows, right={3, 4, 5}, fit=1
+    )
+    lines = [table, ""]
+    for text, n in notes.items():
+        lines.append(screen.wrap(text, indent=" " * (len(str(n)) + 3), first=f"[{n}] "))
+    return "\n".join(lines)
 
 
 def stage_comparison(est: pd.DataFrame, work_dir) -> pd.DataFrame:
@@ -795,3 +927,165 @@ def measured_profile(work_dir) -> str | None:
 def _one(values):
     vals = {json.dumps(v, sort_keys=True, default=str) for v in values}
     return json.loads(vals.pop()) if len(vals) == 1 else "mixed"
+
+
+def rates_origin(est: pd.DataFrame, work_dir=None) -> str:
+    """Where the estimate's rates come from, in words: the run in `work_dir`, or (none given) the committed
+    tables, saying when the run files they were measured from are not in this checkout."""
+    sources = [str(v) for v in est.source.dropna()]
+    pages = sorted({s.split(": ")[0] for s in sources if PAGES_SOURCE in s})
+    if work_dir is not None:
+        text = f"Rates measured by the run in {work_dir} (its DONE.json, verifier.json and executed notebooks)"
+    else:
+        text = (
+            f"No measured run given (--from): using the committed rates of figures/tables/{RATES_TABLE}.csv "
+            f"and the dataset sizes of {SIZES_TABLE}.csv"
+        )
+        absent = sorted({_run_folder(f) for s in sources for f in absent_run_files(s)})
+        if absent:
+            text += (
+                f"; the run that measured them is not in this checkout (the files each note cites under "
+                f"{', '.join(absent)} are its)"
+            )
+    if pages:
+        text += f"; stages that only run a notebook (00, 06) from {pages[0]}, where nothing else measured them"
+    return text + "."
+
+
+def _run_folder(path: str) -> str:
+    """runs/<profile>/ of a cited run file (the folder a reader looks for), else the file's folder."""
+    found = re.match(r"^(.*?runs/[^/]+/)", path)
+    return found.group(1) if found else f"{Path(path).parent}/"
+
+
+# ---------------------------------------------------------------------------------------------
+# The training-length curve's pieces (`python -m compsense length`)
+
+LENGTH_RECORD = Path("figures") / "tables" / "length_record.json"
+
+
+def length_rates(precision: str, record_path=None) -> dict:
+    """Seconds per training step and per scored step at `precision`, from the committed record of the
+    curve's pieces (`length --publish` writes it: each part's variant, steps, train_s and eval_s). A part
+    trains from its run's last checkpoint to its last step and scores the steps it lists, so a part that
+    resumed records fewer steps trained (or scored) than it lists: the slowest part per step is the rate.
+    {"train": (s, part), "score": (s, part), "parts": n, "train_range": (lo, hi), "device": ..., "source": ...};
+    FileNotFoundError when the record is absent, ValueError when no part ran at `precision`."""
+    path = resolve(record_path) if record_path is not None else repo_root() / LENGTH_RECORD
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no record of the curve's pieces; `python -m compsense length --publish` writes it"
+        )
+    record = read_json(path)
+    parts = [
+        p for p in record.get("parts", []) + record.get("precision_control", []) if p.get("precision") == precision
+    ]
+    parts = [p for p in parts if p.get("steps") and p.get("train_s") is not None and p.get("eval_s") is not None]
+    if not parts:
+        raise ValueError(
+            f"{shown(path)}: no part of the curve ran at {precision}; run one, or estimate the other precision"
+        )
+    per_step = [(float(p["train_s"]) / max(p["steps"]), p) for p in parts]
+    per_score = [(float(p["eval_s"]) / len(p["steps"]), p) for p in parts]
+    torch = record.get("versions", {}).get("torch", "")
+    device = f"cpu (torch {torch}, {shown(path)})" if torch.endswith("+cpu") else f"not recorded (torch {torch or '?'})"
+    return {
+        "train": max(per_step, key=lambda x: x[0]),
+        "score": max(per_score, key=lambda x: x[0]),
+        "train_range": (min(x[0] for x in per_step), max(x[0] for x in per_step)),
+        "parts": len(parts),
+        "device": device,
+        "source": shown(path),
+    }
+
+
+def length_progress(variant: str, seed: int, root, backbone: str = "minilm-l6") -> tuple[int, set[int]]:
+    """(the step a `length` run would resume from, the steps it has exported) under the length root:
+    its newest checkpoint or exported step; (0, set()) for a run not begun. Reads only."""
+    run = model_dir(Path(root) / "runs", backbone, f"length-{variant}", seed)
+    exported = set(finished_steps(run)) if run.is_dir() else set()
+    checkpoints = [int(c.name.split("-")[1]) for c in run.glob("checkpoint-*") if c.name.split("-")[1].isdigit()]
+    return max([0, *exported, *checkpoints]), exported
+
+
+def length_estimate(
+    steps, variants, precision: str = "bf16", seed: int = 42, root=None, record_path=None
+) -> pd.DataFrame:
+    """Seconds of one `python -m compsense length` piece: per variant, the training from where its run
+    stands under the length root (`length_progress`) to max(steps) and the scoring of the steps it has not
+    exported yet; Base is scored once per root and precision (as one step: one model on the same sets).
+    Rates: `length_rates`. One row per model and a last `total` row. The root is `length_run.length_root`'s
+    (made if absent, as `length` would make it)."""
+    rates = length_rates(precision, record_path)
+    train_s, train_part = rates["train"]
+    score_s, score_part = rates["score"]
+    root = length_root(root)
+    steps = sorted({int(s) for s in steps})
+    points = root / "results" / POINTS
+    base_done = False
+    if points.is_file():
+        scored = read_table(points)
+        base_done = bool(((scored.variant == "Base") & (scored.stamp == f"pretrained-{precision}")).any())
+    rows = [
+        {
+            "model": "Base",
+            "trains": "",
+            "train_s": 0.0,
+            "scores": "scored here" if base_done else "1 model",
+            "score_s": 0.0 if base_done else score_s,
+        }
+    ]
+    for variant in variants:
+        start, exported = length_progress(variant, seed, root)
+        todo = [s for s in steps if s not in exported]
+        trained = max(steps[-1] - start, 0) if todo else 0
+        rows.append(
+            {
+                "model": variant,
+                "trains": f"steps {start}-{steps[-1]}" if trained else "nothing",
+                "train_s": trained * train_s,
+                "scores": f"steps {','.join(map(str, todo))}" if todo else "nothing",
+                "score_s": len(todo) * score_s,
+            }
+        )
+    df = pd.DataFrame(rows)
+    df["seconds"] = df.train_s + df.score_s
+    total = {"model": "total", "trains": "", "scores": "", **df[["train_s", "score_s", "seconds"]].sum().to_dict()}
+    df = pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+
+    def part(p):
+        return f"{p['variant']} of seed {p['seed']} at {p['commit']}, steps {','.join(map(str, p['steps']))}"
+
+    lo, hi = rates["train_range"]
+    df.attrs.update(
+        {
+            "rates": f"From {rates['source']} ({rates['parts']} {precision} part(s) of the curve): training "
+            f"{train_s:.1f} s a step at batch 128 (the slowest part, {part(train_part)}: "
+            f"{train_part['train_s']:,.1f} s to step {max(train_part['steps'])}; the parts ranged {lo:.1f}-{hi:.1f} "
+            "s a step, and one that resumed from a checkpoint trained fewer steps than it lists), "
+            f"scoring {score_s:.1f} s a "
+            f"step ({score_s / 60:.1f} min; the slowest part, {part(score_part)}: {score_part['eval_s']:,.1f} s "
+            f"for {len(score_part['steps'])} step(s)). Measured on {rates['device']}. Base is priced as one "
+            "scored step; loading the data, not recorded, is left out.",
+            "root": f"Runs under {shown(root)}: a step exported there is neither trained nor scored again, and "
+            "a run resumes from its newest checkpoint.",
+        }
+    )
+    return df
+
+
+def length_text(est: pd.DataFrame) -> str:
+    """`length_estimate` for a terminal of `screen.WIDTH` columns."""
+    rows = [
+        [
+            r.model,
+            r.trains,
+            screen.duration(r.train_s) if r.trains else "–",
+            r.scores,
+            screen.duration(r.score_s),
+            screen.duration(r.seconds),
+        ]
+        for r in est.itertuples()
+    ]
+    table = screen.table(["model", "trains", "training", "scores", "scoring", "time"], rows, right={2, 4, 5}, fit=3)
+    return "\n\n".join([screen.wrap(est.attrs["rates"]), screen.wrap(est.attrs["root"]), table])

@@ -430,7 +430,7 @@ def test_cli_prints_the_table_and_the_device(run, capsys):
     from compsense.__main__ import main
 
     sets = [a for o in LOCAL_AS_RUN for a in ("--set", o)]
-    assert main(["estimate", "--profile", "local", "--from", str(run), *sets]) == 0
+    assert main(["estimate", "--profile", "local", "--from", str(run), *sets, "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "| 02 | train | minilm-l6 | 19,200 | 40 | 480.0 |" in out
     assert "CPU estimate" in out and "stages.json_s" in out  # same profile: the comparison is printed
@@ -448,6 +448,7 @@ def test_cli_prints_the_table_and_the_device(run, capsys):
                 "NVIDIA H200",
                 "--rate-source",
                 "benchmarks/README.md",
+                "--verbose",
             ]
         )
         == 0
@@ -486,3 +487,179 @@ def test_scaling_to_another_backbone_keeps_the_settings_check(run):
         row = _row(paper, "03", "score", backbone)
         assert math.isnan(row.seconds) and row.source.startswith(E.NOT_MEASURED)
         assert "other settings" in row.source and "max_pairs_per_family" in row.source
+
+
+# ---------------------------------------------------------------------------------------------
+# What the command prints: 100 columns, every column reachable, honest citations
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.slow
+def test_the_cli_fits_100_columns_and_every_rows_source_is_in_a_note(run, capsys):
+    from compsense.__main__ import main
+
+    sets = [a for o in LOCAL_AS_RUN for a in ("--set", o)]
+    assert main(["estimate", "--profile", "paper", "--from", str(run), *sets]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "|" not in out and "--verbose: the whole table" in out
+    est = E.estimate("paper", run, overrides=LOCAL_AS_RUN)
+    notes = "".join(out.split("\n[1] ", 1)[1].split())  # wrapped: a path longer than a line is broken too
+    for r in est.itertuples():
+        assert "".join(str(r.source).split()) in notes, r.source  # the source column, whole, in a note
+        if isinstance(r.assumption, str) and r.assumption:
+            assert "".join(r.assumption.split()) in notes
+    # one line per row: stage, component, backbone, units, rate, time and the note it points to
+    line = next(x for x in out.splitlines() if x.startswith("02 ") and " train " in x and "minilm-l6 " in x)
+    assert line.split()[:4] == ["02", "train", "minilm-l6", "7,776,000"] and line.split()[4] == "40/s"
+    assert line.split()[-1] == "[" + line.split("[")[-1]
+
+
+def _published(folder, source, device):
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = json.dumps({k: E.stage_params("local")["03"].get(k) for k in E.SAME[("03", "score")]})
+    row = {"stage": "03", "component": "score", "backbone": "minilm-l6", "units": 3.0, "seconds": 30.0}
+    pd.DataFrame([{**row, "source": source, "device": device, "settings": settings, "rate": 0.1}]).to_csv(
+        folder / "measured_rates.csv", index=False
+    )
+    return folder
+
+
+def test_published_rates_say_when_the_run_that_measured_them_is_not_here(tmp_path):
+    """A fresh clone has figures/tables/, not runs/: a row never cites a run file as if it were there."""
+    gone = "runs/no-such-profile/20990101-000000/03_pooled_geometry.ipynb"
+    device = "cpu (the run's device, recorded in runs/no-such-profile/results/rerank_cost.parquet)"
+    rates, _ = E.published_measurements(_published(tmp_path / "gone", f"{gone} (papermill duration)", device))
+    assert rates.source[0].endswith(f"measured from {gone} (papermill duration) (not in this checkout)")
+    assert rates.source[0].startswith(str(tmp_path / "gone" / "measured_rates.csv"))
+    assert rates.device[0] == "cpu (as the measuring run recorded it)"  # the absent file is not cited
+    est = E.estimate("local", tables_dir=tmp_path / "gone", only=["03"], pages_summary=False)
+    origin = _flat(E.rates_origin(est))
+    assert "No measured run given (--from): using the committed rates" in origin
+    assert "the run that measured them is not in this checkout" in origin and "runs/no-such-profile/" in origin
+    here = _write(tmp_path / "runs" / "local" / "03_pooled_geometry.ipynb", "{}")
+    rates, _ = E.published_measurements(_published(tmp_path / "here", f"{here} (papermill duration)", "cpu"))
+    assert rates.source[0].endswith("(here)") and E.absent_run_files(rates.source[0]) == []
+    assert "not in this checkout" not in E.rates_origin(E.estimate("local", tables_dir=tmp_path / "here", only=["03"]))
+
+
+def _pages_summary(path, seconds=None, profile="local"):
+    seconds = seconds or {"00": 15.0, "06": 11.0, "02": 1125.0}
+    stages = {k: {"status": "ok", "seconds": v, "output": f"/x/{k}.ipynb"} for k, v in seconds.items()}
+    return _write(path, {"profile": profile, "commit": "09cbc53", "overrides": [], "stages": stages})
+
+
+def test_notebook_only_stages_are_priced_from_the_committed_pages_run_not_called_unmeasured(tmp_path):
+    """00 and 06 run one notebook each and train nothing: the run the notebook pages show (its summary.json,
+    committed as docs/notebooks/run_summary.json) timed them whole, so they are priced, citing it."""
+    tables = _published(tmp_path / "tables", "runs/x/03.ipynb (papermill duration)", "cpu")
+    summary = _pages_summary(tmp_path / "docs" / "run_summary.json")
+    est = E.estimate("local", tables_dir=tables, pages_summary=summary, only=["00", "03", "06"])
+    for stage, seconds in (("00", 15.0), ("06", 11.0)):
+        row = _row(est, stage, "notebook")
+        assert row.seconds == pytest.approx(seconds) and not row.source.startswith(E.NOT_MEASURED)
+        assert "run_summary.json: the whole stage" in row.source and "commit 09cbc53" in row.source
+        assert row.device == E.UNRECORDED
+    assert E.pages_measurements(summary).stage.tolist() == ["00", "06"]  # 02 trains: its whole time is no rate
+    assert est.iloc[-1].source == "every row measured"
+    head = E.headline(est)
+    assert "2 row(s) record no device (00 notebook, 06 notebook: 26 s)" in head and "CPU estimate" in head
+    # without that record, nothing measured them: said, never guessed
+    alone = E.estimate("local", tables_dir=tables, pages_summary=False, only=["00"])
+    assert _row(alone, "00", "notebook").source.startswith(E.NOT_MEASURED)
+
+
+@pytest.mark.slow
+def test_a_runs_own_notebook_timing_wins_over_the_pages_run(run, tmp_path):
+    _notebook(run / "20261130-010000" / "00_the_problem.ipynb", E.stage_params("local")["00"], [("show()", 40.0)])
+    summary = _pages_summary(tmp_path / "run_summary.json")
+    est = E.estimate("local", run, overrides=LOCAL_AS_RUN, pages_summary=summary)
+    assert _row(est, "00", "notebook").seconds == pytest.approx(40.0)
+    assert _row(est, "06", "notebook").seconds == pytest.approx(11.0)  # the run did not measure 06
+    assert f"(00, 06) from {summary}, where nothing else measured them" in _flat(E.rates_origin(est, run))
+
+
+# ---------------------------------------------------------------------------------------------
+# The training-length curve's pieces
+
+
+def _length_record(path, parts, control=()):
+    return _write(
+        path,
+        {"parts": list(parts), "precision_control": list(control), "versions": {"torch": "2.13.0+cpu"}},
+    )
+
+
+def _part(variant, steps, train_s, eval_s, precision="bf16", commit="abc1234"):
+    return {
+        "variant": variant,
+        "seed": 42,
+        "steps": steps,
+        "train_s": train_s,
+        "eval_s": eval_s,
+        "precision": precision,
+        "commit": commit,
+    }
+
+
+def test_length_rates_are_the_slowest_recorded_part_per_step(tmp_path):
+    record = _length_record(
+        tmp_path / "length_record.json",
+        # B resumed at step 25: 760 s for the 25 steps it trained, recorded against steps 25,50
+        [_part("A", [25, 50], 1500.0, 300.0), _part("B", [25, 50], 760.0, 300.0), _part("C", [25, 50], 1560.0, 410.0)],
+        [_part("A", [25], 1400.0, 370.0, precision="fp32")],
+    )
+    bf16 = E.length_rates("bf16", record)
+    assert bf16["train"][0] == pytest.approx(1560.0 / 50) and bf16["train"][1]["variant"] == "C"
+    assert bf16["score"][0] == pytest.approx(410.0 / 2) and bf16["train_range"] == pytest.approx((15.2, 31.2))
+    assert bf16["parts"] == 3 and bf16["device"].startswith("cpu (torch 2.13.0+cpu")
+    fp32 = E.length_rates("fp32", record)  # the precision control's part counts for its precision
+    assert fp32["train"][0] == pytest.approx(1400.0 / 25) and fp32["score"][0] == pytest.approx(370.0)
+    with pytest.raises(ValueError, match="no part of the curve ran at bf16"):
+        E.length_rates("bf16", _length_record(tmp_path / "fp32_only.json", [], [_part("A", [25], 1.0, 1.0, "fp32")]))
+    with pytest.raises(FileNotFoundError, match="length --publish"):
+        E.length_rates("bf16", tmp_path / "absent.json")
+
+
+def test_a_length_piece_is_priced_from_where_its_runs_stand(tmp_path):
+    from compsense.core.layout import model_dir
+
+    record = _length_record(tmp_path / "record.json", [_part("A", [25, 50], 1500.0, 400.0)])  # 30 s, 200 s a step
+    root = tmp_path / "length"
+    fresh = E.length_estimate([100, 200], ["A", "B"], "bf16", root=root, record_path=record)
+    rows = fresh.set_index("model")
+    assert rows.loc["A", "train_s"] == pytest.approx(200 * 30.0) and rows.loc["A", "score_s"] == pytest.approx(400.0)
+    assert rows.loc["Base", "score_s"] == pytest.approx(200.0)  # scored once per root, as one step
+    assert rows.loc["total", "seconds"] == pytest.approx(2 * (6000.0 + 400.0) + 200.0)
+    # A has exported step 100 and a checkpoint at 150 (a piece cut short): it trains 150 -> 200 and scores 200
+    run = model_dir(root / "runs", "minilm-l6", "length-A", 42)
+    _write(run / "steps" / "step-00100" / "STEP.json", {})
+    (run / "checkpoint-150").mkdir(parents=True)
+    (root / "results").mkdir()
+    pd.DataFrame({"variant": ["Base"], "stamp": ["pretrained-bf16"]}).to_parquet(
+        root / "results" / "length_points.parquet"
+    )
+    rows = E.length_estimate([100, 200], ["A"], "bf16", root=root, record_path=record).set_index("model")
+    assert rows.loc["A", "trains"] == "steps 150-200" and rows.loc["A", "train_s"] == pytest.approx(50 * 30.0)
+    assert rows.loc["A", "scores"] == "steps 200" and rows.loc["A", "score_s"] == pytest.approx(200.0)
+    assert rows.loc["Base", "score_s"] == 0.0  # the root scored Base at bf16 already
+    assert (
+        E.length_estimate([100], ["A"], "bf16", root=root, record_path=record).set_index("model").loc["A", "seconds"]
+        == 0
+    )
+
+
+def test_estimate_length_on_the_command_line_reads_the_committed_record(tmp_path, capsys):
+    from compsense.__main__ import main
+
+    assert main(["estimate", "--length", "--steps", "100", "--variants", "A,C", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    rates = E.length_rates("bf16")
+    assert f"training {rates['train'][0]:.1f} s a step at batch 128" in _flat(out)
+    assert "From figures/tables/length_record.json" in _flat(out)
+    table = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["A"], ["C"], ["total"])}
+    assert "steps 0-100" in table["A"] and "steps 100" in table["C"] and "h" in table["total"]

@@ -35,9 +35,10 @@ def test_a_piece_is_estimated_with_its_overrides(capsys):
 
     assert main(["estimate", "--piece", "study-02-sweep-a"]) == 0
     out = capsys.readouterr().out
-    assert "piece study-02-sweep-a (profile study --set '02_training_ab.seeds=[42]'" in out
+    assert "piece study-02-sweep-a (profile study --set '02_training_ab.seeds=[42]'" in " ".join(out.split())
     # four trainings (A, B-all, two shares) of 100 steps at batch 32, not the study's 5 seeds x 5 variants
-    assert "| 02 | train | minilm-l6 | 12,800 |" in out and "| 03 |" not in out
+    rows = [line.split() for line in out.splitlines() if line[:2].isdigit()]
+    assert ["02", "train", "minilm-l6", "12,800"] in [r[:4] for r in rows] and "03" not in {r[0] for r in rows}
     # a piece or an --only that names nothing is refused with the names to use, never an empty estimate
     assert main(["estimate", "--piece", "nope"]) == 2
     assert "no piece 'nope'" in capsys.readouterr().err
