@@ -47,6 +47,35 @@ def test_control_keeps_positions_and_anchors_changes_negatives():
         L.schedule_rows(ret, st.iloc[:0], 0.5, 3, 10)
 
 
+def test_b_para_pool_takes_the_anchors_paraphrase_as_positive_and_keeps_positions():
+    from compsense.pipeline.length_run import paraphrase_pool
+
+    ret, st = retrieval_rows(40), structural_rows(30)
+    # three anchors have a training paraphrase: on either side of its pair, and once only by id (s6 is
+    # sentence1 under another spelling, so its partner is sentence2)
+    para = pd.DataFrame(
+        {
+            "sentence1": [st.anchor[0], f"reworded {st.anchor[3]}", "unrelated"],
+            "sentence2": [f"reworded {st.anchor[0]}", st.anchor[3], "by id only"],
+            "id1": ["x0", "x3", "s6"],
+            "id2": ["y0", "y3", "y6"],
+        }
+    )
+    pool = paraphrase_pool(st, paraphrases=para)
+    assert list(pool.anchor) == [st.anchor[0], st.anchor[3], st.anchor[6]]
+    assert list(pool.positive) == [f"reworded {st.anchor[0]}", f"reworded {st.anchor[3]}", "by id only"]
+    assert (pool.negative == st.negative[[0, 3, 6]].to_numpy()).all()  # the near-miss stays the negative
+    b = L.schedule_rows(ret, st, 0.19, 3, 300)
+    bp = L.schedule_rows(ret, pool, 0.19, 3, 300)
+    assert (b.kind == bp.kind).all()  # the same positions are structural, and the same retrieval rows fill the rest
+    r = b.kind == "retrieval"
+    assert (b[r].anchor == bp[r].anchor).all()
+    assert (bp[~r].positive != bp[~r].anchor).all()
+    with pytest.raises(ValueError, match="B-para: no structural anchor has a paraphrase"):
+        paraphrase_pool(st, paraphrases=para.assign(sentence1="a", sentence2="b", id1="n", id2="m"))
+    assert L.LENGTH_VARIANTS["B-para"][:2] == L.LENGTH_VARIANTS["B"][:2]  # only the positives differ
+
+
 def test_schedule_config_is_the_authors_and_lr_at_matches_transformers():
     cfg = L.schedule_config("B", 42, "/tmp/x")
     assert (cfg.max_steps, cfg.batch_size, cfg.learning_rate, cfg.weight_decay, cfg.warmup_ratio, cfg.scale) == (
@@ -174,6 +203,18 @@ def test_deltas_and_figure():
     assert {"B-A (seed 42)", "paper B-A (-0.038)", "A negation", "Base binding"} <= names
 
 
+def test_describe_curve_states_each_comparison_with_its_interval_and_the_families():
+    points, pq = _points()
+    d = LC.deltas(points, pq, n=500)
+    text = LC.describe_curve(d, points)
+    b_a = d[(d.metric == "ndcg@10") & (d.comparison == "B-A")].iloc[0]
+    assert f"B-A: {b_a.mean_delta:+.3f} [{b_a.ci_low:+.3f}, {b_a.ci_high:+.3f}] at 3,200 triplets" in text
+    assert "its interval excludes 0 at step(s) 25" in text  # B - A is -0.03 with a tight interval
+    assert "negation, step 25: Base 0.30, A 0.25, B 0.22, C 0.25" in text
+    assert "0.7% of that" in text  # 3,200 of the paper's 432,000 triplets
+    assert LC.describe_curve(d[d.dataset == "none"], points).startswith("No scored step")
+
+
 @pytest.mark.slow
 def test_evaluate_point_on_tiny_bert(tmp_path):
     from compsense.core.encoders import load_encoder
@@ -272,8 +313,21 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     before = len(points)
     length_run.run_piece(42, [2], ["A"], "fp32", root, work, smoke_data_dir(), "cpu", "tiny-bert", eval_max_queries=5)
     assert len(pd.read_parquet(results / LC.POINTS)) == before
+    # the near-miss tests of `compsense nearmiss` for Base and every exported step, each model scored once
+    external = length_run.score_external(
+        42, ["A", "B"], root=root, work_dir=work, data_dir=smoke_data_dir(), backbone="tiny-bert"
+    )
+    assert set(zip(external.variant, external.step)) == {("Base", 0), ("A", 1), ("A", 2), ("B", 1), ("B", 2)}
+    assert {"condaqa", "sugarcrepe"} <= set(external.dataset) and (external.triplets == external.step * 128).all()
+    calls = []
+    monkeypatch.setattr("compsense.nearmiss.external.evaluate_near_misses", lambda *a, **k: calls.append(a))
+    again = length_run.score_external(
+        42, ["A", "B"], root=root, work_dir=work, data_dir=smoke_data_dir(), backbone="tiny-bert"
+    )
+    assert calls == [] and len(again) == len(external)
     written = length_run.publish(root=root, figures_dir=tmp_path / "figures")
     names = {Path(p).name for p in written}
+    assert "length_external.csv" in names
     assert {
         "length_curve.csv",
         "length_deltas.csv",

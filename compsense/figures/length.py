@@ -14,8 +14,8 @@ from plotly.subplots import make_subplots
 
 from compsense.nearmiss.length_curve import PAPER_DROP, PAPER_DROP_PCT
 
-COLOURS = {"B-A": "#d62728", "A-Base": "#1f77b4", "C-A": "#7f7f7f", "B-C": "#9467bd"}
-VARIANT_COLOURS = {"A": "#1f77b4", "B": "#d62728", "C": "#7f7f7f"}
+COLOURS = {"B-A": "#d62728", "A-Base": "#1f77b4", "C-A": "#7f7f7f", "B-C": "#9467bd", "B-para-A": "#ff7f0e"}
+VARIANT_COLOURS = {"A": "#1f77b4", "B": "#d62728", "C": "#7f7f7f", "B-para": "#ff7f0e"}
 DASH = {"negation": "solid", "binding": "dot", "spatial": "dash"}
 
 

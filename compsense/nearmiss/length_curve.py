@@ -40,7 +40,8 @@ PER_QUERY = "length_per_query.parquet"  # per-query retrieval values, for the pa
 RETRIEVAL_METRICS = ("ndcg@10", "acc@1")
 PAPER_DROP = -0.038  # paper Table 1, MiniLM-L6 mean NanoBEIR nDCG@10: A 0.439 -> B 0.401
 PAPER_DROP_PCT = -8.7  # the same drop relative to A (-0.038 / 0.439)
-COMPARISONS = (("Base", "A"), ("A", "B"), ("A", "C"), ("C", "B"))  # (reference, variant): variant - reference
+# (reference, variant): variant - reference; B-para (paraphrase positives) against A and against B
+COMPARISONS = (("Base", "A"), ("A", "B"), ("A", "C"), ("C", "B"), ("A", "B-para"), ("B", "B-para"))
 
 
 def nearmiss_sets(near_misses: pd.DataFrame, paraphrases: pd.DataFrame) -> dict:
@@ -201,3 +202,57 @@ def seed_t_tests(delta_table: pd.DataFrame) -> pd.DataFrame:
 def read_record(path: str | os.PathLike) -> dict:
     path = Path(path)
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def describe_curve(delta_table: pd.DataFrame, points: pd.DataFrame, dataset: str = "scifact") -> str:
+    """The curve in words, generated from its own tables (notebook 02 prints it; the README restates it):
+    per seed, B - A and A - Base on `dataset` nDCG@10 at the first and the longest step with their query
+    bootstrap intervals beside the paper's drop, the steps where an interval excludes 0, and per paper
+    family the held-out near-miss AUC of Base, A, B and C at the longest step."""
+    d = delta_table[(delta_table.dataset == dataset) & (delta_table.metric == "ndcg@10")]
+    if d.empty:
+        return f"No scored step has {dataset} nDCG@10 yet."
+    lines = []
+    for seed, ds in d.groupby("seed"):
+        steps = sorted(ds.step.unique())
+        first, last = steps[0], steps[-1]
+        n_first, n_last = (int(ds[ds.step == s].triplets.iloc[0]) for s in (first, last))
+        for comp in ("B-A", "A-Base", "C-A", "B-para-A"):
+            c = ds[ds.comparison == comp].set_index("step")
+            if c.empty:
+                continue
+            ends = [
+                f"{_signed(c.mean_delta[s])} {_interval(c.loc[s])} at {n:,} triplets"
+                for s, n in ((first, n_first), (last, n_last))
+                if s in c.index
+            ]
+            excludes = [int(s) for s, r in c.iterrows() if r.ci_low > 0 or r.ci_high < 0]
+            where = (
+                f"its interval excludes 0 at step(s) {', '.join(map(str, excludes))}"
+                if excludes
+                else "its interval holds 0 at every step"
+            )
+            lines.append(f"Seed {seed}, {dataset} nDCG@10 {comp}: " + " -> ".join(ends) + f"; {where}.")
+        lines.append(
+            f"(The paper's B - A: {PAPER_DROP:+.3f}, {PAPER_DROP_PCT:+.1f}% of A, after 432,000 triplets; the longest "
+            f"step here is {n_last / 432_000:.1%} of that.)"
+        )
+        nm = points[(points.dataset == "heldout-near-miss") & (points.metric == "auc") & (points.seed == seed)]
+        at_last = nm[nm.step == last]
+        base = points[(points.dataset == "heldout-near-miss") & (points.metric == "auc") & (points.variant == "Base")]
+        for family, g in at_last.groupby("family"):
+            auc = g.set_index("variant").value
+            b = base[base.family == family].value
+            parts = ([f"Base {b.iloc[0]:.2f}"] if len(b) else []) + [
+                f"{v} {auc[v]:.2f}" for v in ("A", "B", "C") if v in auc
+            ]
+            lines.append(f"Held-out near-miss AUC, {family}, step {last}: " + ", ".join(parts) + " (0.5 = chance).")
+    return "\n".join(lines)
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+def _interval(row) -> str:
+    return f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"

@@ -65,6 +65,35 @@ def build_data(seed: int, work_dir, data_dir=None, eval_max_queries: int | None 
     return eval_sets, retrieval, structural, sets, stats
 
 
+def paraphrase_pool(structural: pd.DataFrame, data_dir=None, paraphrases: pd.DataFrame | None = None) -> pd.DataFrame:
+    """B-para's structural rows: each identity triplet (anchor, anchor, near-miss) of `structural` whose
+    anchor has a paraphrase in the training splits (MRPC train label 1, STS-B train score >= 4:
+    `geometry.positive_pairs`), with that paraphrase as the positive; the others are left out (a row
+    without a rewording cannot teach the contrast). Matched as notebook 03 matches its held-out pairs
+    (`geometry.attach_paraphrases`: by text, else by the MRPC sentence id). On notebook 01's local
+    triplets, 1,125 of the 2,225 paper-family rows have one (binding 50%, negation 54%, spatial 43%), so
+    each is read about twice as often as B's rows over the same steps (the record keeps the pool)."""
+    from compsense.data.structural import heldout_paraphrase_pairs
+    from compsense.nearmiss.geometry import attach_paraphrases, positive_pairs
+
+    if paraphrases is None:
+        paraphrases = positive_pairs(heldout_paraphrase_pairs("train", data_dir=data_dir))
+    pairs = structural.rename(columns={"anchor": "sentence1", "negative": "sentence2"})
+    oriented = attach_paraphrases(pairs.drop(columns=["positive"]), paraphrases)
+    keep = (
+        oriented.paraphrase.notna()
+        & (oriented.anchor.to_numpy() == structural.anchor.to_numpy())  # not re-oriented onto the near-miss
+        & (oriented.paraphrase != oriented.anchor)
+        & (oriented.paraphrase != oriented.near_miss)
+    ).to_numpy()
+    if not keep.any():
+        raise ValueError(
+            "B-para: no structural anchor has a paraphrase among the MRPC/STS-B train pairs; run notebook 01 "
+            "on MRPC/STS-B train sentences (the local profile does) and check the data folder holds both"
+        )
+    return structural[keep].assign(positive=oriented.paraphrase[keep].to_numpy()).reset_index(drop=True)
+
+
 def run_piece(
     seed: int = 42,
     steps=(25, 50),
@@ -121,8 +150,14 @@ def run_piece(
     with autocast:
         LC.evaluate_steps(models, eval_sets, sets, results, device=device)
     for variant in variants:
-        share, negatives = L.LENGTH_VARIANTS[variant]
-        rows = L.schedule_rows(retrieval, structural, share, seed, n_rows, negatives=negatives)
+        share, negatives, positives = L.LENGTH_VARIANTS[variant]
+        pool = structural
+        if positives == "paraphrase":
+            pool = paraphrase_pool(structural, data_dir)
+            record["data"][str(seed)][f"structural_pool-{variant}"] = {
+                k: int(v) for k, v in pool.family.value_counts().items()
+            }
+        rows = L.schedule_rows(retrieval, pool, share, seed, n_rows, negatives=negatives)
         repeats = record["data"][str(seed)].setdefault(f"repeats-{variant}", {})
         repeats.update({str(s): L.repeat_counts(rows, s * 128) for s in steps})
         config = L.schedule_config(variant, seed, root / "runs", bf16=precision == "bf16", backbone=backbone)
@@ -200,12 +235,75 @@ def _merge_record(path: Path, mine: dict) -> None:
         write_json(path, {**current, **mine, "parts": parts, "data": data})
 
 
+EXTERNAL_DIR = "external"  # <length root>/external/: `compsense nearmiss` of Base and every exported step
+EXTERNAL_INDEX = "models.parquet"  # which scored model (its label: a digest of its files) is which variant/step
+EXTERNAL_KEY = ("model", "variant", "seed", "step")
+
+
+def score_external(
+    seed: int = 42,
+    variants=("A", "B", "C"),
+    steps=None,
+    root=None,
+    work_dir="runs/local",
+    data_dir=None,
+    sets=None,
+    backbone: str = "minilm-l6",
+) -> pd.DataFrame:
+    """The near-miss tests of `compsense nearmiss` (CondaQA, SugarCrepe swaps, the generator's held-out
+    pairs; `nearmiss.external`, the same code and the same pairs for every model: its seed stays 0) for
+    Base and every exported step of `variants` at `seed` (or only `steps`), each model once: a model whose
+    label is already in the table is not scored again. Returns the table with variant, seed, step and
+    triplets beside each row; the index of labels is kept beside the table for `publish`."""
+    from compsense.core.encoders import find_backbone
+    from compsense.core.storage import read_table, write_table
+    from compsense.nearmiss.external import TABLE, evaluate_near_misses
+    from compsense.retrieval.evaluate import model_label
+    from compsense.retrieval.training import run_dir
+
+    root = length_root(root)
+    out = root / EXTERNAL_DIR
+    models = [("Base", 0, backbone)]
+    for variant in variants:
+        if variant not in L.LENGTH_VARIANTS:
+            raise ValueError(f"unknown length variant {variant!r}; choose from {sorted(L.LENGTH_VARIANTS)}")
+        run = run_dir(root / "runs", backbone, f"length-{variant}", seed)
+        exported = L.finished_steps(run).items()
+        models += [(variant, step, str(path)) for step, path in exported if not steps or step in steps]
+    index_path, table_path = out / EXTERNAL_INDEX, out / "results" / TABLE
+    index = read_table(index_path) if index_path.exists() else pd.DataFrame(columns=[*EXTERNAL_KEY])
+    for variant, step, path in models:
+        label = model_label(path, find_backbone(path))
+        scored = set(read_table(table_path).model) if table_path.exists() else set()
+        if label not in scored:
+            log.info("near-miss tests: %s step %s (%s)", variant, step, label)
+            evaluate_near_misses(path, sets, work_dir=work_dir, data_dir=data_dir, out=out)
+        row = pd.DataFrame([{"model": label, "variant": variant, "seed": seed if step else 0, "step": step}])
+        index = pd.concat([index[index.model != label], row], ignore_index=True)
+        write_table(index, index_path)
+    return external_table(root)
+
+
+def external_table(root=None) -> pd.DataFrame:
+    """The near-miss test rows of the curve's models with their variant, seed, step and triplets."""
+    from compsense.core.storage import read_table
+    from compsense.nearmiss.external import TABLE
+
+    out = length_root(root) / EXTERNAL_DIR
+    if not (out / EXTERNAL_INDEX).exists() or not (out / "results" / TABLE).exists():
+        return pd.DataFrame()
+    table = read_table(out / "results" / TABLE).merge(read_table(out / EXTERNAL_INDEX), on="model")
+    table["triplets"] = table.step.astype(int) * 128
+    return table.sort_values(["dataset", "family", "metric", "variant", "seed", "step"]).reset_index(drop=True)
+
+
 TABLES = {  # figures/tables/<name>: what `publish` writes (numbers only)
     "points": "length_curve.csv",  # every model x step x dataset x family x metric
     "deltas": "length_deltas.csv",  # A - Base, B - A, C - A, B - C per seed and step, query bootstrap
     "seed_tests": "length_seed_tests.csv",  # paired t over seeds where a step has three or more
     "record": "length_record.json",  # what made them: commits, schedule, data counts, wall times, versions
     "parts": "length_parts.csv",  # one row per piece part: seed, variant, steps, precision, seconds, commit
+    "external": "length_external.csv",  # CondaQA, SugarCrepe and held-out near-miss tests per model and step
 }
 FIGURE = "02_length_curve"
 
@@ -253,6 +351,9 @@ def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=Non
         write_json(figures / "tables" / TABLES["record"], record),
         write_table(_parts_table(record), figures / "tables" / TABLES["parts"]),
     ]
+    external = external_table(root)
+    if not external.empty:
+        written.append(write_table(external, figures / "tables" / TABLES["external"]))
     saved = save_figure(length_figure(delta, points), FIGURE, figures)
     return written + list(saved.values())
 

@@ -43,13 +43,13 @@ from compsense.core.storage import write_json
 from compsense.retrieval.training import (
     MNRL_COLUMNS,
     TrainConfig,
-    _check_same_run,
-    _data_sha1,
-    _random_other_sentences,
-    _read_json,
-    _recipe,
     build_trainer,
+    check_same_run,
+    data_sha1,
     last_complete_checkpoint,
+    random_other_sentences,
+    read_run_json,
+    recipe_of,
 )
 
 log = logging.getLogger(__name__)
@@ -57,10 +57,16 @@ log = logging.getLogger(__name__)
 SCHEDULE_STEPS = 3375  # the authors' MiniLM-L6 steps (run_experiments.sh): the schedule's length
 CURVE_STEPS = (25, 50, 100, 200, 400)  # the CPU curve: 3,200 to 51,200 triplets at batch 128
 LENGTH_PAIRS_PER_QUERY = 16  # NFCorpus train: 29,534 distinct pairs over 2,576 queries (SciFact's dropped)
-LENGTH_VARIANTS = {  # variant -> (structural share, structural negatives); the share is the authors' 19%
-    "A": (0.0, "near-miss"),
-    "B": (0.19, "near-miss"),
-    "C": (0.19, "random"),  # the control: B's identity rows with a random other sentence as the negative
+# variant -> (structural share, structural negatives, structural positives); the share is the authors' 19%
+LENGTH_VARIANTS = {
+    "A": (0.0, "near-miss", "anchor"),
+    "B": (0.19, "near-miss", "anchor"),
+    "C": (0.19, "random", "anchor"),  # the control: B's identity rows with a random other sentence as the negative
+    # Not the paper's: the anchor's paraphrase (MRPC label 1 / STS-B >= 4 train partner) as the positive
+    # instead of the anchor itself, so the structural rows teach "a rewording beats a near-miss", the
+    # contrast the near-miss tests ask about, not "a copy beats a near-copy" (issue 50, item 3). Its pool
+    # is the paper-family triplets whose anchor has such a partner (`length_run.paraphrase_pool`).
+    "B-para": (0.19, "near-miss", "paraphrase"),
 }
 # A run's identity covers the rows every stop reads (the first exported step's, at batch 128): the rows
 # are a prefix-stable stream, so any change of pool, seed, share or order changes these. A piece builds
@@ -75,7 +81,7 @@ def schedule_config(variant: str, seed: int, work_dir, bf16: bool = False, backb
     with its 3,375 steps, whatever step a run stops at."""
     if variant not in LENGTH_VARIANTS:
         raise ValueError(f"unknown length variant {variant!r}; choose from {sorted(LENGTH_VARIANTS)}")
-    share, _ = LENGTH_VARIANTS[variant]
+    share = LENGTH_VARIANTS[variant][0]
     return TrainConfig.paper(
         backbone,
         f"length-{variant}",
@@ -124,7 +130,7 @@ def schedule_rows(
         st = _passes(structural_df, n_struct, [seed, 2])
         if negatives == "random":
             rng = np.random.default_rng([seed, 3])
-            st = st.assign(negative=_random_other_sentences(st, structural_df, rng))
+            st = st.assign(negative=random_other_sentences(st, structural_df, rng))
         elif negatives != "near-miss":
             raise ValueError(f"negatives must be 'near-miss' or 'random', got {negatives!r}")
         st = st.assign(kind="structural", source=st["family"] if "family" in st else "structural")
@@ -206,11 +212,11 @@ def train_to_steps(
     todo = [s for s in steps if s not in done]
     if not todo:
         return {s: done[s] for s in steps}
-    identity = {"recipe": _recipe(config), "data_sha1": _data_sha1(rows.iloc[: min(len(rows), IDENTITY_ROWS)])}
+    identity = {"recipe": recipe_of(config), "data_sha1": data_sha1(rows.iloc[: min(len(rows), IDENTITY_ROWS)])}
     rows = rows.iloc[: steps[-1] * config.batch_size]  # what this piece reads; the trainer stops there
     started = out / "run_config.json"
     if started.exists():
-        _check_same_run(_read_json(started), identity, out)
+        check_same_run(read_run_json(started), identity, out)
     resume = last_complete_checkpoint(out)
     if resume is not None and int(Path(resume).name.split("-")[1]) >= todo[-1]:
         raise ValueError(f"{out}: its last checkpoint ({resume}) is past step {todo[-1]}; export it or start anew")

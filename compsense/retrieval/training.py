@@ -378,7 +378,7 @@ def mix_structural(
             log.warning("only %d structural triplets for %d rows: %d repeated", pool, n_struct, n_struct - pool)
         struct = structural_df.iloc[idx]
         if negatives == "random":
-            struct = struct.assign(negative=_random_other_sentences(struct, structural_df, rng))
+            struct = struct.assign(negative=random_other_sentences(struct, structural_df, rng))
         source = struct["family"] if "family" in struct else "structural"
         struct = struct.assign(kind="structural", source=source)[MNRL_COLUMNS + ["source", "kind"]]
         out = pd.concat([retrieval, struct], ignore_index=True)
@@ -389,7 +389,7 @@ def mix_structural(
     return out
 
 
-def _random_other_sentences(
+def random_other_sentences(
     rows: pd.DataFrame, pool_df: pd.DataFrame, rng: np.random.Generator, tries: int = 50
 ) -> list[str]:
     """For each row, a random anchor of the pool from another source sentence (the control's negative)."""
@@ -433,11 +433,11 @@ def train_model(
         return _retrain_beside(config, train_df, out, callbacks)
     out.mkdir(parents=True, exist_ok=True)
     final, done, started = out / "final", out / "DONE.json", out / "run_config.json"
-    identity = {"recipe": _recipe(config), "data_sha1": _data_sha1(train_df)}
+    identity = {"recipe": recipe_of(config), "data_sha1": data_sha1(train_df)}
     if started.exists():
         # Skipping or resuming a run made with another recipe or other data would report a model
         # that is not the one asked for; say so instead.
-        _check_same_run(_read_json(started), identity, out)
+        check_same_run(read_run_json(started), identity, out)
         problem = _finished_problem(done, final)
         if problem is None:
             log.info("%s is finished (DONE.json); skipping. Pass force=True to retrain.", out)
@@ -785,16 +785,19 @@ _NOT_RECIPE = {
 }
 
 
-def _recipe(config: TrainConfig) -> dict:
+def recipe_of(config: TrainConfig) -> dict:
+    """The settings that define a training run (what a resumed run must share with the one it resumes)."""
     return {k: v for k, v in asdict(config).items() if k not in _NOT_RECIPE}
 
 
-def _data_sha1(train_df: pd.DataFrame) -> str:
+def data_sha1(train_df: pd.DataFrame) -> str:
+    """A content digest of the training rows (their MNRL columns, in order): a run's data identity."""
     hashed = pd.util.hash_pandas_object(train_df[MNRL_COLUMNS].reset_index(drop=True), index=True)
     return hashlib.sha1(hashed.to_numpy().tobytes()).hexdigest()
 
 
-def _check_same_run(previous: dict, current: dict, out: Path) -> None:
+def check_same_run(previous: dict, current: dict, out: Path) -> None:
+    """Refuse to resume a run folder whose recipe or data differ from this run's, naming each difference."""
     old, new = previous.get("recipe", {}), current["recipe"]
     diff = {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
     if previous.get("data_sha1") != current["data_sha1"]:
@@ -816,8 +819,8 @@ def _retrain_beside(config: TrainConfig, train_df: pd.DataFrame, out: Path, call
     started = sibling / "run_config.json"
     if started.exists():
         try:
-            _check_same_run(
-                _read_json(started), {"recipe": _recipe(config), "data_sha1": _data_sha1(train_df)}, sibling
+            check_same_run(
+                read_run_json(started), {"recipe": recipe_of(config), "data_sha1": data_sha1(train_df)}, sibling
             )
         except ValueError:
             shutil.rmtree(sibling)  # a stale retrain of another setup: only ever our own scratch folder
@@ -865,7 +868,8 @@ def _file_sizes(folder: Path) -> dict[str, int]:
 _weight_digests = weight_digests
 
 
-def _read_json(path: Path) -> dict:
+def read_run_json(path: Path) -> dict:
+    """A run folder's JSON record; a damaged one is an error that says how to start the run again."""
     return read_json(path, recover=f"delete the run folder {path.parent} to train it again, or pass force=True")
 
 
