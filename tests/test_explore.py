@@ -16,8 +16,8 @@ A, B = "The cat chased the dog.", "The dog chased the cat."
 
 @pytest.fixture
 def session(tiny_encoder, tmp_path):
-    """A session over an empty work_dir, with the test encoder first in the selector."""
-    s = Session(tmp_path, backbone="tiny-bert")
+    """A session over an empty work_dir and no shipped scorers, with the test encoder first in the selector."""
+    s = Session(tmp_path, backbone="tiny-bert", scorers_dir=None)
     s.add_encoder("tiny (test)", tiny_encoder, first=True)
     return s
 
@@ -124,17 +124,23 @@ def test_discover_encoders_lists_backbone_first_then_checkpoints(tmp_path):
 
 @pytest.mark.slow
 def test_discover_verifiers_has_f0_to_f2_and_what_notebook_04_saved(tmp_path, tiny_encoder):
-    assert list(explore.discover_verifiers(tmp_path)) == ["F0 mean", "F1 MaxSim", "F2 alignment"]
+    assert list(explore.discover_verifiers(tmp_path, scorers_dir=None)) == ["F0 mean", "F1 MaxSim", "F2 alignment"]
     root = tmp_path / "verifiers"
     verifiers.save(verifiers.create("F3", seed=0), root / "F3-frozen")
     verifiers.save(verifiers.create("F1"), root / "F1-end2end")
     tiny_encoder.save(str(root / "F1-end2end" / "encoder"))
     (root / "broken").mkdir()
     (root / "broken" / verifiers.CONFIG_FILE).write_text("{not json")
-    found = explore.discover_verifiers(tmp_path)
+    found = explore.discover_verifiers(tmp_path, scorers_dir=None)
     assert list(found)[:3] == ["F0 mean", "F1 MaxSim", "F2 alignment"]
-    assert found["F3-frozen (trained)"].name == "F3" and found["F3-frozen (trained)"].encoder is None
-    assert found["F1-end2end (trained, own encoder)"].encoder.endswith("F1-end2end/encoder")
+    frozen, end2end = (
+        "F3-frozen (trained; encoder not recorded)",
+        "F1-end2end (trained; encoder not recorded, own encoder)",
+    )
+    assert found[frozen].name == "F3" and found[frozen].encoder is None
+    assert found[end2end].encoder.endswith("F1-end2end/encoder")
+    # the package's shipped scorers come after F0-F2 by default (tests/test_scorers.py checks them)
+    assert [k for k in explore.discover_verifiers(tmp_path) if "shipped" in k][0] == "F3 (trained on MiniLM, shipped)"
     assert not any("broken" in label for label in found)
 
 
@@ -146,11 +152,12 @@ def test_end_to_end_verifier_scores_with_its_own_encoder(tmp_path, tiny_encoder)
     folder = tmp_path / "verifiers" / "F1-end2end"
     verifiers.save(verifiers.create("F1"), folder)
     own.save(str(folder / "encoder"))
-    s = Session(tmp_path)
+    s = Session(tmp_path, scorers_dir=None)
     s.add_encoder("tiny (test)", tiny_encoder, first=True)
     scores = s.scores("tiny (test)", A, [B])
     expected = verifiers.score_pairs(own, verifiers.create("F1"), [(A, B)])
-    assert scores["F1-end2end (trained, own encoder)"][0] == pytest.approx(float(expected[0]), abs=1e-5)
+    label = "F1-end2end (trained; encoder not recorded, own encoder)"
+    assert scores[label][0] == pytest.approx(float(expected[0]), abs=1e-5)
     assert scores["F1 MaxSim"][0] != pytest.approx(float(expected[0]), abs=1e-3)
 
 
@@ -159,12 +166,14 @@ def test_a_verifier_that_fails_is_reported_not_raised(tmp_path, tiny_encoder):
     folder = tmp_path / "verifiers" / "F1-end2end"
     verifiers.save(verifiers.create("F1"), folder)
     tiny_encoder.save(str(folder / "encoder"))
-    s = Session(tmp_path)
+    s = Session(tmp_path, scorers_dir=None)
     s.add_encoder("tiny (test)", tiny_encoder, first=True)
     (folder / "encoder" / "modules.json").unlink()  # removed after discovery (a run rewriting it)
     (folder / "encoder" / "config.json").unlink()
     view = s.view(A, B)
-    assert np.isnan(view.scores["F1-end2end (trained, own encoder)"]) and view.scores["F1 MaxSim"] > 0
+    label = "F1-end2end (trained; encoder not recorded, own encoder)"
+    assert np.isnan(view.scores[label]) and view.scores["F1 MaxSim"] > 0
+    assert view.verdicts[label].call is None
     assert any("F1-end2end" in note for note in view.notes)
     assert "—" in explore.scores_html(view)
     explore.table_html(s.near_miss_table(A))
@@ -294,8 +303,10 @@ def test_static_explorer_has_figure_scores_and_table(session, monkeypatch):
 def test_every_score_row_says_its_range_and_meaning():
     assert explore.about(explore.POOLED).startswith("-1 to 1: cosine of the two mean-pooled")
     assert explore.about("F1 MaxSim").startswith("-1 to 1: mean over A's tokens")
-    trained = explore.about("model_b-small/seed42/F4-frozen (trained)")
+    trained = explore.about("model_b-small/seed42/F4-frozen (trained on MiniLM)")
     assert "Transformer" in trained and "no fixed range" in trained
+    assert "Transformer" in explore.about("F4 authors' size (trained on MiniLM, shipped)")
+    assert "CNN" in explore.about("F3 (trained on MiniLM, shipped)")
     assert "CNN" in explore.about("balanced-paper/seed43/F3-end2end (trained, own encoder)")
     assert "own fine-tuned encoder" in explore.about("model_b-small/seed42/F1-end2end (trained, own encoder)")
 
@@ -382,10 +393,11 @@ def test_the_explorer_warns_when_a_verifier_learned_on_another_encoders_maps(tmp
     verifiers.save(verifiers.create("F4", seed=0), root / "other" / "F4-frozen", extra=other)
     # a frozen F1 folder that learned nothing is the F1 MaxSim row again: not listed twice
     verifiers.save(verifiers.create("F1"), root / "mine" / "F1-frozen", extra={"history": {"trained": False}})
-    s = Session(tmp_path)
+    s = Session(tmp_path, scorers_dir=None)
     s.add_encoder("tiny (test)", tiny_encoder, first=True)
     assert [label for label in s.verifiers if "F1" in label] == ["F1 MaxSim"]
+    assert "mine/F3-frozen (trained on the random tiny test BERT: meaningless)" in s.verifiers
     (note,) = [n for n in s.view(A, B).notes if "another encoder" in n]
     assert note.startswith("1 trained verifier(s) learned from maps of another encoder than tiny (test)")
-    assert "other/F4-frozen (trained)" in note
+    assert "other/F4-frozen (trained on an unidentified encoder)" in note
     assert any("another encoder" in n for n in s.near_miss_table(A).attrs["notes"])

@@ -18,6 +18,7 @@ and are always there. Encoders load on first use; token and pooled embeddings ar
 
 from __future__ import annotations
 
+import functools
 import html
 import logging
 import os
@@ -33,6 +34,7 @@ import torch
 
 from compsense.core.encoders import (
     MOSTLY_UNKNOWN,
+    build_tiny_bert,
     embedding_dim,
     encode_pooled,
     load_encoder,
@@ -42,6 +44,7 @@ from compsense.core.encoders import (
 )
 from compsense.core.layout import FINAL, trained_model_dirs, verifiers_root
 from compsense.data.negatives import perturb
+from compsense.explorer.scorers import DIFFERENT, SAME, SCORERS_DIR, UNTRAINED, shipped, untrained_calibration, verdict
 from compsense.verifiers.architectures import (
     CONFIG_FILE,
     ENCODER_DIR,
@@ -73,20 +76,21 @@ TRAINED_ABOUT = {
     "F2": "like F2 above, with a learned diagonal penalty",
     "F3": "learned score of a small CNN over the map; no fixed range: compare it across pairs "
     "(higher: more alike), not with the cosine",
-    "F4": "learned score of a small Transformer over the map's patches; no fixed range: compare it "
+    "F4": "learned score of a Transformer over the map's patches; no fixed range: compare it "
     "across pairs (higher: more alike), not with the cosine",
 }
 
 
 def about(label: str) -> str:
     """What a score row means and its range: the pooled cosine and F0-F2 by label; a trained verifier
-    ("model_b-small/seed42/F4-frozen (trained)") by the verifier name in its folder."""
+    ("model_b-small/seed42/F4-frozen (trained on MiniLM)", "F4 (trained on MiniLM, shipped)") by the
+    verifier name in its folder or title."""
     if label in ABOUT:
         return ABOUT[label]
     if label in BASE_VERIFIERS:
         return ABOUT[BASE_VERIFIERS[label]]
-    folder = label.split(" (")[0].rstrip("/").split("/")[-1]
-    return TRAINED_ABOUT.get(folder.split("-")[0], "")
+    folder = label.split(" (")[0].rstrip("/").split("/")[-1]  # "F4 authors' size" for a shipped scorer
+    return TRAINED_ABOUT.get(folder.split("-")[0].split(" ")[0], "")
 
 
 @dataclass
@@ -99,6 +103,7 @@ class VerifierEntry:
     encoder: str | None = None
     source: Path | None = None
     info: dict = field(default_factory=dict)
+    card: dict | None = None  # a shipped scorer's card (compsense.explorer.scorers)
 
     @property
     def name(self) -> str:
@@ -125,6 +130,8 @@ class PairView:
     alignment: np.ndarray | None = None
     explained: str | None = None
     notes: list[str] = field(default_factory=list)  # shown beside the scores: a sentence cut or without tokens, ...
+    verdicts: dict[str, "Verdict"] = field(default_factory=dict)  # per scorer, as `scores`
+    reading: str = ""  # the map in one sentence (`read_map`)
 
 
 class TextCache:
@@ -298,15 +305,29 @@ def discover_encoders(work_dir: str | os.PathLike | None, backbone: str | None =
     return found
 
 
-def discover_verifiers(work_dir: str | os.PathLike | None) -> dict[str, VerifierEntry]:
-    """F0-F2 untrained (always), then every verifier saved under `{work_dir}/verifiers/`.
+def discover_verifiers(
+    work_dir: str | os.PathLike | None, scorers_dir: str | os.PathLike | None = SCORERS_DIR
+) -> dict[str, VerifierEntry]:
+    """F0-F2 untrained (always), the scorers shipped under `scorers_dir` (the package's trained MiniLM
+    scorers by default; None: none), then every verifier saved under `{work_dir}/verifiers/`.
 
-    A folder that does not load (half-written, another version) is skipped with a warning.
+    Every trained verifier's label says what encoder's maps it learned from (`trained_on`), so one
+    trained on the random tiny test BERT or on another encoder cannot pass for a MiniLM one. A folder
+    that does not load (half-written, another version) is skipped with a warning.
     """
     entries = {
         label: VerifierEntry(label, create(name, learnable=False) if name == "F2" else create(name))
         for label, name in BASE_VERIFIERS.items()
     }
+    minilm = minilm_fingerprint(scorers_dir)
+    for spec, folder, card in shipped(scorers_dir):
+        try:
+            verifier, info = load(folder), read_info(folder)
+        except Exception as err:
+            log.warning("explorer: skipping shipped scorer %s (%s: %s)", folder, err.__class__.__name__, err)
+            continue
+        label = f"{spec.title} ({trained_on(card.get('encoder', {}).get('fingerprint'), minilm)}, shipped)"
+        entries[label] = VerifierEntry(label, verifier, None, folder, info, card)
     if work_dir is None:
         return entries
     root = verifiers_root(work_dir)
@@ -324,9 +345,221 @@ def discover_verifiers(work_dir: str | os.PathLike | None) -> dict[str, Verifier
         history = info.get("history", {}) if isinstance(info, dict) else {}
         if not own_encoder and history.get("trained") is False:
             continue  # a frozen F0/F1/F2 folder learned nothing: the same function as its untrained row above
-        label = f"{folder.relative_to(root).as_posix()} (trained{', own encoder' if own_encoder else ''})"
+        settings = info.get("settings") if isinstance(info, dict) else None
+        learned_from = trained_on((settings or {}).get("encoder") if isinstance(settings, dict) else None, minilm)
+        label = f"{folder.relative_to(root).as_posix()} ({learned_from}{', own encoder' if own_encoder else ''})"
         entries[label] = VerifierEntry(label, verifier, own_encoder, folder, info)
     return entries
+
+
+# ----------------------------------------------------------------------------- what a verifier learned from
+
+MINILM = "MiniLM"
+TINY = "the random tiny test BERT: meaningless"
+TINY_SEEDS = (0, 42, 43, 44)  # the tiny BERT's seeds the project trains with: the tests' 0, the profiles' 42-44
+
+
+def trained_on(fingerprint: str | None, minilm: str | None) -> str:
+    """What a trained verifier's label says about the maps it learned from, by the encoder fingerprint
+    its training recorded (verifier.json's settings.encoder): all-MiniLM-L6-v2 (`minilm`, the
+    fingerprint the shipped scorers record), the tiny random BERT the tests and the smoke profile
+    use, or another encoder."""
+    if not fingerprint:
+        return "trained; encoder not recorded"
+    if minilm and fingerprint == minilm:
+        return f"trained on {MINILM}"
+    if fingerprint in tiny_fingerprints():
+        return f"trained on {TINY}"
+    return f"trained on another encoder, not {MINILM}" if minilm else "trained on an unidentified encoder"
+
+
+@functools.lru_cache(maxsize=1)
+def tiny_fingerprints() -> frozenset[str]:
+    """Fingerprints (first 16 characters, as training records them) of the tiny BERT at TINY_SEEDS:
+    built offline in a fraction of a second each, once per process."""
+    return frozenset(encoder_fingerprint(build_tiny_bert(seed=seed))[:16] for seed in TINY_SEEDS)
+
+
+def minilm_fingerprint(scorers_dir: str | os.PathLike | None = SCORERS_DIR) -> str | None:
+    """all-MiniLM-L6-v2's fingerprint as the shipped scorers recorded it (None without them, or when
+    they were built on another backbone)."""
+    encoder = untrained_calibration(scorers_dir).get("encoder", {})
+    return encoder.get("fingerprint") if encoder.get("backbone") == "minilm-l6" else None
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A scorer's verdict rule, from the shipped cards: "same meaning" at or above `threshold`;
+    `accuracy` (and its interval) is the balanced accuracy it gives on held-out paraphrases and
+    near-misses; it holds for the maps of the encoder whose fingerprint is `encoder` only."""
+
+    threshold: float
+    accuracy: float
+    interval: tuple[float, float]
+    encoder: str
+    backbone: str
+
+    @property
+    def chance(self) -> bool:
+        """Whether the held-out accuracy's interval reaches 50%: its verdicts are no better than a coin."""
+        return not self.interval[0] > 0.5
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One scorer's verdict on one pair: `call` is "same meaning", "different", or None with `why`."""
+
+    call: str | None
+    score: float
+    calibration: Calibration | None = None
+    why: str = ""
+
+    @property
+    def text(self) -> str:
+        """ "different (0.971 < 0.983; 64% right on held-out pairs)", or "no verdict: why"."""
+        if self.call is None:
+            return f"no verdict: {self.why}"
+        c = self.calibration
+        sign = "≥" if self.call == SAME else "<"
+        chance = ", no better than chance" if c.chance else ""
+        return (
+            f"{self.call} ({self.score:.3f} {sign} {c.threshold:.3f}; {c.accuracy:.0%} right on held-out pairs{chance})"
+        )
+
+
+def calibrations(verifiers: dict[str, VerifierEntry], scorers_dir=SCORERS_DIR) -> dict[str, Calibration]:
+    """{scorer label: Calibration} for the pooled cosine and F0-F2 (untrained.json) and each shipped
+    scorer (its card); scorers without one (those a run trained) give no verdict."""
+    untrained = untrained_calibration(scorers_dir)
+    encoder = untrained.get("encoder", {})
+    labels = {"pooled": POOLED, **{name: label for label, name in BASE_VERIFIERS.items()}}
+    found = {}
+    for key in UNTRAINED:
+        block = untrained.get("scorers", {}).get(key)
+        if block:
+            found[labels[key]] = _calibration(block, encoder)
+    for label, entry in verifiers.items():
+        if entry.card:
+            found[label] = _calibration(entry.card["heldout"], entry.card.get("encoder", {}))
+    return found
+
+
+def _calibration(block: dict, encoder: dict) -> Calibration:
+    return Calibration(
+        float(block["threshold"]),
+        float(block["balanced_accuracy"]),
+        tuple(block.get("interval", (float("nan"), float("nan")))),
+        str(encoder.get("fingerprint", "")),
+        str(encoder.get("backbone", "another encoder")),
+    )
+
+
+def verdicts(scores: dict[str, float], calibrated: dict[str, Calibration], fingerprint: str) -> dict[str, Verdict]:
+    """Each scorer's verdict on one pair: its stored threshold applied to its score, when the pair's
+    maps come from the encoder the threshold was calibrated on (`fingerprint`: the first 16
+    characters of `encoder_fingerprint`); otherwise no verdict, and why."""
+    out = {}
+    for label, score in scores.items():
+        cal = calibrated.get(label)
+        if score is None or not np.isfinite(score):
+            out[label] = Verdict(None, float("nan"), cal, "no score")
+        elif cal is None:
+            out[label] = Verdict(None, score, None, "no calibrated threshold (only the shipped scorers have one)")
+        elif cal.encoder != fingerprint:
+            out[label] = Verdict(None, score, cal, f"its threshold holds for {cal.backbone}'s maps, not this encoder's")
+        else:
+            out[label] = Verdict(verdict(score, cal.threshold), score, cal)
+    return out
+
+
+# ----------------------------------------------------------------------------- the map in one sentence
+
+# Under MiniLM a word matches itself in another context at 0.9-1.0, and a swapped-in word, a synonym or
+# a word whose context a negation changed at 0.7-0.9: below CLOSE a token has lost its close match.
+CLOSE = 0.85
+OFF_DIAGONAL = 2  # places from the diagonal (scaled to B's length) at which a best match counts as moved
+MAX_NAMED = 3  # tokens named per clause
+
+
+def moved_tokens(M: np.ndarray) -> list[tuple[int, int, int]]:
+    """(A token, its best match in B, signed places off the diagonal) for each A token whose best match
+    is close (>= CLOSE) but sits OFF_DIAGONAL or more places from where the diagonal, scaled to B's
+    length, puts it: a word that found itself elsewhere, as in a role swap."""
+    lq, ld = M.shape
+    if lq == 0 or ld == 0:
+        return []
+    cols, values = maxsim_matches(M)
+    expected = np.rint(np.arange(lq) * (ld - 1) / max(lq - 1, 1)).astype(int)
+    offset = cols - expected
+    return [
+        (i, int(cols[i]), int(offset[i])) for i in range(lq) if values[i] >= CLOSE and abs(offset[i]) >= OFF_DIAGONAL
+    ]
+
+
+def unmatched_tokens(M: np.ndarray) -> tuple[list[tuple[int, int, float]], list[int]]:
+    """(A tokens without a close match in B, as (token, best match, cosine), lowest first; B tokens no A
+    token comes close to and none takes as its best match, in order): what an edit replaced or added."""
+    lq, ld = M.shape
+    if lq == 0 or ld == 0:
+        return [], []
+    cols, values = maxsim_matches(M)
+    weak = sorted((i for i in range(lq) if values[i] < CLOSE), key=lambda i: values[i])
+    taken = set(cols.tolist())
+    new = [j for j in range(ld) if M[:, j].max() < CLOSE and j not in taken]
+    return [(i, int(cols[i]), float(values[i])) for i in weak], new
+
+
+def read_map(view: PairView) -> str:
+    """The map in one sentence: which of A's tokens moved (a close best match off the diagonal), which
+    lost their close match and which of B's tokens are new, then whether the pooled vector noticed
+    (its verdict, `view.verdicts[POOLED]`)."""
+    if 0 in view.M.shape:
+        return "Reading the map: nothing to read, one sentence has no tokens."
+    q, d = view.query_tokens, view.document_tokens
+    clauses = []
+    moved = moved_tokens(view.M)
+    if moved:
+        items = [f"'{q[i]}'" + (f" (to '{d[j]}')" if d[j] != q[i] else "") for i, j, _ in moved]
+        places = sorted({abs(k) for _, _, k in moved})
+        where = str(places[0]) if len(places) == 1 else f"{places[0]} to {places[-1]}"
+        one = len(moved) == 1
+        clauses.append(
+            f"A's {_named(items)} moved ({'its' if one else 'their'} best match{'' if one else 'es'} in B "
+            f"{'sits' if one else 'sit'} {where} places off the diagonal)"
+        )
+    weak, new = unmatched_tokens(view.M)
+    if weak:
+        items = [f"'{q[i]}' (closest in B: '{d[j]}', {v:.2f})" for i, j, v in weak]
+        clauses.append(f"A's {_named(items)} lost {'its' if len(weak) == 1 else 'their'} close match")
+    if new:
+        words = _named([f"'{d[j]}'" for j in new])
+        clauses.append(f"B's {words} match{'es' if len(new) == 1 else ''} nothing in A")
+    pooled = view.verdicts.get(POOLED)
+    cosine = view.scores.get(POOLED, float("nan"))
+    if pooled is None or pooled.call is None:
+        why = f" ({pooled.why})" if pooled is not None and pooled.why else ""
+        noticed = f"the pooled cosine is {cosine:.3f}, with no verdict{why}"
+    else:
+        threshold = pooled.calibration.threshold
+        if pooled.call == DIFFERENT:
+            noticed = f"the pooled vector noticed (cosine {cosine:.3f} < its threshold {threshold:.3f}: different)"
+        else:
+            did = "did not notice" if clauses else "agrees"
+            noticed = f"the pooled vector {did} (cosine {cosine:.3f} ≥ its threshold {threshold:.3f}: same meaning)"
+    if not clauses:
+        clauses = ["every token of A keeps a close match in place"]
+    return "Reading the map: " + "; ".join(clauses) + "; " + noticed + "."
+
+
+def _named(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c', 'a, b, c and 2 more'."""
+    shown, rest = items[:MAX_NAMED], len(items) - MAX_NAMED
+    if rest > 0:
+        return ", ".join(shown) + f" and {rest} more"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 class Session:
@@ -343,11 +576,13 @@ class Session:
         seed: int = 0,
         cache_size: int = 256,
         max_encoders: int = 3,
+        scorers_dir: str | os.PathLike | None = SCORERS_DIR,
     ):
         self.work_dir, self.backbone, self.device, self.seed = work_dir, backbone, device, seed
         self.cache_size = cache_size
         self.encoders = discover_encoders(work_dir, backbone)
-        self.verifiers = discover_verifiers(work_dir)
+        self.verifiers = discover_verifiers(work_dir, scorers_dir)
+        self.calibrated = calibrations(self.verifiers, scorers_dir)  # label -> threshold, for the verdicts
         # Room for the selected encoder, one more, and each end-to-end verifier's own encoder.
         self.max_encoders = max(max_encoders, 2 + sum(1 for v in self.verifiers.values() if v.encoder))
         self._caches: OrderedDict[str, TextCache] = OrderedDict()
@@ -407,9 +642,7 @@ class Session:
         }
         if not trained:
             return []
-        if encoder not in self._fingerprints:
-            self._fingerprints[encoder] = encoder_fingerprint(self.cache(encoder).encoder)[:16]
-        mine = self._fingerprints[encoder]
+        mine = self.fingerprint(encoder)
         foreign = sorted(label for label, print_ in trained.items() if print_ != mine)
         if not foreign:
             return []
@@ -417,6 +650,12 @@ class Session:
             f"{len(foreign)} trained verifier(s) learned from maps of another encoder than {encoder} "
             f"(e.g. {foreign[0]}): their scores here are outside what they were trained on"
         ]
+
+    def fingerprint(self, encoder: str) -> str:
+        """`encoder_fingerprint` of an encoder label (first 16 characters, as training records it), once."""
+        if encoder not in self._fingerprints:
+            self._fingerprints[encoder] = encoder_fingerprint(self.cache(encoder).encoder)[:16]
+        return self._fingerprints[encoder]
 
     def view(self, query: str, document: str, encoder: str | None = None, explain: str | None = None) -> PairView:
         """The map of (query, document), MaxSim matches, every score, and the `explain` verifier's
@@ -434,7 +673,7 @@ class Session:
             alignment = weights.argmax(axis=1) if weights is not None else None
             if entry.encoder:
                 notes.append(f"{entry.label} scores maps of its own fine-tuned encoder, not the one shown")
-        return PairView(
+        view = PairView(
             query,
             document,
             q_tokens,
@@ -446,7 +685,31 @@ class Session:
             alignment,
             explain if entry is not None else None,
             notes,
+            verdicts(scores, self.calibrated, self.fingerprint(encoder)),
         )
+        view.reading = read_map(view)
+        return view
+
+    def verdict_table(self, pairs: dict[str, tuple[str, str]], encoder: str | None = None) -> pd.DataFrame:
+        """Every scorer's verdict on each named (A, B) pair: one row per scorer (the rule and its held-out
+        accuracy beside it), one column per pair ("0.991 same" for same meaning, "0.720 different", or
+        "(no verdict)"), narrow enough for a notebook column. `table.attrs["readings"]`: each pair's
+        `read_map`."""
+        views = {name: self.view(a, b, encoder) for name, (a, b) in pairs.items()}
+        labels = list(next(iter(views.values())).scores) if views else []
+        rows = []
+        for label in labels:
+            cal = self.calibrated.get(label)
+            chance = ", chance" if cal and cal.chance else ""
+            rule = f"≥ {cal.threshold:.3f} ({cal.accuracy:.0%} held-out{chance})" if cal else "not calibrated"
+            row = {"scorer": label, "same meaning when": rule}
+            for name, view in views.items():
+                v = view.verdicts[label]
+                row[name] = f"{v.score:.3f} {'same' if v.call == SAME else v.call or '(no verdict)'}"
+            rows.append(row)
+        table = pd.DataFrame(rows)
+        table.attrs["readings"] = {name: view.reading for name, view in views.items()}
+        return table
 
     def near_miss_table(
         self, sentence: str, encoder: str | None = None, families=None, seed: int = 0, max_per_family: int = 3
@@ -588,21 +851,42 @@ def figure_similarity_map(view: PairView, max_cell_text: int = 400):
 
 
 def scores_html(view: PairView) -> str:
-    """The panel beside the map: each scorer's score of (A, B) and what it reads."""
+    """The panel beside the map: the map read in one sentence, then each scorer's score of (A, B), its
+    verdict with the threshold and held-out accuracy behind it (or why it has none), and what it reads."""
     rows = []
     for label, value in view.scores.items():
         meaning = about(label)
         style = ' style="background:#eef6ee"' if label == view.explained else ""
         rows.append(
-            f'<tr{style}><th style="text-align:left;max-width:220px;overflow-wrap:anywhere;padding-right:8px">'
+            f'<tr{style}><th style="text-align:left;max-width:220px;overflow-wrap:break-word;padding-right:8px">'
             f'{html.escape(label)}</th><td class="score" style="text-align:right;padding-right:8px">'
-            f'{_fmt(value)}</td><td style="color:#666;font-size:85%;line-height:1.2">{html.escape(meaning)}</td></tr>'
+            f"{_fmt(value)}</td>{_verdict_cell(view.verdicts.get(label))}"
+            f'<td style="color:#666;font-size:85%;line-height:1.2">{html.escape(meaning)}</td></tr>'
         )
     notes = "".join(f'<p style="color:#a60">{html.escape(n)}</p>' for n in view.notes)
+    reading = (
+        f'<p class="compsense-reading" style="max-width:60em">{html.escape(view.reading)}</p>' if view.reading else ""
+    )
     body = "".join(rows)
     return (
-        f'<table class="compsense-scores" style="line-height:1.3;max-width:100%">'
-        f'<tr><th style="text-align:left">scorer</th><th>A vs B</th><th></th></tr>{body}</table>{notes}'
+        f'{reading}<table class="compsense-scores" style="line-height:1.3;max-width:100%">'
+        f'<tr><th style="text-align:left">scorer</th><th>A vs B</th><th>verdict</th><th></th></tr>{body}</table>'
+        f"{notes}"
+    )
+
+
+def _verdict_cell(v: Verdict | None) -> str:
+    """A verdict in its cell: the call in colour, the threshold and held-out accuracy beneath; no call: why."""
+    if v is None or v.call is None:
+        why = html.escape(v.why if v is not None else "")
+        return f'<td class="verdict" title="{why}" style="color:#888;font-size:85%;padding-right:8px">no verdict</td>'
+    c = v.calibration
+    colour = "#1a7f37" if v.call == SAME else "#b42318"
+    sign = "≥" if v.call == SAME else "<"
+    return (
+        f'<td class="verdict" title="{html.escape(v.text)}" style="padding-right:8px;white-space:nowrap">'
+        f'<b style="color:{colour}">{html.escape(v.call)}</b><br><span style="color:#666;font-size:80%">'
+        f"{sign} {c.threshold:.3f} · {c.accuracy:.0%} held-out{' (chance)' if c.chance else ''}</span></td>"
     )
 
 
