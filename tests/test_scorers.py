@@ -213,6 +213,18 @@ def test_labels_say_what_encoder_a_verifier_learned_from(built, tmp_path):
     ]
 
 
+@pytest.mark.slow
+def test_a_damaged_card_or_calibration_is_skipped_not_raised(built, tmp_path, caplog):
+    copy = tmp_path / "scorers"
+    shutil.copytree(built, copy)
+    (copy / "F3" / scorers.CARD_FILE).write_text("{not json")
+    (copy / scorers.UNTRAINED_FILE).write_text("")
+    labels = list(explore.discover_verifiers(None, scorers_dir=copy))
+    assert [label.split(" (")[0] for label in labels if "shipped" in label] == ["F4", "F4 authors' size"]
+    assert scorers.untrained_calibration(copy) == {}
+    assert "unreadable" in caplog.text and "python -m compsense scorers" in caplog.text
+
+
 # ----------------------------------------------------------------------------- the map in one sentence
 
 

@@ -858,7 +858,7 @@ def scores_html(view: PairView) -> str:
         meaning = about(label)
         style = ' style="background:#eef6ee"' if label == view.explained else ""
         rows.append(
-            f'<tr{style}><th style="text-align:left;max-width:220px;overflow-wrap:break-word;padding-right:8px">'
+            f'<tr{style}><th style="text-align:left;max-width:220px;overflow-wrap:anywhere;padding-right:8px">'
             f'{html.escape(label)}</th><td class="score" style="text-align:right;padding-right:8px">'
             f"{_fmt(value)}</td>{_verdict_cell(view.verdicts.get(label))}"
             f'<td style="color:#666;font-size:85%;line-height:1.2">{html.escape(meaning)}</td></tr>'
@@ -868,11 +868,24 @@ def scores_html(view: PairView) -> str:
         f'<p class="compsense-reading" style="max-width:60em">{html.escape(view.reading)}</p>' if view.reading else ""
     )
     body = "".join(rows)
+    legend = (
+        f'<p style="color:#666;font-size:85%;max-width:60em">{html.escape(VERDICT_LEGEND)}</p>'
+        if any(v.call for v in view.verdicts.values())
+        else ""
+    )
     return (
         f'{reading}<table class="compsense-scores" style="line-height:1.3;max-width:100%">'
         f'<tr><th style="text-align:left">scorer</th><th>A vs B</th><th>verdict</th><th></th></tr>{body}</table>'
-        f"{notes}"
+        f"{legend}{notes}"
     )
+
+
+VERDICT_LEGEND = (
+    "Verdict: same meaning when the score is at or above the scorer's threshold, fitted on held-out MRPC/STS-B "
+    "paraphrases against the generator's near-misses of them (all-MiniLM-L6-v2's maps only); the percentage is "
+    "its balanced accuracy on held-out pairs it was not fitted on, 50% being chance "
+    "(compsense/resources/scorers/README.md)."
+)
 
 
 def _verdict_cell(v: Verdict | None) -> str:
@@ -883,10 +896,11 @@ def _verdict_cell(v: Verdict | None) -> str:
     c = v.calibration
     colour = "#1a7f37" if v.call == SAME else "#b42318"
     sign = "≥" if v.call == SAME else "<"
-    return (
-        f'<td class="verdict" title="{html.escape(v.text)}" style="padding-right:8px;white-space:nowrap">'
-        f'<b style="color:{colour}">{html.escape(v.call)}</b><br><span style="color:#666;font-size:80%">'
-        f"{sign} {c.threshold:.3f} · {c.accuracy:.0%} held-out{' (chance)' if c.chance else ''}</span></td>"
+    return (  # the rule wraps under the call: the panel may be 340 px wide (a 1,366 px screen, file browser open)
+        f'<td class="verdict" title="{html.escape(v.text)}" style="padding-right:8px;line-height:1.2">'
+        f'<b style="color:{colour};white-space:nowrap">{html.escape(v.call)}</b><br>'
+        f'<span style="color:#666;font-size:80%">{sign} {c.threshold:.3f}, {c.accuracy:.0%} held-out'
+        f"{', chance' if c.chance else ''}</span></td>"
     )
 
 

@@ -24,8 +24,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="where to write them (default: the package's resources/scorers/)")
     p.add_argument("--backbone", default="minilm-l6", help="the encoder whose maps they read (default minilm-l6)")
     p.add_argument("--budget", type=int, default=None, help="training examples per scorer (default: scorers.TRAINING)")
-    p.add_argument("--max-train-pairs", type=int, default=None, help="paraphrase pairs to train on (default: all)")
-    p.add_argument("--max-heldout-pairs", type=int, default=None, help="held-out paraphrase pairs (default: all)")
+    p.add_argument(
+        "--max-train-pairs",
+        type=int,
+        default=None,
+        help="paraphrase pairs to train on (default: scorers.MAX_TRAIN_PAIRS)",
+    )
+    p.add_argument(
+        "--max-heldout-pairs", type=int, default=None, help="held-out pairs (default: scorers.MAX_HELDOUT_PAIRS)"
+    )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     return p
@@ -41,8 +48,8 @@ def run(args) -> int:
         out_dir=args.out or scorers.SCORERS_DIR,
         backbone=args.backbone,
         training=training,
-        max_train_pairs=args.max_train_pairs,
-        max_heldout_pairs=args.max_heldout_pairs,
+        max_train_pairs=args.max_train_pairs or scorers.MAX_TRAIN_PAIRS,
+        max_heldout_pairs=args.max_heldout_pairs or scorers.MAX_HELDOUT_PAIRS,
         seed=args.seed,
         device=args.device,
     )
