@@ -402,3 +402,106 @@ def test_the_stages_kernels_get_the_commit_the_run_started_at(project, monkeypat
     assert runner.reproduce("smoke", out="runs/smoke/first", only=["01"]) == 0
     assert (project / "commit.txt").read_text() == _summary(project, "first")["commit"] == "abc1234-dirty"
     assert ENV_COMMIT not in os.environ  # set for the stages only
+
+
+# ---------------------------------------------------------------------------------------------
+# A stage's own progress (compsense.pipeline.progress)
+
+
+def test_a_bar_reads_as_count_total_unit_and_pace():
+    from compsense.pipeline import progress
+
+    slow = {"desc": "train", "n": 12.0, "total": 100.0, "unit": "step", "elapsed": 374.0, "rate": None}
+    assert progress.bar_text(slow) == "train 12/100 step (31.2 s/step)"
+    fast = {"desc": "Batches", "n": 3, "total": 40, "unit": "it", "elapsed": 1.5, "rate": 2.0}
+    assert progress.bar_text(fast) == "Batches 3/40 it (2.0 it/s)"
+    unknown = {"desc": "", "n": 5, "total": None, "unit": "it", "elapsed": 0.0, "rate": None}
+    assert progress.bar_text(unknown) == "progress 5 it"
+    assert progress.progress_line("02", 252.0, [slow, fast]) == (
+        "  [02] 4:12 · train 12/100 step (31.2 s/step) · Batches 3/40 it (2.0 it/s)"
+    )
+
+
+def test_the_kernel_side_writes_its_open_bars_to_the_file(tmp_path):
+    import io
+    import threading
+    import time
+
+    from tqdm import tqdm
+
+    from compsense.pipeline import progress
+
+    path, stop = tmp_path / "bars.json", threading.Event()
+    bar = tqdm(total=10, desc="train", unit="step", file=io.StringIO())
+    hidden = tqdm(total=5, desc="hidden", disable=True)  # a disabled bar is no progress
+    try:
+        bar.update(3)
+        thread = progress.kernel_progress(path, every=0.05, stop=stop)
+        deadline = time.monotonic() + 10
+        while not progress.read_bars(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        bars = [b for b in progress.read_bars(path) if b["desc"] in ("train", "hidden")]
+        assert [(b["desc"], b["n"], b["total"], b["unit"]) for b in bars] == [("train", 3.0, 10.0, "step")]
+    finally:
+        stop.set()
+        bar.close()
+        hidden.close()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+    assert progress.kernel_progress(None) is None  # no file named (no $COMPSENSE_PROGRESS): nothing starts
+    assert progress.read_bars(tmp_path / "absent.json") == [] and progress.read_bars(_torn(tmp_path)) == []
+
+
+def _torn(tmp_path):
+    path = tmp_path / "torn.json"
+    path.write_text('{"bars": [{"desc"')
+    return path
+
+
+def test_the_runner_side_prints_a_line_when_the_bars_move_and_not_more_often_than_asked(monkeypatch):
+    import time
+
+    from compsense.pipeline import progress
+
+    monkeypatch.delenv(progress.ENV, raising=False)
+    lines = []
+
+    def bars(n):
+        return json.dumps({"bars": [{"desc": "train", "n": n, "total": 4, "unit": "step", "elapsed": 1.0}]})
+
+    with progress.watch("02", every=0.0, poll=0.02, show=lines.append) as path:
+        assert os.environ[progress.ENV] == str(path)  # the kernel the stage starts inherits it
+        for n in (1, 2):
+            path.write_text(bars(n))
+            deadline = time.monotonic() + 5
+            while len(lines) < n and time.monotonic() < deadline:
+                time.sleep(0.02)
+        time.sleep(0.1)  # unchanged bars: no new line
+    assert [line.split(" · ")[1] for line in lines] == ["train 1/4 step (1.0 step/s)", "train 2/4 step (2.0 step/s)"]
+    assert lines[0].startswith("  [02] 0:00 · ")
+    assert progress.ENV not in os.environ and not path.exists()  # gone afterwards
+    quiet = []
+    with progress.watch("02", every=60.0, poll=0.02, show=quiet.append) as path:
+        path.write_text(bars(1))
+        time.sleep(0.2)
+    assert quiet == []  # within the first `every` seconds nothing is printed
+
+
+@pytest.mark.slow
+def test_a_stage_shows_its_own_training_steps_not_only_cells(project, monkeypatch, capsys):
+    """A cell that counts steps with tqdm (as every training and encoding loop does) is seen counting
+    while it runs: the runner prints the kernel's bar, which papermill's cell count never shows."""
+    from compsense.pipeline import progress
+
+    monkeypatch.setattr(progress, "PRINT_EVERY", 0.5)
+    monkeypatch.setattr(progress, "KERNEL_EVERY", 0.2)
+    _notebook(
+        project / "notebooks" / "01_first.ipynb",
+        "import time\nfrom tqdm.auto import tqdm\nfor step in tqdm(range(8), desc='train', unit='step'):\n"
+        "    time.sleep(0.6)",
+    )
+    assert runner.reproduce("smoke", out="runs/smoke/first", only=["01"]) == 0
+    out = capsys.readouterr().out
+    seen = [line for line in out.splitlines() if line.startswith("  [01] ") and " · train " in line]
+    assert seen and all("/8 step" in line for line in seen), out
+    assert progress.ENV not in os.environ

@@ -10,6 +10,8 @@ there with the same sizes; otherwise it runs and says why. A failing stage stops
 depend on it, keeps everything done so far, and the summary names the failing cell and the command
 to re-run it (with every --set the run was given). One run at a time per profile and work_dir (a
 lock; a second run is refused), and stages.json is re-read and merged under that lock.
+While a stage runs, its kernel's own progress bars (training steps, encoding batches) are printed as
+one line at most every 30 s (compsense.pipeline.progress), beside papermill's count of cells done.
 Before any stage runs, the profile's values are checked against the notebooks' schema
 (compsense.pipeline.schema) and the run's folders against the one guard (`check_run_folders`): never
 the repository's protected folders or a data folder (the profile's own `data_dir` too), never an --out
@@ -48,6 +50,7 @@ from compsense.core.paths import (
     resolve,
 )
 from compsense.core.storage import CorruptFile, file_digest, read_json, write_json
+from compsense.pipeline import progress
 from compsense.pipeline.profiles import load_profile, notebook_parameters, parse_override
 from compsense.pipeline.stages import (
     DEPENDS_ON,
@@ -233,7 +236,8 @@ def _run_stage(
     before = _snapshot(stage_work, run_dir)
     started = time.time()
     try:
-        with environment(ENV_COMMIT, summary["commit"]):  # the kernel's rows record it (code_commit)
+        # the kernel's rows record the commit (code_commit); its tqdm bars reach this terminal (progress)
+        with environment(ENV_COMMIT, summary["commit"]), progress.watch(key, every=progress.PRINT_EVERY):
             papermill.execute_notebook(
                 str(nb),
                 str(output),
@@ -242,6 +246,7 @@ def _run_stage(
                 kernel_name="python3",
                 progress_bar=True,
                 log_output=False,
+                extra_arguments=progress.kernel_arguments(progress.KERNEL_EVERY),
             )
     except Exception as err:
         entry = {**_failure(err, nb, output, summary, key, time.time() - started), "reason": why}
