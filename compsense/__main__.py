@@ -377,7 +377,13 @@ def _estimate(args) -> int:
     if args.work_dir and E.measured_profile(args.work_dir) == args.profile:
         print("\nSame profile as the measured run: estimated vs recorded seconds per stage\n")
         comparison = E.stage_comparison(est, args.work_dir)
-        print(screen.table(list(comparison.columns), comparison.fillna("–").round(1).values.tolist(), right={1, 2, 3}))
+        print(
+            screen.table(
+                list(comparison.columns),
+                comparison.round(1).astype(object).fillna("–").values.tolist(),
+                right={1, 2, 3},
+            )
+        )
     return 0
 
 

@@ -43,7 +43,7 @@ from compsense.pipeline import screen
 from compsense.pipeline.length_run import length_root
 from compsense.pipeline.profiles import stage_parameters
 from compsense.pipeline.stages import STATE_RECOVER, SUMMARY, read_summary, shown, stage_key
-from compsense.retrieval.length import finished_steps
+from compsense.retrieval.length import LENGTH_VARIANTS, SCHEDULE_STEPS, finished_steps
 from compsense.retrieval.training import TrainConfig, plan_runs
 from compsense.verifiers.study import size_plan
 
@@ -1016,11 +1016,17 @@ def length_estimate(
     exported yet; Base is scored once per root and precision (as one step: one model on the same sets).
     Rates: `length_rates`. One row per model and a last `total` row. The root is `length_run.length_root`'s
     (made if absent, as `length` would make it)."""
+    steps = sorted({int(s) for s in steps})
+    unknown = [v for v in variants if v not in LENGTH_VARIANTS]
+    if unknown or not steps or steps[0] < 1 or steps[-1] > SCHEDULE_STEPS:
+        raise ValueError(
+            f"length: variants {list(variants)}, steps {steps}: the variants are {', '.join(LENGTH_VARIANTS)} and "
+            f"the steps lie in 1..{SCHEDULE_STEPS} (the authors' schedule)"
+        )
     rates = length_rates(precision, record_path)
     train_s, train_part = rates["train"]
     score_s, score_part = rates["score"]
     root = length_root(root)
-    steps = sorted({int(s) for s in steps})
     points = root / "results" / POINTS
     base_done = False
     if points.is_file():

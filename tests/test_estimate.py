@@ -650,6 +650,9 @@ def test_a_length_piece_is_priced_from_where_its_runs_stand(tmp_path):
         E.length_estimate([100], ["A"], "bf16", root=root, record_path=record).set_index("model").loc["A", "seconds"]
         == 0
     )
+    for steps, variants in (([100], ["D"]), ([0], ["A"]), ([4000], ["A"])):  # what `length` itself refuses
+        with pytest.raises(ValueError, match=r"the variants are A, B, C.* and the steps lie in 1\.\.3375"):
+            E.length_estimate(steps, variants, "bf16", root=root, record_path=record)
 
 
 def test_estimate_length_on_the_command_line_reads_the_committed_record(tmp_path, capsys):
