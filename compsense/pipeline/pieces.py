@@ -146,7 +146,7 @@ def list_pieces(runs_dir="runs", path=None, verbose: bool = False) -> str:
     runs = {name: last_run(piece, runs_dir) for name, piece in pieces.items()}
     out = [
         screen.wrap(
-            f"Declared pieces ({PIECES_FILE}): each is one command, `python -m compsense piece NAME`, of about "
+            f"Declared pieces (params/{PIECES_FILE}): each is one command, `python -m compsense piece NAME`, of about "
             "two hours or less on 2 CPU cores, writing into its profile's work_dir, so a later piece reuses "
             "what an earlier one made."
         )
