@@ -213,6 +213,31 @@ def test_describe_curve_states_each_comparison_with_its_interval_and_the_familie
     assert "negation, step 25: Base 0.30, A 0.25, B 0.22, C 0.25" in text
     assert "0.7% of that" in text  # 3,200 of the paper's 432,000 triplets
     assert LC.describe_curve(d[d.dataset == "none"], points).startswith("No scored step")
+    external = pd.DataFrame(
+        [
+            {
+                "dataset": "condaqa",
+                "family": "all",
+                "metric": "auc",
+                "value": v,
+                "ci_low": v - 0.05,
+                "ci_high": v + 0.05,
+                "n": 111,
+                "variant": var,
+                "seed": seed,
+                "step": step,
+            }
+            for var, seed, step, v in [
+                ("Base", 0, 0, 0.51),
+                ("A", 42, 25, 0.52),
+                ("B", 42, 25, 0.55),
+                ("B", 42, 50, 0.9),
+            ]
+        ]
+    )
+    text = LC.describe_curve(d, points, external=external)
+    assert "condaqa near-miss AUC at step 25 (111 near-misses): Base 0.510 [0.460, 0.560], A 0.520" in text
+    assert "B 0.550 [0.500, 0.600]." in text and "0.900" not in text  # only the curve's longest step
 
 
 @pytest.mark.slow

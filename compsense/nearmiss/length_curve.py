@@ -204,7 +204,9 @@ def read_record(path: str | os.PathLike) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def describe_curve(delta_table: pd.DataFrame, points: pd.DataFrame, dataset: str = "scifact") -> str:
+def describe_curve(
+    delta_table: pd.DataFrame, points: pd.DataFrame, dataset: str = "scifact", external: pd.DataFrame | None = None
+) -> str:
     """The curve in words, generated from its own tables (notebook 02 prints it; the README restates it):
     per seed, B - A and A - Base on `dataset` nDCG@10 at the first and the longest step with their query
     bootstrap intervals beside the paper's drop, the steps where an interval excludes 0, and per paper
@@ -247,7 +249,28 @@ def describe_curve(delta_table: pd.DataFrame, points: pd.DataFrame, dataset: str
                 f"{v} {auc[v]:.2f}" for v in ("A", "B", "C") if v in auc
             ]
             lines.append(f"Held-out near-miss AUC, {family}, step {last}: " + ", ".join(parts) + " (0.5 = chance).")
+        lines += _describe_external(external, seed, last)
     return "\n".join(lines)
+
+
+def _describe_external(external: pd.DataFrame | None, seed: int, step: int) -> list[str]:
+    """On text nobody here wrote (`compsense nearmiss` of each model, `length_run.score_external`): the
+    pooled near-miss AUC of every set at `step`, each with its interval over pairs."""
+    if external is None or external.empty:
+        return []
+    rows = external[(external.family == "all") & (external.metric == "auc")]
+    rows = rows[((rows.seed == seed) & (rows.step == step)) | (rows.variant == "Base")]
+    lines = []
+    for dataset, g in rows.groupby("dataset"):
+        by = g.set_index("variant")
+        parts = [
+            f"{v} {by.value[v]:.3f} [{by.ci_low[v]:.3f}, {by.ci_high[v]:.3f}]"
+            for v in ("Base", "A", "B", "C", "B-para")
+            if v in by.index
+        ]
+        n = int(by.n.max())
+        lines.append(f"{dataset} near-miss AUC at step {step} ({n} near-misses): " + ", ".join(parts) + ".")
+    return lines
 
 
 def _signed(x: float) -> str:
