@@ -666,3 +666,16 @@ def test_estimate_length_on_the_command_line_reads_the_committed_record(tmp_path
     assert "From figures/tables/length_record.json" in _flat(out)
     table = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["A"], ["C"], ["total"])}
     assert "steps 0-100" in table["A"] and "steps 100" in table["C"] and "h" in table["total"]
+
+
+def test_the_estimate_finds_the_length_root_where_length_does_without_making_it(tmp_path, monkeypatch):
+    from compsense.pipeline.length_run import length_root
+
+    monkeypatch.setenv(E.LENGTH_ROOT_ENV, str(tmp_path / "from-env"))
+    assert E.length_root_path() == tmp_path / "from-env" and not (tmp_path / "from-env").exists()
+    assert E.length_root_path() == length_root()  # the same folder (length_root makes it)
+    assert E.length_root_path(tmp_path / "given") == length_root(tmp_path / "given")
+    monkeypatch.delenv(E.LENGTH_ROOT_ENV)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert E.length_root_path() == tmp_path / "home" / ".cache" / "compsense" / "length"
+    assert not (tmp_path / "home").exists()
