@@ -166,8 +166,17 @@ def main(argv: list[str] | None = None) -> int:
         "steps and scored (compsense.pipeline.length_run)",
     )
     ln.add_argument("--seed", type=int, default=42)
-    ln.add_argument("--steps", default="25,50", help="comma-separated steps of the 3,375-step schedule to export")
-    ln.add_argument("--variants", default="A,B,C", help="comma-separated: A, B, C (the control)")
+    ln.add_argument(
+        "--steps",
+        default=None,
+        help="comma-separated steps of the 3,375-step schedule to export (default 25,50; with --external: "
+        "every exported step)",
+    )
+    ln.add_argument(
+        "--variants",
+        default="A,B,C",
+        help="comma-separated: A, B, C (the control), B-para (the anchor's paraphrase as the structural positive)",
+    )
     ln.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training and scoring precision")
     ln.add_argument(
         "--root", default=None, help="runs and scores (default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)"
@@ -180,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     ln.add_argument("--backbone", default="minilm-l6", help="tiny-bert only to check the path (the curve is minilm-l6)")
     ln.add_argument("--eval-max-queries", type=int, default=None, help="subsample the test queries (checks only)")
     ln.add_argument("--publish", action="store_true", help="write the curve's tables and figure into figures/ and stop")
+    ln.add_argument(
+        "--external",
+        action="store_true",
+        help="score Base and every exported step of --variants (or only --steps when given) with `nearmiss` "
+        "(CondaQA, SugarCrepe, the held-out pairs), each model once, and stop",
+    )
     ln.add_argument(
         "--control-root", default=None, help="with --publish: a root of pieces run in the other precision (the control)"
     )
@@ -290,8 +305,16 @@ def _length(args) -> int:
         for path in length_run.publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
             print(path)
         return 0
-    steps = [int(s) for s in args.steps.split(",") if s.strip()]
+    steps = [int(s) for s in (args.steps or "25,50").split(",") if s.strip()]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if args.external:
+        steps = steps if args.steps else None
+        table = length_run.score_external(
+            args.seed, variants, steps, args.root, args.work_dir, args.data_dir, backbone=args.backbone
+        )
+        pooled = table[(table.family == "all") & (table.metric == "auc")]
+        print(pooled.pivot_table(index="dataset", columns=["variant", "step"], values="value").round(3).to_string())
+        return 0
     print(
         length_run.run_piece(
             args.seed,

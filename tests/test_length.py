@@ -364,3 +364,22 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     assert {"B-A", "A-Base", "C-A"} <= set(deltas.comparison)
     with pytest.raises(FileNotFoundError, match="no scored point"):
         length_run.publish(root=tmp_path / "empty", figures_dir=tmp_path / "f2")
+
+
+def test_length_external_cli_scores_every_exported_step_unless_steps_are_given(monkeypatch, capsys):
+    from compsense.__main__ import main
+    from compsense.pipeline import length_run
+
+    calls = []
+
+    def fake(seed, variants, steps, root, work_dir, data_dir, backbone):
+        calls.append((seed, variants, steps))
+        return pd.DataFrame(
+            [{"dataset": "condaqa", "family": "all", "metric": "auc", "value": 0.5, "variant": "A", "step": 25}]
+        )
+
+    monkeypatch.setattr(length_run, "score_external", fake)
+    assert main(["length", "--external", "--variants", "A,B-para"]) == 0
+    assert main(["length", "--external", "--steps", "100,200", "--seed", "43"]) == 0
+    assert calls == [(42, ["A", "B-para"], None), (43, ["A", "B", "C"], [100, 200])]
+    assert "condaqa" in capsys.readouterr().out
