@@ -63,7 +63,7 @@ def test_the_calibration_split_keeps_every_pair_of_an_anchor_on_one_side():
 def built(tmp_path_factory):
     """The shipped scorers built from the smoke data's MRPC/STS-B on the tiny BERT (seed 0), once."""
     from compsense.core.encoders import load_encoder
-    from compsense.verifiers.config import VerifierTraining
+    from compsense.verifiers.config import Compute, VerifierTraining
 
     out = tmp_path_factory.mktemp("package") / "scorers"
     scorers.build(
@@ -75,7 +75,7 @@ def built(tmp_path_factory):
         max_train_pairs=24,
         max_heldout_pairs=24,
         balance=False,
-        show_progress=False,
+        compute=Compute(show_progress=False),
     )
     return out
 
@@ -304,6 +304,7 @@ def test_the_command_parses_and_builds_with_its_arguments(monkeypatch, tmp_path)
     assert scorers_cli.run(args) == 0
     assert seen["data_dir"] == "DATA" and seen["out_dir"] == str(tmp_path) and seen["seed"] == 42
     assert seen["training"].budget_examples == 64 and seen["backbone"] == "minilm-l6"
+    assert seen["max_train_pairs"] == scorers.MAX_TRAIN_PAIRS and seen["compute"].device is None
 
 
 # ----------------------------------------------------------------------------- what a fresh clone ships

@@ -531,12 +531,12 @@ def read_map(view: PairView) -> str:
             f"{'sits' if one else 'sit'} {where} places off the diagonal)"
         )
     weak, new = unmatched_tokens(view.M)
+    if new:  # before the lost matches: an added word (a negation's "not") is the edit; lost matches may be its echo
+        words = _named([f"'{d[j]}'" for j in new])
+        clauses.append(f"B's {words} match{'es' if len(new) == 1 else ''} nothing in A")
     if weak:
         items = [f"'{q[i]}' (closest in B: '{d[j]}', {v:.2f})" for i, j, v in weak]
         clauses.append(f"A's {_named(items)} lost {'its' if len(weak) == 1 else 'their'} close match")
-    if new:
-        words = _named([f"'{d[j]}'" for j in new])
-        clauses.append(f"B's {words} match{'es' if len(new) == 1 else ''} nothing in A")
     pooled = view.verdicts.get(POOLED)
     cosine = view.scores.get(POOLED, float("nan"))
     if pooled is None or pooled.call is None:
@@ -690,13 +690,17 @@ class Session:
         view.reading = read_map(view)
         return view
 
-    def verdict_table(self, pairs: dict[str, tuple[str, str]], encoder: str | None = None) -> pd.DataFrame:
+    def verdict_table(
+        self, pairs: dict[str, tuple[str, str]], encoder: str | None = None, calibrated_only: bool = True
+    ) -> pd.DataFrame:
         """Every scorer's verdict on each named (A, B) pair: one row per scorer (the rule and its held-out
         accuracy beside it), one column per pair ("0.991 same" for same meaning, "0.720 different", or
         "(no verdict)"), narrow enough for a notebook column. `table.attrs["readings"]`: each pair's
-        `read_map`."""
+        `read_map`. `calibrated_only`: only the scorers that give verdicts (not those a run trained)."""
         views = {name: self.view(a, b, encoder) for name, (a, b) in pairs.items()}
         labels = list(next(iter(views.values())).scores) if views else []
+        if calibrated_only:
+            labels = [label for label in labels if label in self.calibrated]
         rows = []
         for label in labels:
             cal = self.calibrated.get(label)

@@ -266,10 +266,8 @@ def build(
     max_train_pairs: int | None = MAX_TRAIN_PAIRS,
     max_heldout_pairs: int | None = MAX_HELDOUT_PAIRS,
     seed: int = 42,
-    specs=SHIPPED,
     balance: bool = True,
-    device=None,
-    show_progress: bool = True,
+    compute: Compute | None = None,
 ) -> Path:
     """Train, calibrate and write the shipped scorers into `out_dir` (replacing what is there), from
     the MRPC/STS-B files under `data_dir` (default: COMPSENSE_DATA_DIR or shared/data). Returns `out_dir`.
@@ -277,8 +275,11 @@ def build(
     `encoder` (a SentenceTransformer already loaded, as tests pass the tiny BERT) overrides loading
     `backbone`; the cards name `backbone` either way. `max_train_pairs` / `max_heldout_pairs` keep a
     seeded sample of the paraphrase pairs; `training` is the budget and recipe (every scorer the same);
-    `balance=False` keeps every generated edit (for inputs too small to balance)."""
+    `balance=False` keeps every generated edit (for inputs too small to balance); `compute` the device
+    and progress bars."""
     out_dir = Path(out_dir)
+    compute = compute or Compute()
+    device = compute.device
     if encoder is None:
         encoder = load_encoder(backbone, device=device, max_seq_length=MAX_SEQ_LENGTH)
     fingerprint = encoder_fingerprint(encoder)[:16]
@@ -315,7 +316,6 @@ def build(
     staging = Path(tempfile.mkdtemp(prefix=".scorers-", dir=out_dir.parent))
     try:
         with tempfile.TemporaryDirectory(prefix="compsense-scorers-cache-") as cache:
-            compute = Compute(device=device, show_progress=show_progress)
             untrained = {"pooled": pair_cosines(encoder, pairs)}
             for name in UNTRAINED[1:]:
                 untrained[name] = score_pairs(encoder, _untrained(name), pairs, cache_dir=cache, device=device)
@@ -326,7 +326,7 @@ def build(
                     "scorers": {k: _heldout_block(v, heldout, seed) for k, v in untrained.items()},
                 },
             )
-            for spec in specs:
+            for spec in SHIPPED:
                 folder = staging / spec.folder
                 kwargs = {
                     "include_special": False,

@@ -40,7 +40,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     """Build the scorers as `args` say and print where they went and their held-out accuracies."""
-    from compsense.explorer import scorers  # noqa: PLC0415 (torch and the training code load only when the command runs)
+    # torch and the training code load only when the command runs
+    from compsense.explorer import scorers  # noqa: PLC0415
+    from compsense.verifiers.config import Compute  # noqa: PLC0415
 
     training = scorers.TRAINING if args.budget is None else scorers.TRAINING.replace(budget_examples=args.budget)
     out = scorers.build(
@@ -51,7 +53,7 @@ def run(args) -> int:
         max_train_pairs=args.max_train_pairs or scorers.MAX_TRAIN_PAIRS,
         max_heldout_pairs=args.max_heldout_pairs or scorers.MAX_HELDOUT_PAIRS,
         seed=args.seed,
-        device=args.device,
+        compute=Compute(device=args.device),
     )
     print(scorers.readme(out))
     print(f"written to {out}")
