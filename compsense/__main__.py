@@ -198,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ln.add_argument(
         "--control-root", default=None, help="with --publish: a root of pieces run in the other precision (the control)"
     )
+    from compsense.explorer.scorers_cli import add_parser as add_scorers_parser  # argparse only: starts light
+
+    add_scorers_parser(sub)
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -241,6 +244,10 @@ def _disk_error(err: BaseException) -> bool:
 
 
 def _dispatch(args) -> int:
+    if args.command == "scorers":
+        from compsense.explorer.scorers_cli import run as build_scorers
+
+        return build_scorers(args)
     if args.command == "length":
         return _length(args)
     if args.command == "estimate":

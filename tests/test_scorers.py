@@ -307,6 +307,16 @@ def test_the_command_parses_and_builds_with_its_arguments(monkeypatch, tmp_path)
     assert seen["max_train_pairs"] == scorers.MAX_TRAIN_PAIRS and seen["compute"].device is None
 
 
+def test_python_m_compsense_scorers_reaches_the_build(monkeypatch, tmp_path):
+    from compsense.__main__ import main
+
+    seen = {}
+    monkeypatch.setattr(scorers, "build", lambda **kwargs: seen.update(kwargs) or tmp_path)
+    monkeypatch.setattr(scorers, "readme", lambda out: "README")
+    assert main(["scorers", "--data-dir", "DATA", "--out", str(tmp_path), "--seed", "7"]) == 0
+    assert seen["data_dir"] == "DATA" and seen["seed"] == 7
+
+
 # ----------------------------------------------------------------------------- what a fresh clone ships
 
 
