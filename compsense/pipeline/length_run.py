@@ -256,7 +256,7 @@ def score_external(
     label is already in the table is not scored again. Returns the table with variant, seed, step and
     triplets beside each row; the index of labels is kept beside the table for `publish`."""
     from compsense.core.encoders import find_backbone
-    from compsense.core.storage import read_table, write_table
+    from compsense.core.storage import exclusive, read_table, write_table
     from compsense.nearmiss.external import TABLE, evaluate_near_misses
     from compsense.retrieval.evaluate import model_label
     from compsense.retrieval.training import run_dir
@@ -271,7 +271,7 @@ def score_external(
         exported = L.finished_steps(run).items()
         models += [(variant, step, str(path)) for step, path in exported if not steps or step in steps]
     index_path, table_path = out / EXTERNAL_INDEX, out / "results" / TABLE
-    index = read_table(index_path) if index_path.exists() else pd.DataFrame(columns=[*EXTERNAL_KEY])
+    out.mkdir(parents=True, exist_ok=True)
     for variant, step, path in models:
         label = model_label(path, find_backbone(path))
         scored = set(read_table(table_path).model) if table_path.exists() else set()
@@ -279,8 +279,9 @@ def score_external(
             log.info("near-miss tests: %s step %s (%s)", variant, step, label)
             evaluate_near_misses(path, sets, work_dir=work_dir, data_dir=data_dir, out=out)
         row = pd.DataFrame([{"model": label, "variant": variant, "seed": seed if step else 0, "step": step}])
-        index = pd.concat([index[index.model != label], row], ignore_index=True)
-        write_table(index, index_path)
+        with exclusive(out / f".{EXTERNAL_INDEX}.lock"):  # two calls at once each keep their rows
+            index = read_table(index_path) if index_path.exists() else pd.DataFrame(columns=[*EXTERNAL_KEY])
+            write_table(pd.concat([index[index.model != label], row], ignore_index=True), index_path)
     return external_table(root)
 
 
