@@ -211,6 +211,10 @@ def test_describe_curve_states_each_comparison_with_its_interval_and_the_familie
     assert f"B-A: {b_a.mean_delta:+.3f} [{b_a.ci_low:+.3f}, {b_a.ci_high:+.3f}] at 3,200 triplets" in text
     assert "its interval excludes 0 at step(s) 25" in text  # B - A is -0.03 with a tight interval
     assert "negation, step 25: Base 0.30, A 0.25, B 0.22, C 0.25" in text
+    para = points[(points.variant == "B") & (points.family == "negation")].assign(variant="B-para", value=0.6)
+    assert "negation, step 25: Base 0.30, A 0.25, B 0.22, C 0.25, B-para 0.60" in LC.describe_curve(
+        d, pd.concat([points, para], ignore_index=True)
+    )
     assert "0.7% of that" in text  # 3,200 of the paper's 432,000 triplets
     assert LC.describe_curve(d[d.dataset == "none"], points).startswith("No scored step")
     external = pd.DataFrame(

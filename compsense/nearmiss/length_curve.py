@@ -42,6 +42,7 @@ PAPER_DROP = -0.038  # paper Table 1, MiniLM-L6 mean NanoBEIR nDCG@10: A 0.439 -
 PAPER_DROP_PCT = -8.7  # the same drop relative to A (-0.038 / 0.439)
 # (reference, variant): variant - reference; B-para (paraphrase positives) against A and against B
 COMPARISONS = (("Base", "A"), ("A", "B"), ("A", "C"), ("C", "B"), ("A", "B-para"), ("B", "B-para"))
+SHOWN = ("Base", "A", "B", "C", "B-para")  # the order `describe_curve` states the models in
 
 
 def nearmiss_sets(near_misses: pd.DataFrame, paraphrases: pd.DataFrame) -> dict:
@@ -245,9 +246,7 @@ def describe_curve(
         for family, g in at_last.groupby("family"):
             auc = g.set_index("variant").value
             b = base[base.family == family].value
-            parts = ([f"Base {b.iloc[0]:.2f}"] if len(b) else []) + [
-                f"{v} {auc[v]:.2f}" for v in ("A", "B", "C") if v in auc
-            ]
+            parts = ([f"Base {b.iloc[0]:.2f}"] if len(b) else []) + [f"{v} {auc[v]:.2f}" for v in SHOWN[1:] if v in auc]
             lines.append(f"Held-out near-miss AUC, {family}, step {last}: " + ", ".join(parts) + " (0.5 = chance).")
         lines += _describe_external(external, seed, last)
     return "\n".join(lines)
@@ -263,11 +262,7 @@ def _describe_external(external: pd.DataFrame | None, seed: int, step: int) -> l
     lines = []
     for dataset, g in rows.groupby("dataset"):
         by = g.set_index("variant")
-        parts = [
-            f"{v} {by.value[v]:.3f} [{by.ci_low[v]:.3f}, {by.ci_high[v]:.3f}]"
-            for v in ("Base", "A", "B", "C", "B-para")
-            if v in by.index
-        ]
+        parts = [f"{v} {by.value[v]:.3f} [{by.ci_low[v]:.3f}, {by.ci_high[v]:.3f}]" for v in SHOWN if v in by.index]
         n = int(by.n.max())
         lines.append(f"{dataset} near-miss AUC at step {step} ({n} near-misses): " + ", ".join(parts) + ".")
     return lines

@@ -128,9 +128,9 @@ def run_piece(
     record.setdefault("data", {}).setdefault(str(seed), {}).update(
         {
             "retrieval": stats.get("nfcorpus"),
-            "structural_pool": {k: int(v) for k, v in structural.family.value_counts().items()},
-            "nearmiss_pairs": {k: int(v) for k, v in sets["near_misses"].family.value_counts().items()},
-            "pairwise_triples": {k: int(v) for k, v in sets["triples"].family.value_counts().items()},
+            "structural_pool": _family_counts(structural),
+            "nearmiss_pairs": _family_counts(sets["near_misses"]),
+            "pairwise_triples": _family_counts(sets["triples"]),
         }
     )
     gpu = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
@@ -154,9 +154,7 @@ def run_piece(
         pool = structural
         if positives == "paraphrase":
             pool = paraphrase_pool(structural, data_dir)
-            record["data"][str(seed)][f"structural_pool-{variant}"] = {
-                k: int(v) for k, v in pool.family.value_counts().items()
-            }
+            record["data"][str(seed)][f"structural_pool-{variant}"] = _family_counts(pool)
         rows = L.schedule_rows(retrieval, pool, share, seed, n_rows, negatives=negatives)
         repeats = record["data"][str(seed)].setdefault(f"repeats-{variant}", {})
         repeats.update({str(s): L.repeat_counts(rows, s * 128) for s in steps})
@@ -215,6 +213,11 @@ def run_piece(
         _merge_record(record_path, record)
     log.info("length piece seed %d steps %s: %.0f s", seed, list(steps), time.perf_counter() - t0)
     return results
+
+
+def _family_counts(rows: pd.DataFrame) -> dict[str, int]:
+    """Rows per family, as the record keeps them (plain ints: JSON)."""
+    return {k: int(v) for k, v in rows.family.value_counts().items()}
 
 
 def _merge_record(path: Path, mine: dict) -> None:
