@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         help="retrieval metrics of one encoder on BEIR folders or NanoBEIR sets "
         "(tidy parquet + MTEB-shaped JSON under --out)",
     )
-    ev.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
+    _one_encoder(ev, "runs/evaluate", seed_help="recorded in the table; tiny-bert's random weights")
     ev.add_argument(
         "datasets",
         nargs="+",
@@ -53,18 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     ev.add_argument("--split", default="test", help="qrels split (qrels/<split>.tsv)")
     ev.add_argument(
-        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
-    )
-    ev.add_argument("--out", default="runs/evaluate", help="folder for results/ and mteb/ (default runs/evaluate)")
-    ev.add_argument(
         "--nanobeir-dataset-id",
         default="sentence-transformers/NanoBEIR-en",
         help="hub dataset NanoBEIR sets come from when no local copy exists (the paper's: lightonai/NanoBEIR-en)",
     )
-    ev.add_argument("--batch-size", type=int, default=64)
-    ev.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
-    ev.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
-    ev.add_argument("--seed", type=int, default=0, help="recorded in the table; tiny-bert's random weights")
     ev.add_argument(
         "--allow-subset",
         action="store_true",
@@ -76,21 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         help="near-miss sensitivity of one encoder: CondaQA, SugarCrepe swaps and the held-out pairs "
         "(tidy parquet + MTEB-shaped JSON under --out; compsense.nearmiss.external)",
     )
-    nm.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
+    _one_encoder(nm, "runs/nearmiss", seed_help="the bootstrap's and SugarCrepe's query draw; tiny-bert's weights")
     nm.add_argument(
         "--sets", default="condaqa,sugarcrepe,heldout", help="comma-separated: condaqa, sugarcrepe, heldout"
     )
     nm.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/pairs.parquet (heldout)")
-    nm.add_argument(
-        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
-    )
-    nm.add_argument("--out", default="runs/nearmiss", help="folder for results/ and mteb/ (default runs/nearmiss)")
-    nm.add_argument("--batch-size", type=int, default=64)
-    nm.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
-    nm.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
-    nm.add_argument(
-        "--seed", type=int, default=0, help="the bootstrap's and SugarCrepe's query draw; tiny-bert's weights"
-    )
     nm.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
     rep = sub.add_parser("reproduce", help="run the notebooks in order with papermill")
     rep.add_argument("--profile", default="local", help="smoke, local or paper (params/<profile>.yaml)")
@@ -241,6 +223,19 @@ def _disk_error(err: BaseException) -> bool:
     import errno
 
     return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def _one_encoder(sub, out: str, seed_help: str) -> None:
+    """The arguments `evaluate` and `nearmiss` share: the model, where data and results are, and how it encodes."""
+    sub.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
+    sub.add_argument(
+        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
+    )
+    sub.add_argument("--out", default=out, help=f"folder for results/ and mteb/ (default {out})")
+    sub.add_argument("--batch-size", type=int, default=64)
+    sub.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
+    sub.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
+    sub.add_argument("--seed", type=int, default=0, help=seed_help)
 
 
 def _dispatch(args) -> int:
