@@ -44,12 +44,21 @@ from compsense.core.encoders import (
 )
 from compsense.core.layout import FINAL, trained_model_dirs, verifiers_root
 from compsense.data.negatives import perturb
-from compsense.explorer.scorers import DIFFERENT, SAME, SCORERS_DIR, UNTRAINED, shipped, untrained_calibration, verdict
+from compsense.explorer.scorers import (
+    DIFFERENT,
+    SAME,
+    SCORERS_DIR,
+    UNTRAINED,
+    above_chance,
+    shipped,
+    untrained_calibration,
+    untrained_verifier,
+    verdict,
+)
 from compsense.verifiers.architectures import (
     CONFIG_FILE,
     ENCODER_DIR,
     AlignVerifier,
-    create,
     load,
     own_encoder_dir,
     read_info,
@@ -315,10 +324,7 @@ def discover_verifiers(
     trained on the random tiny test BERT or on another encoder cannot pass for a MiniLM one. A folder
     that does not load (half-written, another version) is skipped with a warning.
     """
-    entries = {
-        label: VerifierEntry(label, create(name, learnable=False) if name == "F2" else create(name))
-        for label, name in BASE_VERIFIERS.items()
-    }
+    entries = {label: VerifierEntry(label, untrained_verifier(name)) for label, name in BASE_VERIFIERS.items()}
     minilm = minilm_fingerprint(scorers_dir)
     for spec, folder, card in shipped(scorers_dir):
         try:
@@ -405,7 +411,7 @@ class Calibration:
     @property
     def chance(self) -> bool:
         """Whether the held-out accuracy's interval reaches 50%: its verdicts are no better than a coin."""
-        return not self.interval[0] > 0.5
+        return not above_chance(self.interval)
 
 
 @dataclass(frozen=True)
@@ -433,12 +439,12 @@ class Verdict:
 def calibrations(verifiers: dict[str, VerifierEntry], scorers_dir=SCORERS_DIR) -> dict[str, Calibration]:
     """{scorer label: Calibration} for the pooled cosine and F0-F2 (untrained.json) and each shipped
     scorer (its card); scorers without one (those a run trained) give no verdict."""
-    untrained = untrained_calibration(scorers_dir)
-    encoder = untrained.get("encoder", {})
+    stored = untrained_calibration(scorers_dir)
+    encoder = stored.get("encoder", {})
     labels = {"pooled": POOLED, **{name: label for label, name in BASE_VERIFIERS.items()}}
     found = {}
     for key in UNTRAINED:
-        block = untrained.get("scorers", {}).get(key)
+        block = stored.get("scorers", {}).get(key)
         if block:
             found[labels[key]] = _calibration(block, encoder)
     for label, entry in verifiers.items():

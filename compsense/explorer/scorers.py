@@ -179,7 +179,12 @@ def _finite(pos, neg) -> tuple[np.ndarray, np.ndarray]:
 
 def better_than_chance(block: dict) -> bool:
     """Whether a held-out block's balanced accuracy interval lies above 0.5."""
-    return block["interval"][0] > 0.5
+    return above_chance(block["interval"])
+
+
+def above_chance(interval) -> bool:
+    """Whether a balanced accuracy interval (low, high) lies above 0.5, a coin's accuracy."""
+    return interval[0] > 0.5
 
 
 def verdict(score: float, threshold: float) -> str:
@@ -318,7 +323,7 @@ def build(
         with tempfile.TemporaryDirectory(prefix="compsense-scorers-cache-") as cache:
             untrained = {"pooled": pair_cosines(encoder, pairs)}
             for name in UNTRAINED[1:]:
-                untrained[name] = score_pairs(encoder, _untrained(name), pairs, cache_dir=cache, device=device)
+                untrained[name] = score_pairs(encoder, untrained_verifier(name), pairs, cache_dir=cache, device=device)
             write_json(
                 staging / UNTRAINED_FILE,
                 {
@@ -388,7 +393,7 @@ def build(
     return out_dir
 
 
-def _untrained(name: str):
+def untrained_verifier(name: str):
     """F0-F2 as the explorer scores them: F2 with the paper's fixed lam = tau = 0.1."""
     return create(name, learnable=False) if name == "F2" else create(name)
 
