@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,6 +40,7 @@ from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, read_json, read_table
 from compsense.nearmiss.length_curve import POINTS
 from compsense.pipeline import screen
+from compsense.pipeline.length_run import length_root
 from compsense.pipeline.profiles import stage_parameters
 from compsense.pipeline.stages import STATE_RECOVER, SUMMARY, read_summary, shown, stage_key
 from compsense.retrieval.length import LENGTH_VARIANTS, SCHEDULE_STEPS, finished_steps
@@ -962,7 +962,6 @@ def _run_folder(path: str) -> str:
 # The training-length curve's pieces (`python -m compsense length`)
 
 LENGTH_RECORD = Path("figures") / "tables" / "length_record.json"
-LENGTH_ROOT_ENV = "COMPSENSE_LENGTH_DIR"
 
 
 def length_rates(precision: str, record_path=None) -> dict:
@@ -1009,13 +1008,6 @@ def length_progress(variant: str, seed: int, root, backbone: str = "minilm-l6") 
     return max([0, *exported, *checkpoints]), exported
 
 
-def length_root_path(root=None) -> Path:
-    """The length root `length_run.length_root` chooses (`root`, else $COMPSENSE_LENGTH_DIR, else
-    ~/.cache/compsense/length), without making it: an estimate only reads (a test keeps the two agreed)."""
-    chosen = root or os.environ.get(LENGTH_ROOT_ENV) or Path.home() / ".cache" / "compsense" / "length"
-    return Path(chosen).expanduser().resolve()
-
-
 def length_estimate(
     steps, variants, precision: str = "bf16", seed: int = 42, root=None, record_path=None
 ) -> pd.DataFrame:
@@ -1033,7 +1025,7 @@ def length_estimate(
     rates = length_rates(precision, record_path)
     train_s, train_part = rates["train"]
     score_s, score_part = rates["score"]
-    root = length_root_path(root)
+    root = length_root(root, create=False)  # an estimate only reads the root
     points = root / "results" / POINTS
     base_done = False
     if points.is_file():

@@ -669,13 +669,15 @@ def test_estimate_length_on_the_command_line_reads_the_committed_record(tmp_path
 
 
 def test_the_estimate_finds_the_length_root_where_length_does_without_making_it(tmp_path, monkeypatch):
-    from compsense.pipeline.length_run import length_root
+    from compsense.pipeline.length_run import LENGTH_ROOT_ENV, length_root
 
-    monkeypatch.setenv(E.LENGTH_ROOT_ENV, str(tmp_path / "from-env"))
-    assert E.length_root_path() == tmp_path / "from-env" and not (tmp_path / "from-env").exists()
-    assert E.length_root_path() == length_root()  # the same folder (length_root makes it)
-    assert E.length_root_path(tmp_path / "given") == length_root(tmp_path / "given")
-    monkeypatch.delenv(E.LENGTH_ROOT_ENV)
+    monkeypatch.setenv(LENGTH_ROOT_ENV, str(tmp_path / "from-env"))
+    assert length_root(create=False) == tmp_path / "from-env" and not (tmp_path / "from-env").exists()
+    assert length_root(create=False) == length_root()  # the same folder (length_root makes it)
+    assert length_root(tmp_path / "given", create=False) == length_root(tmp_path / "given")
+    monkeypatch.delenv(LENGTH_ROOT_ENV)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert E.length_root_path() == tmp_path / "home" / ".cache" / "compsense" / "length"
+    assert length_root(create=False) == tmp_path / "home" / ".cache" / "compsense" / "length"
     assert not (tmp_path / "home").exists()
+    assert len(E.length_estimate([25], ["A"])) == 3  # A, Base and the total, from the committed record
+    assert not (tmp_path / "home").exists()  # the estimate of a piece reads the root and never makes it

@@ -29,11 +29,16 @@ NEARMISS_PER_FAMILY = 300  # notebook 02's nearmiss_pairs_per_family (params/loc
 PRECISIONS = ("fp32", "bf16")
 
 
-def length_root(root=None) -> Path:
-    """Where the curve's runs live: `root`, else $COMPSENSE_LENGTH_DIR, else ~/.cache/compsense/length."""
-    chosen = root or os.environ.get("COMPSENSE_LENGTH_DIR") or Path.home() / ".cache" / "compsense" / "length"
+LENGTH_ROOT_ENV = "COMPSENSE_LENGTH_DIR"
+
+
+def length_root(root=None, create: bool = True) -> Path:
+    """Where the curve's runs live: `root`, else $COMPSENSE_LENGTH_DIR, else ~/.cache/compsense/length;
+    made unless `create=False` (an estimate only reads it)."""
+    chosen = root or os.environ.get(LENGTH_ROOT_ENV) or Path.home() / ".cache" / "compsense" / "length"
     path = Path(chosen).expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
