@@ -238,3 +238,53 @@ def test_where_noise_levels_share_a_self_match_the_line_is_its_highest_auc_there
         }
     )
     assert B.noise_excess(runs).noise_excess.tolist() == pytest.approx([-0.1, 0.0, 0.0, 0.3])
+
+
+def _tidy(train_data, variant, budget, seed, auc, self_match):
+    """Tidy held-out rows of one run, as `run_study` writes them (the columns `budget_runs` reads)."""
+    run = dict(dataset=B.HELDOUT, variant=variant, size="small", recipe="equal", budget=budget, seed=seed,
+               train_data=train_data)  # fmt: skip
+    return [
+        {**run, "family": "all", "metric": "auc", "value": auc},
+        {**run, "family": "self_match", "metric": "auc", "value": self_match},
+    ]
+
+
+def test_curves_on_two_training_sets_stand_apart_in_one_table():
+    rows = []
+    for seed in (1, 2):
+        for train_data, auc in (("model_b", 0.2), ("balanced", 0.6)):
+            rows += _tidy(train_data, "F1-frozen", 0, seed, 0.1, 1.0)  # the noise line: MaxSim and its control
+            rows += _tidy(train_data, "F1-frozen+noise1x", 0, seed, 0.3, 0.8)
+            rows += _tidy(train_data, "F4-frozen", 8, seed, auc + seed / 100, 0.9)
+    table = B.budget_table(B.budget_runs(pd.DataFrame(rows)))
+    f4 = table[(table.scorer == "F4") & (table.metric == "auc")].set_index("train_data")
+    assert f4["mean"].to_dict() == pytest.approx({"model_b": 0.215, "balanced": 0.615})  # never averaged together
+    assert (f4.seeds == 2).all()
+    # the noise line is the same whichever rows the curve trained on: 0.6 above it at self-match 0.9 (line 0.2)
+    excess = table[(table.scorer == "F4") & (table.metric == "noise_excess")].set_index("train_data")["mean"]
+    assert excess.to_dict() == pytest.approx({"model_b": 0.015, "balanced": 0.415})
+    assert "train_data" in B.budget_view(table).index.names
+
+
+def test_results_without_a_training_set_column_read_as_the_authors_rows():
+    rows = pd.DataFrame(_tidy("model_b", "F4-frozen", 8, 1, 0.4, 0.9)).drop(columns="train_data")
+    assert B.budget_runs(rows).train_data.tolist() == [B.DEFAULT_TRAIN_DATA]
+
+
+def test_a_curve_on_balanced_rows_trains_into_its_own_folders_and_names_them(tiny_encoder, tmp_path):
+    rows = _rows()
+    para = rows.assign(positive=rows.anchor.str.replace("The", "A", n=1))  # a paraphrase as the positive
+    curve = B.BudgetCurve.from_params(
+        {"examples": [8], "verifiers": ["F4"], "sizes": ["small"], "size_scope": {}, "train_data": "balanced",
+         "authors_recipe": False}
+    )  # fmt: skip
+    training, results = B.run_budget_curve(
+        curve, {"model_b": rows, "balanced": para}, VerifierGrid(seeds=[1], noise_multiples=(1.0,)), tiny_encoder,
+        tmp_path, _sets(rows), "tiny", training=VerifierTraining(batch_size=4), compute=QUIET,
+    )  # fmt: skip
+    assert set(training.train_data) == {"balanced"} and set(results.train_data) == {"balanced"}
+    assert (T.verifier_dir(tmp_path, f"balanced-small{B.budget_suffix(8)}", 1, "F4-frozen") / V.CONFIG_FILE).exists()
+    assert not T.verifier_dir(tmp_path, f"model_b-small{B.budget_suffix(8)}", 1, "F4-frozen").exists()
+    table = B.budget_table(B.budget_runs(results))
+    assert set(table.train_data) == {"balanced"} and {0, 8} == set(table.budget)

@@ -35,6 +35,10 @@ HELDOUT = "negatives-heldout"
 RESULTS = "verifier_budget"  # results/<this>.parquet: every point's tidy results, appended as it finishes
 CURVE_FILE = "verifier_budget_curve.parquet"  # results/<this>: `budget_table` as notebook 04 writes it
 BUDGET = "examples_seen"  # the tidy results' column that holds the triplets a verifier saw
+# What names one point of the curve. `train_data` ("model_b", "balanced"): which rows trained it, so
+# curves on two training sets stand in one table without being averaged together.
+POINT = ["scorer", "regime", "train_data", "size", "recipe", "budget"]
+DEFAULT_TRAIN_DATA = "model_b"  # the authors' rows: what every point published before the column trained on
 AUTHORS_RECIPE_POINT = {"verifiers": ["F4"], "size": "paper", "regime": "frozen"}  # their F4, at their 48,000
 
 
@@ -48,7 +52,10 @@ class BudgetCurve:
     whole recipe (budget, loss, learning rate, weight decay, special tokens), at the first seed, so
     both recipes stand in one table. `end2end_examples`: the budgets at which the end-to-end regime
     (when `regimes` has it) trains, since a step there runs the encoder and costs ~100x a frozen one
-    here (default: every budget). Empty `examples`: nothing to run."""
+    here (default: every budget). `train_data`: which of notebook 04's training sets the curve trains
+    on ("model_b", the authors'; "balanced", where the negative is a one-edit change of the positive:
+    `verifiers.data`); it names each point's rows in the table, so a curve per set stands in one table
+    (one piece per set). Empty `examples`: nothing to run."""
 
     examples: tuple[int, ...] = ()
     verifiers: tuple[str, ...] = ("F3", "F4")
@@ -57,7 +64,7 @@ class BudgetCurve:
     regimes: tuple[str, ...] = ("frozen",)
     seeds_at_largest: tuple[int, ...] | None = None
     end2end_examples: tuple[int, ...] | None = None
-    train_data: str = "model_b"
+    train_data: str = DEFAULT_TRAIN_DATA
     authors_recipe: bool = True
 
     @classmethod
@@ -201,15 +208,18 @@ def _append(tidy: pd.DataFrame, results_path) -> pd.DataFrame:
 
 
 def budget_runs(results: pd.DataFrame, dataset: str = HELDOUT) -> pd.DataFrame:
-    """One row per run (scorer, regime, size, recipe, budget, seed) on `dataset`, one column per
+    """One row per run (scorer, regime, train_data, size, recipe, budget, seed) on `dataset`, one column per
     `metrics.SEPARATION` entry (the separation table's columns), per paper family its near-miss
     AUC and pairwise accuracy (`auc:<family>`, `pairwise_accuracy:<family>`), and `noise_excess`."""
     data = results[results.dataset == dataset]
     if data.empty:
         raise ValueError(f"budget_runs: no rows for dataset {dataset!r}; have {sorted(results.dataset.unique())}")
-    data = data.assign(recipe=data["recipe"].fillna("equal") if "recipe" in data else "equal")
+    data = data.assign(
+        recipe=data["recipe"].fillna("equal") if "recipe" in data else "equal",
+        train_data=data["train_data"].fillna(DEFAULT_TRAIN_DATA) if "train_data" in data else DEFAULT_TRAIN_DATA,
+    )
     data["scorer"], data["regime"] = zip(*map(N.split_variant, data.variant), strict=True)
-    keys = ["scorer", "regime", "size", "recipe", "budget", "seed"]
+    keys = [*POINT, "seed"]
     columns = {}
     for column, (family, metric) in SEPARATION.items():
         sel = data[(data.family == family) & (data.metric == metric)]
@@ -221,6 +231,11 @@ def budget_runs(results: pd.DataFrame, dataset: str = HELDOUT) -> pd.DataFrame:
             columns[f"{metric}:{family}"] = sel.groupby(keys, sort=False).value.mean()
     runs = pd.DataFrame(columns).reset_index()
     return noise_excess(runs)
+
+
+def _point(table: pd.DataFrame) -> list[str]:
+    """`POINT`, less `train_data` where `table` has no such column (a table written before it was one)."""
+    return [key for key in POINT if key != "train_data" or key in table.columns]
 
 
 def noise_excess(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC) -> pd.DataFrame:
@@ -253,11 +268,12 @@ def noise_excess(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC) -> pd.Da
 
 
 def budget_table(runs: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
-    """The curve as a table: one row per scorer x regime x size x recipe x budget x metric, with the
-    mean over seeds, the seed-level 95% t interval (`core.stats.seed_level_test`; NaN with one seed)
-    and the number of seeds (seeds that agree exactly give a zero-width interval). Metrics:
-    `metrics.SEPARATION`, the per-family columns and `noise_excess`."""
-    keys = ["scorer", "regime", "size", "recipe", "budget"]
+    """The curve as a table: one row per scorer x regime x train_data x size x recipe x budget x metric,
+    with the mean over seeds, the seed-level 95% t interval (`core.stats.seed_level_test`; NaN with one
+    seed) and the number of seeds (seeds that agree exactly give a zero-width interval). Metrics:
+    `metrics.SEPARATION`, the per-family columns and `noise_excess`. `train_data` is left out where
+    `runs` lacks it (runs read before it was a column)."""
+    keys = _point(runs)
     metrics = [c for c in runs.columns if c not in (*keys, "seed")]
     rows = []
     for key, group in runs.groupby(keys, sort=True):
@@ -282,13 +298,13 @@ def budget_table(runs: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
 
 
 def budget_view(table: pd.DataFrame, metrics: Sequence[str] = (AUC, PAIRWISE_ACCURACY, SELF_MATCH, "noise_excess")):
-    """`budget_table` for reading: one row per scorer x regime x size x recipe x budget, one column
+    """`budget_table` for reading: one row per scorer x regime x train_data x size x recipe x budget, one column
     per metric, each cell "mean [low, high]" (the mean alone with one seed)."""
     sel = table[table.metric.isin(metrics)]
     cells = [
         f"{m:.3f}" if np.isnan(lo) else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
         for m, lo, hi in zip(sel["mean"], sel.ci_low, sel.ci_high, strict=True)
     ]
-    keys = ["scorer", "regime", "size", "recipe", "budget"]
+    keys = _point(table)
     wide = sel.assign(cell=cells).pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
     return wide[[m for m in metrics if m in wide.columns]]
