@@ -38,7 +38,7 @@ import pandas as pd
 
 from compsense.core.paths import resolve
 from compsense.core.storage import write_text
-from compsense.data.negatives.families import PAPER_FAMILIES
+from compsense.data.family_names import PAPER_FAMILIES
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.pipeline.report import TABLES_DIR
 from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, noise_level, regime_rank, variant_folders

@@ -778,8 +778,8 @@ def test_balancing_removes_the_bag_of_words_giveaway_on_mrpc(mrpc_sentences, mrp
 
 
 def test_the_paper_families_are_listed_in_one_place_only():
-    """No module, profile or notebook spells out the paper's three families: they say "paper" or
-    import PAPER_FAMILIES (compsense.data.negatives.families)."""
+    """No module, profile or notebook spells out the paper's three families but the leaf module that
+    defines them: the rest say "paper" or import PAPER_FAMILIES (compsense.data.family_names)."""
     import re
 
     root = Path(__file__).resolve().parents[1]
@@ -790,7 +790,9 @@ def test_the_paper_families_are_listed_in_one_place_only():
     files = [*root.glob("compsense/**/*.py"), *root.glob("params/*.yaml"), *root.glob("notebooks/*.ipynb")]
     independent = {"compsense/data/purity.py"}  # the checker shares nothing with the generator, by design
     found = [str(f.relative_to(root)) for f in files if spelled.search(f.read_text(encoding="utf-8"))]
-    found = [f for f in found if f not in independent]
+    one_place = "compsense/data/family_names.py"
+    assert one_place in found
+    found = [f for f in found if f not in independent and f != one_place]
     assert found == [], found
 
 

@@ -124,6 +124,38 @@ def test_killed_mid_stage_then_rerun_resumes(project):
     assert {v["status"] for v in _summary(project, "again")["stages"].values()} == {"skipped"}
 
 
+def test_fingerprint_leaves_out_operational_modules_but_follows_their_imports(project):
+    pkg = project / "compsense"
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core").mkdir(exist_ok=True)
+    (pkg / "core" / "__init__.py").write_text("")
+    (pkg / "core" / "paths.py").write_text("from compsense.core.rows import r\n")
+    (pkg / "core" / "rows.py").write_text("r = 1\n")
+    nb = project / "notebooks" / "01_first.ipynb"
+    _notebook(nb, "from compsense.core.paths import r")
+    deps = {p.relative_to(pkg).as_posix() for p in runner.code_dependencies(nb)}
+    assert deps == {"__init__.py", "core/__init__.py", "core/rows.py"}
+    before = runner.fingerprint(nb, {}, [])
+    (pkg / "core" / "paths.py").write_text("from compsense.core.rows import r  # where files go\n")
+    assert runner.fingerprint(nb, {}, []) == before
+    (pkg / "core" / "rows.py").write_text("r = 2\n")
+    assert runner.fingerprint(nb, {}, []) != before
+
+
+def test_notebook_00_does_not_reach_the_near_miss_rules():
+    """Notebook 00 draws four sentences' cosines: an edit to the generator's rules must not re-run it
+    (it did, through the families registry and the pair builders)."""
+    from compsense.core.paths import repo_root
+
+    deps = {
+        p.relative_to(repo_root()).as_posix()
+        for p in runner.code_dependencies(repo_root() / "notebooks" / "00_the_problem.ipynb")
+    }
+    assert "compsense/figures/problem.py" in deps and "compsense/data/family_names.py" in deps
+    assert not [d for d in deps if d.startswith("compsense/data/negatives/")], sorted(deps)
+    assert not set(runner.OPERATIONAL) & deps
+
+
 def test_fingerprint_follows_the_code_a_notebook_imports(project):
     pkg = project / "compsense"
     (pkg / "__init__.py").write_text("")

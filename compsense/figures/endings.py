@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from compsense.core.banner import SMOKE, describe_backbone, is_random
-from compsense.data.negatives.families import PAPER_FAMILIES
+from compsense.data.family_names import PAPER_FAMILIES
 from compsense.figures.problem import confusable
-from compsense.nearmiss.evaluation import check_correlation, checks_per_run
+from compsense.nearmiss.checks import check_correlation, checks_per_run
 from compsense.nearmiss.metrics import AUC, CHECKS, COPY_VS_NEAR_MISS, SELF_MATCH
 
 ARTEFACT_TARGET = 0.65  # notebook 01: a blind bag-of-words AUC at or below this leaves no give-away

@@ -29,19 +29,18 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from compsense.core.layout import load_models
 from compsense.core.paths import local_data_dir
 from compsense.core.storage import TIDY_KEY, tidy
 from compsense.data.datasets import as_pairs, load_condaqa, load_sugarcrepe
-from compsense.data.negatives.families import PAPER_FAMILIES
+from compsense.data.family_names import PAPER_FAMILIES
 from compsense.data.structural import heldout_paraphrase_pairs
+from compsense.nearmiss.checks import RUN_KEYS, check_correlation, checks_per_run, split_variant  # noqa: F401 (re-exported)
 from compsense.nearmiss.geometry import pair_cosines, positive_pairs
 from compsense.nearmiss.metrics import (
     ALL_FAMILIES,
     AUC,
-    CHECKS,
     COPY_VS_NEAR_MISS,
     MEAN_SCORE,
     PAIRWISE_ACCURACY,
@@ -532,12 +531,6 @@ def evaluate_sets(scorers: dict, sets: dict):
     return pd.concat(frames, ignore_index=True)
 
 
-def split_variant(variant: str) -> tuple[str, str]:
-    """("F4", "frozen") from "F4-frozen"; a pooled cosine ("cosine Base") has regime ""."""
-    name, _, regime = variant.rpartition("-")
-    return (name, regime) if regime in ("frozen", "end2end") else (variant, "")
-
-
 def separation_table(results, datasets=None, decimals: int = 3):
     """The result table of notebook 04: one row per scorer x training data x size (verifiers split
     into name and regime), one column per dataset x check, each "mean ± std" over seeds (the value
@@ -595,9 +588,6 @@ def separation_table(results, datasets=None, decimals: int = 3):
     return wide
 
 
-RUN_KEYS = ["scorer", "regime", "train_data", "size", "seed"]
-
-
 def separation_frame(results: pd.DataFrame) -> pd.DataFrame:
     """Notebook 04's separation table (`compsense.nearmiss.evaluation.separation_table`) as one flat
     table: a column per "<dataset> <check>", plus the near-miss AUC of each family of the held-out set
@@ -616,47 +606,6 @@ def separation_frame(results: pd.DataFrame) -> pd.DataFrame:
     flat = wide.reset_index()
     flat.columns = [" ".join(str(p) for p in c if p).strip() if isinstance(c, tuple) else c for c in flat.columns]
     return flat.fillna("").astype(str)  # text cells, blank where a check does not apply (parquet needs one type)
-
-
-def checks_per_run(results, dataset: str = "negatives-heldout") -> pd.DataFrame:
-    """One row per run on one near-miss set: scorer, regime, train_data, size, seed, then the three
-    checks of `metrics.CHECKS` as columns (near-miss AUC, self-match AUC, copy > near-miss). The
-    separation table averages these over seeds; this keeps each seed, so one can ask whether the
-    checks move together across runs. Pooled cosines are runs with regime "". A run that lacks one
-    of the checks is an error naming it (it would otherwise fall out of any correlation unseen)."""
-    data = results[results.dataset == dataset]
-    if data.empty:
-        raise ValueError(f"checks_per_run: no rows for dataset {dataset!r}; have {sorted(results.dataset.unique())}")
-    data = data.assign(
-        **{c: data[c].fillna("") if c in data.columns else "" for c in ("train_data", "size")},
-    )
-    data["scorer"], data["regime"] = zip(*map(split_variant, data.variant), strict=True)
-    columns = {}
-    for check, (family, metric) in CHECKS.items():
-        sel = data[(data.family == family) & (data.metric == metric)]
-        columns[check] = sel.groupby(RUN_KEYS, sort=False).value.mean()
-    runs = pd.DataFrame(columns)
-    lacking = runs[runs.isna().any(axis=1)]
-    if not lacking.empty:
-        run = " ".join(f"{k}={v}" for k, v in zip(RUN_KEYS, lacking.index[0], strict=True))
-        missing = [c for c in CHECKS if pd.isna(lacking.iloc[0][c])]
-        raise ValueError(
-            f"checks_per_run: {len(lacking)} run(s) on {dataset!r} lack a check, e.g. ({run}) lacks {missing}; "
-            "re-run notebook 04 for it, or leave its rows out"
-        )
-    return runs.reset_index()
-
-
-def check_correlation(runs: pd.DataFrame, x: str = SELF_MATCH, y: str = AUC, scorers=None) -> dict:
-    """Spearman's rho (scipy.stats.spearmanr) between two checks over the runs of `scorers` (all
-    runs when None): {"rho", "p", "n"}; rho and p are NaN with fewer than three runs or a constant
-    column, where a rank correlation says nothing."""
-    sel = runs if scorers is None else runs[runs.scorer.isin(list(scorers))]
-    n = len(sel)
-    if n < 3 or sel[x].nunique() < 2 or sel[y].nunique() < 2:
-        return {"rho": float("nan"), "p": float("nan"), "n": n}
-    result = spearmanr(sel[x], sel[y])
-    return {"rho": float(result.statistic), "p": float(result.pvalue), "n": n}
 
 
 NEARMISS_KEY = [*TIDY_KEY, "family", "verifier_variant"]

@@ -43,7 +43,7 @@ from compsense.core.encoders import Encoding, find_backbone, load_encoder, quiet
 from compsense.core.paths import resolve
 from compsense.core.storage import append_results, write_json
 from compsense.data.datasets import as_pairs, load_sugarcrepe
-from compsense.data.negatives.families import PAPER_FAMILIES
+from compsense.data.family_names import PAPER_FAMILIES
 from compsense.nearmiss.evaluation import condaqa_pairs, cosine_scorer, heldout_positives, sugarcrepe_pairs
 from compsense.nearmiss.geometry import load_near_misses
 from compsense.nearmiss.metrics import (

@@ -37,7 +37,7 @@ from compsense.core.encoders import Encoding, encode_pooled, load_encoder, quiet
 from compsense.core.layout import model_key, pairs_file, parse_model_key
 from compsense.core.paths import workspace
 from compsense.core.storage import append_results, read_table, stamp_commit, tidy, write_table
-from compsense.data.negatives.families import PAPER_FAMILIES, resolve_families
+from compsense.data.family_names import PAPER_FAMILIES, resolve_families
 from compsense.nearmiss.metrics import (
     ALL_FAMILIES,
     AUC,

@@ -46,7 +46,7 @@ def build_data(seed: int, work_dir, data_dir=None, eval_max_queries: int | None 
     """The evaluation sets, the retrieval pool (NFCorpus train, `LENGTH_PAIRS_PER_QUERY` per query,
     SciFact's texts dropped), the paper families' identity triplets of notebook 01 (train split), and
     the held-out near-miss sets."""
-    from compsense.data.negatives.families import PAPER_FAMILIES
+    from compsense.data.family_names import PAPER_FAMILIES
     from compsense.data.structural import heldout_paraphrase_pairs
     from compsense.nearmiss.geometry import load_near_misses, positive_pairs
     from compsense.retrieval.harness import load_eval_datasets

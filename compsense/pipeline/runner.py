@@ -84,9 +84,17 @@ def fingerprint(notebook: Path, params: dict, upstream: list[str]) -> str:
     return h.hexdigest()
 
 
+# Modules that decide where files go and what a notebook's banner says, never a computed row: left
+# out of every stage's content key, so that an edit to them re-runs nothing (it needed a hand-written
+# `code_note` in params/pieces.yaml before). core/storage.py stays in: beside its writers, `tidy` and
+# `append_results` shape the rows of every table.
+OPERATIONAL = ("compsense/core/paths.py", "compsense/core/banner.py")
+
+
 def code_dependencies(notebook: Path) -> list[Path]:
     """The compsense source files a notebook's code cells import, followed through every import
-    (absolute or relative, at top level or inside functions) of the modules they reach.
+    (absolute or relative, at top level or inside functions) of the modules they reach, less the
+    `OPERATIONAL` ones (their own imports are still followed).
 
     Why not hash the whole package: then any edit re-runs every stage. Why a static reading
     (the standard library's modulefinder, searching the repository only, so torch and the rest are
@@ -111,7 +119,8 @@ def code_dependencies(notebook: Path) -> list[Path]:
             except SyntaxError:  # not Python (a cell of another kernel's magic): it imports nothing here
                 continue
     found = (m.__file__ for name, m in finder.modules.items() if name.split(".")[0] == "compsense")
-    return sorted(Path(f) for f in found if f and Path(f).is_relative_to(root / "compsense"))
+    files = (Path(f) for f in found if f and Path(f).is_relative_to(root / "compsense"))
+    return sorted(f for f in files if f.relative_to(root).as_posix() not in OPERATIONAL)
 
 
 def _python_only(cell: str) -> str:

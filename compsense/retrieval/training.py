@@ -36,7 +36,7 @@ from compsense.core.seed import seed_everything
 from compsense.core.storage import read_json, read_table, write_json
 from compsense.data import datasets as data
 from compsense.data.datasets import document_text
-from compsense.data.negatives.families import PAPER_FAMILIES, resolve_families
+from compsense.data.family_names import PAPER_FAMILIES, resolve_families
 from compsense.retrieval.regime import KEYS_FILE, dataset_keys, text_key, write_training_keys
 
 log = logging.getLogger(__name__)

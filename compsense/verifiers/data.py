@@ -27,7 +27,7 @@ import pandas as pd
 
 from compsense.data.datasets import load_mrpc, load_stsb
 from compsense.data.negatives import make_pairs
-from compsense.data.negatives.families import PAPER_FAMILIES
+from compsense.data.family_names import PAPER_FAMILIES
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.retrieval.training import build_retrieval_triplets, mix_structural, select_structural
 from compsense.verifiers.training import training_positives

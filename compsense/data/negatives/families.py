@@ -1,8 +1,8 @@
 """The registry of perturbation families: a name, what the family changes, and its rule set.
 
-`PAPER_FAMILIES` is the one list of the families Ralev et al. train and evaluate on (their
-`cannot_negation`, `binding_negation` and `spatial` categories, evaluate_embeddings.py); every module that needs "the
-paper's families" imports it from here.
+The names alone (`FAMILY_NAMES`, `PAPER_FAMILIES`, `resolve_families`) live in the leaf module
+`compsense.data.family_names`, so that code which only names families does not reach these rules;
+they are re-exported here and checked against `FAMILIES` on import.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from compsense.data.family_names import FAMILY_NAMES, PAPER_FAMILIES, resolve_families
 from compsense.data.negatives.binding import binding_edits
 from compsense.data.negatives.negation import negation_edits
 from compsense.data.negatives.numeric import numeric_edits
@@ -80,19 +81,12 @@ FAMILIES: dict[str, Family] = {
     ]
 }
 
-# The families the paper trains Model B on and reports per family, in its order.
-PAPER_FAMILIES: tuple[str, ...] = tuple(name for name, f in FAMILIES.items() if f.in_paper)
+_names = tuple(FAMILIES)
+_paper = tuple(name for name, f in FAMILIES.items() if f.in_paper)
+if _names != FAMILY_NAMES or _paper != PAPER_FAMILIES:  # one list of names, kept true to the rules
+    raise ImportError(
+        f"compsense.data.family_names ({FAMILY_NAMES}, paper {PAPER_FAMILIES}) disagrees with the rules' "
+        f"FAMILIES ({_names}, paper {_paper}): edit both together"
+    )
 
-
-def resolve_families(families) -> tuple[str, ...] | None:
-    """A family selection as parameters give it: "paper" -> PAPER_FAMILIES, None -> None (every
-    family), a name or a list -> a tuple of known names. Profiles and notebooks say "paper" rather
-    than listing the three, so the list lives here only."""
-    if families is None:
-        return None
-    if isinstance(families, str):
-        families = PAPER_FAMILIES if families == "paper" else (families,)
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        raise ValueError(f"unknown near-miss families {unknown}; choose from {list(FAMILIES)} or 'paper'")
-    return tuple(families)
+__all__ = ["FAMILIES", "FAMILY_NAMES", "PAPER_FAMILIES", "Family", "resolve_families"]
