@@ -2,6 +2,8 @@
 `python -m compsense evaluate MODEL DATASET...` (retrieval metrics, tidy parquet and MTEB-shaped JSON),
 `python -m compsense nearmiss MODEL` (near-miss AUC and pairwise accuracy on CondaQA, SugarCrepe and
 the held-out pairs),
+`python -m compsense crossencoder --rows balanced,model_b --seeds 42,43,44 --budget 8192` (a real
+cross-encoder on the verifiers' rows, scored beside them: compsense.verifiers.joint),
 `python -m compsense estimate --profile paper --from runs/local` (a profile's time from a run's
 measured throughput), `python -m compsense piece NAME | --list` (the declared pieces of
 params/pieces.yaml). The GPU bundle is a script: `python scripts/bundle.py`."""
@@ -181,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         "--control-root", default=None, help="with --publish: a root of pieces run in the other precision (the control)"
     )
     from compsense.explorer.scorers_cli import add_parser as add_scorers_parser  # argparse only: starts light
+    from compsense.verifiers.joint_cli import add_parser as add_crossencoder_parser  # argparse only, too
 
     add_scorers_parser(sub)
+    add_crossencoder_parser(sub)
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -243,6 +247,11 @@ def _dispatch(args) -> int:
         from compsense.explorer.scorers_cli import run as build_scorers
 
         return build_scorers(args)
+    if args.command == "crossencoder":
+        from compsense.pipeline.profiles import load_profile
+        from compsense.verifiers.joint_cli import run as crossencoder
+
+        return crossencoder(args, load_profile(args.profile))
     if args.command == "length":
         return _length(args)
     if args.command == "estimate":

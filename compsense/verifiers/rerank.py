@@ -213,7 +213,11 @@ class Reranker:
         return self._tokens[include_special]
 
     def verifier_scores(self, verifier, queries: dict[str, str], candidates: Candidates) -> torch.Tensor:
-        """Verifier scores [Q, k] of every (query, candidate), in batches of `candidate_batch` pairs."""
+        """Verifier scores [Q, k] of every (query, candidate), in batches of `candidate_batch` pairs.
+        A scorer that reads the two texts together (`reads_texts`: the cross-encoder of
+        `verifiers.joint`) gets the texts themselves and no token maps."""
+        if reads_texts(verifier):
+            return self.text_scores(verifier, queries, candidates)
         docs = self.corpus_tokens(verifier.include_special)
         target = device_of(verifier, self.device)
         q_tokens = token_embeddings(
@@ -233,6 +237,17 @@ class Reranker:
             out.append(score_maps(verifier, *similarity_map(q, d)).float().cpu())
         _sync(target)
         return torch.cat(out).view(n_q, k)
+
+    def text_scores(self, scorer, queries: dict[str, str], candidates: Candidates) -> torch.Tensor:
+        """`scorer.score_texts` of every (query text, candidate text) [Q, k], `candidate_batch` pairs a call."""
+        pairs = [
+            (queries[q], self.doc_texts[i]) for q, row in zip(candidates.qids, candidates.indices.tolist()) for i in row
+        ]
+        scores = [
+            torch.as_tensor(scorer.score_texts(pairs[start : start + self.candidate_batch]), dtype=torch.float32)
+            for start in range(0, len(pairs), self.candidate_batch)
+        ]
+        return torch.cat(scores).view(*candidates.indices.shape)
 
     def rerank(
         self, verifier, queries: dict[str, str], k: int = 100, weight: float = 0.0, candidates: Candidates | None = None
@@ -285,6 +300,13 @@ def rerank(
         show_progress=compute.show_progress,
     )
     return reranker.rerank(verifier, queries, k=k, weight=weight)
+
+
+def reads_texts(verifier) -> bool:
+    """Whether a reranker scores (query, document) texts together (`score_texts`, the cross-encoder of
+    `verifiers.joint`) rather than a token-token map of their separate embeddings: it needs no corpus
+    token cache, and its cost rows say so (token_cache_mb 0)."""
+    return callable(getattr(verifier, "score_texts", None))
 
 
 def fuse(pooled: torch.Tensor, verifier_scores: torch.Tensor, weight: float) -> torch.Tensor:
@@ -718,7 +740,11 @@ class _DatasetGrid:
         if (method.label, method.regime) not in self.timed_methods:
             self.timed_methods.add((method.label, method.regime))
             first_ms = time_first_stage(reranker, self.timed, self.depth, self.plan.cost_repeats)
-            tokens_mb = reranker.corpus_tokens(method.verifier.include_special).megabytes
+            tokens_mb = (
+                0.0
+                if reads_texts(method.verifier)
+                else reranker.corpus_tokens(method.verifier.include_special).megabytes
+            )
             for k in self.ks:
                 rerank_ms = time_rerank(reranker, method.verifier, self.timed, k, self.plan.cost_repeats)
                 self._cost(
@@ -789,7 +815,8 @@ def time_rerank(reranker: Reranker, verifier, queries: dict[str, str], k: int, r
     """Milliseconds per query of reranking K candidates (query token embeddings, maps, verifier),
     best of `repeats`, the corpus token cache already loaded."""
     cands = reranker.search(queries, k)
-    reranker.corpus_tokens(verifier.include_special)
+    if not reads_texts(verifier):
+        reranker.corpus_tokens(verifier.include_special)
     return 1000 * _best_of(lambda: reranker.verifier_scores(verifier, queries, cands), repeats) / len(queries)
 
 

@@ -1,0 +1,353 @@
+"""Joint attention: a real sentence-transformers `CrossEncoder`, trained on the map verifiers' rows,
+budgets and seeds, as the ceiling of what reading two texts together can do on near-misses (issue 50,
+item 4).
+
+Why: every map verifier (F0-F4, `compsense.verifiers.architectures`) sees two texts only through the
+token-token cosine map of their separately computed embeddings. When none of them rejects a role swap,
+either the map interface loses the edit or the training never asked for it. A cross-encoder puts
+both texts through one transformer, each token attending to the other text's tokens; trained on the
+same triplets, at the same budget and seeds, and scored by the same code, it separates what the
+interface allows to be separated.
+
+How it differs from `compsense.verifiers.cross_encoder`: that module gives a *map verifier* (an
+encoder plus F0-F4) CrossEncoder's interface (`VerifierReranker`: predict and rank over two separately
+encoded texts). Here the model *is* a CrossEncoder: the backbone's transformer (the packaged
+all-MiniLM-L6-v2 on the local profile) with a fresh, seeded one-logit head, trained end to end by
+sentence-transformers' own `CrossEncoderTrainer` and `MultipleNegativesRankingLoss`.
+
+- `JointTraining`: how it trains, from notebook 04's verifier settings (`from_verifier_params`).
+- `joint_model`: the backbone, loaded by `core.encoders.load_encoder`, with a fresh head.
+- `budget_rows`: exactly the triplets a map verifier of the same seed and budget sees, in its order.
+- `train_joint`, `fit_joint`: train one (or load a finished run from its folder).
+- `JointScorer`: pairs -> scores, for `nearmiss.evaluation` and `verifiers.rerank` alike.
+- `run_joint_grid`: every training-data kind x budget x seed, trained and scored on notebook 04's sets.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from sentence_transformers.cross_encoder import (
+    CrossEncoder,
+    CrossEncoderTrainer,
+    CrossEncoderTrainingArguments,
+    losses,
+)
+
+from compsense.core.encoders import load_encoder, quiet_transformers
+from compsense.core.layout import verifier_dir
+from compsense.core.seed import seed_everything
+from compsense.core.storage import append_results, read_json, write_json, write_table
+from compsense.nearmiss import evaluation as N
+
+# What the trainer wants (a datasets.Dataset of the three columns) and batches in the given order:
+# notebook 02's own adapters, so there is one of each.
+from compsense.retrieval.training import MNRL_COLUMNS, _in_order_batches, _to_dataset, data_sha1
+from compsense.verifiers.budget import budget_suffix
+from compsense.verifiers.training import _sample_batches, variant_name  # the verifiers' one sampler
+
+SCORER = "CE"  # the scorer's name in the verifier tables, beside F0-F4
+REGIME = "end2end"  # the whole transformer learns, as an end-to-end verifier's encoder does
+LABEL = f"{SCORER}-{REGIME}"  # `nearmiss.evaluation.split_variant` reads it as ("CE", "end2end")
+SIZE = "joint"  # the `size` column: the verifiers' is "small" or "paper"
+JOINT_FILE = "joint.json"  # a finished run's settings and history, written last: its presence means done
+RESULTS = "crossencoder"  # results/<this>.parquet: the near-miss rows, in notebook 04's verifiers.parquet shape
+RUNS = "crossencoder_runs"  # results/<this>.parquet and .csv: one row per trained model
+RESULTS_KEY = [*N.NEARMISS_KEY, "budget"]
+
+
+@dataclass(frozen=True)
+class JointTraining:
+    """How one cross-encoder trains.
+
+    budget_examples  triplets seen (the budget curve's 8,192 by default)
+    batch_size       triplets a step
+    lr, weight_decay AdamW, linear decay after `warmup_ratio` of the steps warm up
+    num_negatives    in-batch negatives per anchor besides its hard negative (the loss's num_negatives)
+    scale            the loss's logit scale (sentence-transformers' default, 10)
+    max_length       tokens of a (query, document) pair: by default twice the verifiers' per-text length,
+                     so the cross-encoder reads as many tokens as a verifier's map has rows and columns
+    """
+
+    budget_examples: int = 8192
+    batch_size: int = 32
+    lr: float = 2e-5
+    weight_decay: float = 0.001
+    warmup_ratio: float = 0.1
+    num_negatives: int | None = 4
+    scale: float = 10.0
+    max_length: int = 256
+
+    def __post_init__(self):
+        if int(self.budget_examples) < 1 or int(self.batch_size) < 1 or int(self.max_length) < 8:
+            raise ValueError(
+                f"budget_examples and batch_size must be >= 1 and max_length >= 8, got {self.budget_examples}, "
+                f"{self.batch_size}, {self.max_length}"
+            )
+
+    def replace(self, **changes) -> "JointTraining":
+        return replace(self, **changes)
+
+    def settings(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_verifier_params(cls, params: dict, budget: int = 8192) -> "JointTraining":
+        """The settings of notebook 04's end-to-end verifiers (`params`: a profile's 04_verifiers section):
+        their batch size, in-batch negatives, and the encoder's learning rate and weight decay, since
+        here everything is encoder; max_length covers two of their texts."""
+        decay = params.get("encoder_weight_decay")
+        return cls(
+            budget_examples=int(budget),
+            batch_size=int(params["batch_size"]),
+            lr=float(params["encoder_lr"]),
+            weight_decay=float(params["weight_decay"] if decay is None else decay),
+            num_negatives=params.get("in_batch_negatives"),
+            max_length=2 * int(params["max_seq_length"]),
+        )
+
+
+def joint_model(backbone: str, seed: int = 42, max_length: int = 256, device=None):
+    """A `CrossEncoder` with `backbone`'s transformer and a fresh one-logit head, seeded by `seed`.
+
+    The backbone loads through `load_encoder` (a short name such as minilm-l6 from its offline package,
+    tiny-bert built, a saved folder, or a hub id), so a name that cannot be loaded here fails with the
+    same one-line `BackboneUnavailable` as everywhere else. Its transformer and tokenizer are written
+    to a temporary folder that CrossEncoder reads; the head is new there. `max_length` is capped at
+    the backbone's position embeddings."""
+    with quiet_transformers():
+        transformer = load_encoder(backbone, device="cpu", seed=seed)[0]
+    bert = getattr(transformer, "auto_model", None) or transformer.model
+    tokenizer = getattr(transformer, "tokenizer", None) or transformer.processor
+    limit = int(getattr(bert.config, "max_position_embeddings", max_length) or max_length)
+    with tempfile.TemporaryDirectory(prefix="joint-") as tmp:
+        bert.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        seed_everything(seed)  # the head's initial weights are the seed's
+        with quiet_transformers():
+            return CrossEncoder(tmp, num_labels=1, max_length=min(int(max_length), limit), device=device)
+
+
+def budget_rows(rows: pd.DataFrame, budget: int, batch_size: int, seed: int) -> pd.DataFrame:
+    """Exactly `budget` rows of `rows`, in the order a map verifier of the same seed and batch size
+    visits them (`verifiers.training`'s sampler: epoch after epoch without replacement), so the
+    cross-encoder and the verifiers learn from the very same triplets, batch for batch."""
+    if rows.empty:
+        raise ValueError("no training rows: check the training data (notebook 01's triplets, the paraphrases)")
+    order = np.concatenate(_sample_batches(len(rows), int(budget), int(batch_size), int(seed)))
+    return rows.iloc[order].reset_index(drop=True)
+
+
+def train_joint(model, rows: pd.DataFrame, training: JointTraining, seed: int = 42, show_progress: bool = False):
+    """Train `model` on `training.budget_examples` triplets of `rows` (`budget_rows`) with
+    sentence-transformers' CrossEncoderTrainer and its MultipleNegativesRankingLoss: each anchor's
+    positive against its hard negative and `num_negatives` other candidates of the batch (the loss the
+    map verifiers train with, `verifiers.training.contrastive_loss`). Returns a JSON-ready history."""
+    batch = budget_rows(rows, training.budget_examples, training.batch_size, seed)
+    steps = math.ceil(len(batch) / training.batch_size)
+    gpu = torch.cuda.is_available() and str(model.device) != "cpu"
+    with tempfile.TemporaryDirectory(prefix="joint-train-") as tmp:
+        args = CrossEncoderTrainingArguments(
+            output_dir=tmp,
+            num_train_epochs=1,  # one pass over the budget's rows, which already repeat the data as needed
+            per_device_train_batch_size=training.batch_size,
+            learning_rate=training.lr,
+            weight_decay=training.weight_decay,
+            lr_scheduler_type="linear",
+            warmup_steps=math.ceil(training.warmup_ratio * steps),
+            seed=seed,
+            data_seed=seed,
+            bf16=gpu and torch.cuda.is_bf16_supported(),
+            use_cpu=not gpu,
+            # In order, not NO_DUPLICATES: that sampler reorders and may shorten batches, and the budget
+            # would then not be the verifiers' triplets.
+            batch_sampler=_in_order_batches,
+            dataloader_drop_last=False,  # the budget's last, short batch is seen, as the verifiers see it
+            save_strategy="no",
+            logging_steps=max(1, steps // 20),
+            report_to="none",
+            disable_tqdm=not show_progress,
+        )
+        loss = losses.MultipleNegativesRankingLoss(model, num_negatives=training.num_negatives, scale=training.scale)
+        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=_to_dataset(batch), loss=loss)
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+    model.eval()
+    return {
+        "settings": training.settings(),
+        "seed": int(seed),
+        "n_rows": len(rows),
+        "rows_sha1": data_sha1(batch[MNRL_COLUMNS]),
+        "steps": int(trainer.state.global_step),
+        "examples_seen": len(batch),
+        "loss": [float(e["loss"]) for e in trainer.state.log_history if "loss" in e],
+        "train_seconds": round(seconds, 3),
+        "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "device": str(model.device),
+    }
+
+
+def fit_joint(
+    backbone: str,
+    rows: pd.DataFrame,
+    folder: str | Path,
+    training: JointTraining,
+    seed: int = 42,
+    device=None,
+    show_progress: bool = False,
+):
+    """(CrossEncoder, history): trained as `train_joint` and saved in `folder`, or loaded from there
+    when a finished run with the same settings, seed and triplets is there (a cut grid resumes)."""
+    folder = Path(folder)
+    expected = {
+        "settings": training.settings(),
+        "seed": int(seed),
+        "rows_sha1": data_sha1(budget_rows(rows, training.budget_examples, training.batch_size, seed)[MNRL_COLUMNS]),
+    }
+    if (folder / JOINT_FILE).exists():
+        history = read_json(folder / JOINT_FILE, recover=f"delete {folder} and run the command again")
+        if {k: history.get(k) for k in expected} == expected:
+            with quiet_transformers():
+                model = CrossEncoder(str(folder), device=device)
+            return model, {**history, "loaded": True}
+    model = joint_model(backbone, seed=seed, max_length=training.max_length, device=device)
+    history = train_joint(model, rows, training, seed=seed, show_progress=show_progress)
+    # Saved beside the folder and moved into place, joint.json last: a folder with joint.json is whole.
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    model.save_pretrained(str(staging))
+    if folder.exists():
+        shutil.rmtree(folder)
+    staging.rename(folder)
+    write_json(folder / JOINT_FILE, {**history, "backbone": str(backbone)})
+    return model, {**history, "loaded": False}
+
+
+class JointScorer:
+    """A trained CrossEncoder as a scorer of (query, document) pairs: its head's logit, higher = more
+    alike. Callable, as `nearmiss.evaluation.near_miss_table` calls its scorers; `score_texts` is what
+    `verifiers.rerank.Reranker` calls for a scorer that reads the two texts together rather than a map."""
+
+    def __init__(self, model, batch_size: int = 64, name: str = SCORER):
+        self.model, self.batch_size, self.name = model, int(batch_size), name
+
+    def score_texts(self, pairs: Sequence) -> np.ndarray:
+        """One score per pair. The raw logit, not the sigmoid `predict` applies by default: a saturated
+        sigmoid ties high scores, and AUC and pairwise accuracy read ties as half right."""
+        if not len(pairs):
+            return np.zeros(0)
+        scores = self.model.predict(
+            [[str(a), str(b)] for a, b in pairs],
+            batch_size=self.batch_size,
+            activation_fn=torch.nn.Identity(),
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(scores, dtype=float).reshape(-1)
+
+    __call__ = score_texts
+
+
+@dataclass(frozen=True)
+class JointRun:
+    """One trained cross-encoder of the grid: what it trained on and its scorer."""
+
+    train_data: str
+    budget: int
+    seed: int
+    variant: str  # its folder, verifiers/<variant>/seed<seed>/CE-end2end/ (e.g. balanced-joint-b8192)
+    scorer: JointScorer
+
+
+def run_joint_grid(
+    rows_by_data: dict,
+    sets: dict,
+    backbone: str,
+    work_dir,
+    training: JointTraining,
+    seeds: Sequence[int] = (42, 43, 44),
+    budgets: Sequence[int] = (8192,),
+    results_dir=None,
+    device=None,
+    **labels,
+):
+    """Train a cross-encoder per training-data kind (`rows_by_data`: `verifiers.data.training_rows`)
+    x budget x seed, each into `verifiers/<kind>-joint-b<budget>/seed<seed>/CE-end2end/` under
+    `work_dir` (beside the map verifiers; a finished one is loaded), and score it on notebook 04's
+    near-miss sets (`sets`: `nearmiss.evaluation.eval_sets`) with `evaluate_sets`, the verifiers' own
+    table code. Seed by seed, as `verifiers.study.run_study`, so a cut run has every kind at the first seeds.
+
+    Returns (runs, tidy, fitted): one row per model (train_data, budget, seed, steps, examples_seen,
+    train_seconds, eval_seconds, ...), the tidy near-miss rows in notebook 04's verifiers.parquet shape
+    (variant CE-end2end, size "joint", `budget`, `labels` such as profile), and the `JointRun`s for
+    reranking. With `results_dir`, both tables are appended there after each model (`RESULTS`, `RUNS`)."""
+    runs, tidies, fitted = [], [], []
+    for seed in seeds:
+        for budget in budgets:
+            for train_data, rows in rows_by_data.items():
+                variant = variant_name(train_data, SIZE) + budget_suffix(budget)
+                folder = verifier_dir(work_dir, variant, seed, LABEL)
+                at = training.replace(budget_examples=int(budget))
+                model, history = fit_joint(backbone, rows, folder, at, seed=seed, device=device)
+                scorer = JointScorer(model)
+                start = time.perf_counter()
+                table = N.evaluate_sets({LABEL: scorer}, sets)
+                eval_seconds = time.perf_counter() - start
+                run = {
+                    "backbone": backbone,
+                    "train_data": train_data,
+                    "budget": int(budget),
+                    "seed": int(seed),
+                    "verifier_variant": variant,
+                    "n_rows": history["n_rows"],
+                    "steps": history["steps"],
+                    "examples_seen": history["examples_seen"],
+                    "parameters": history["parameters"],
+                    "train_seconds": history["train_seconds"],
+                    "eval_seconds": round(eval_seconds, 3),
+                    "loaded": history["loaded"],
+                    "device": history["device"],
+                    "folder": str(folder),
+                    **labels,
+                }
+                tidy = N.to_tidy(
+                    table,
+                    "",
+                    backbone,
+                    seed,
+                    verifier_variant=variant,
+                    train_data=train_data,
+                    size=SIZE,
+                    recipe="equal",
+                    budget=int(budget),
+                    parameters=history["parameters"],
+                    examples_seen=history["examples_seen"],
+                    **labels,
+                )
+                if results_dir is not None:
+                    append_results(tidy, Path(results_dir) / f"{RESULTS}.parquet", key=RESULTS_KEY)
+                    write_runs(pd.DataFrame([run]), results_dir)
+                runs.append(run)
+                tidies.append(tidy)
+                fitted.append(JointRun(train_data, int(budget), int(seed), variant, scorer))
+    return pd.DataFrame(runs), pd.concat(tidies, ignore_index=True), fitted
+
+
+def write_runs(runs: pd.DataFrame, results_dir) -> pd.DataFrame:
+    """Append one row per model to results/crossencoder_runs.parquet (a model trained again replaces
+    its row) and write the whole table beside it as CSV, for reading without pandas."""
+    merged = append_results(
+        runs, Path(results_dir) / f"{RUNS}.parquet", key=["backbone", "train_data", "budget", "seed"]
+    )
+    write_table(merged, Path(results_dir) / f"{RUNS}.csv")
+    return merged

@@ -1,0 +1,275 @@
+"""`python -m compsense crossencoder`: the cross-encoder ceiling of issue 50, item 4, from the shell.
+
+Trains a real CrossEncoder (`compsense.verifiers.joint`) on notebook 04's `balanced` and `model_b` rows
+at the budget curve's budget and the verifier seeds, scores it on notebook 04's near-miss sets with
+the verifiers' table code (held-out families, pairwise accuracy, self-match, copy > near-miss, mean
+scores, CondaQA, SugarCrepe), and reranks notebook 05's SciFact top-100 with it beside frozen MaxSim
+(and any notebook-04 map verifiers named), with ms per query. Rows, sets and settings are the
+profile's (`--profile`, params/<profile>.yaml's 04_verifiers and 05_reranking), so the cross-encoder
+stands beside that profile's verifiers.
+
+A module of its own, apart from `joint`, because the command line builds every subcommand's parser at
+start-up: this one imports only argparse there, and torch and sentence-transformers when it runs.
+
+Writes under --out/results/ (each atomically, rows of a model run again replaced):
+crossencoder.parquet (near-miss rows, notebook 04's verifiers.parquet shape, with budget and commit),
+crossencoder_runs.parquet/.csv (one row per model: commit, seed, rows, budget, steps, train and scoring
+seconds), crossencoder_rerank.parquet, crossencoder_rerank_per_query.parquet and
+crossencoder_rerank_cost.parquet (`verifiers.rerank`'s three tables). Models go beside the map
+verifiers: <work-dir>/verifiers/<rows>-joint-b<budget>/seed<seed>/CE-end2end/, loaded when finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_OUT = "runs/crossencoder"
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """The `crossencoder` subcommand on the command line's subparsers."""
+    p = sub.add_parser(
+        "crossencoder",
+        help="train a real cross-encoder (MiniLM-L6 + a fresh head) on notebook 04's verifier rows and score it "
+        "beside the map verifiers: near-miss sets and SciFact reranking (compsense.verifiers.joint)",
+    )
+    p.add_argument("--profile", default="local", help="whose 04_verifiers/05_reranking settings (default local)")
+    p.add_argument("--rows", default="balanced,model_b", help="comma-separated training data kinds (verifiers.data)")
+    p.add_argument("--seeds", default="42,43,44", help="comma-separated training seeds (the verifier seeds)")
+    p.add_argument("--budget", default="8192", help="triplets each model sees; comma-separated for several")
+    p.add_argument("--work-dir", default=None, help="where notebook 01 left negatives/ (default: the profile's)")
+    p.add_argument("--data-dir", default=None, help="the local data folder (default: the profile's)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"folder for results/ (default {DEFAULT_OUT})")
+    p.add_argument("--backbone", default=None, help="the transformer under the head (default: the profile's)")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: what sentence-transformers picks)")
+    p.add_argument("--ks", default="100", help="comma-separated rerank depths (default 100)")
+    p.add_argument(
+        "--map-verifiers",
+        default="F1",
+        help="map verifiers reranked beside it (default F1: frozen MaxSim, untrained where notebook 04 left "
+        "none); F3,F4 add notebook 04's trained ones of the --rows variants",
+    )
+    p.add_argument("--cost-queries", type=int, default=20, help="queries the ms-per-query cost is timed on")
+    p.add_argument("--no-rerank", action="store_true", help="skip SciFact reranking (near-miss sets only)")
+    return p
+
+
+def run(args, profile: dict) -> int:
+    """Run the grid as `args` say on `profile` (params/<profile>.yaml as `pipeline.profiles.load_profile`
+    read it) and print the separation table, the rerank table and where the files went."""
+    # torch, sentence-transformers and the training code load only when the command runs
+    import pandas as pd  # noqa: PLC0415
+
+    from compsense.core.paths import check_not_protected, resolve  # noqa: PLC0415
+    from compsense.nearmiss.evaluation import separation_table  # noqa: PLC0415
+    from compsense.verifiers import joint  # noqa: PLC0415
+
+    settings = profile_settings(profile, args)
+    kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
+    _check_kinds(kinds)
+    # before anything loads: results never go into the committed figures/, data/ or the data folder
+    check_not_protected(args.out, f"--out {args.out}", f"pass --out a folder under runs/ (default {DEFAULT_OUT})",
+                        also=[settings["data_dir"]])  # fmt: skip
+    _check_model_path(settings["backbone"])
+    results_dir = resolve(args.out) / "results"
+    inputs = load_inputs(settings, kinds, args.device)
+    for note in inputs["notes"]:
+        print(note)
+    training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0])
+    runs, tidy, fitted = joint.run_joint_grid(
+        inputs["rows"],
+        inputs["sets"],
+        settings["backbone"],
+        settings["work_dir"],
+        training,
+        seeds=seeds,
+        budgets=budgets,
+        results_dir=results_dir,
+        device=args.device,
+        profile=settings["profile"],
+    )
+    with pd.option_context("display.width", 200, "display.max_columns", 40):
+        print(separation_table(tidy).to_string())
+        if not args.no_rerank:
+            print(rerank(fitted, inputs["encoder"], settings, args, results_dir).to_string())
+    print(runs[["train_data", "budget", "seed", "steps", "train_seconds", "eval_seconds", "loaded"]].to_string())
+    print(f"results: {results_dir}")
+    return 0
+
+
+def profile_settings(profile: dict, args) -> dict:
+    """What the run reads from the profile, with the command line's overrides: {"04": notebook 04's
+    parameters, "05": notebook 05's, and the shared ones (profile, seed, work_dir, data_dir, backbone)}."""
+    common = profile.get("common") or {}
+    p04 = {**common, **(profile.get("04_verifiers") or {})}
+    p05 = {**common, **(profile.get("05_reranking") or {})}
+    return {
+        "04": p04,
+        "05": p05,
+        "profile": common.get("profile", args.profile),
+        "seed": int(common.get("seed", 42)),
+        "work_dir": args.work_dir or common.get("work_dir"),
+        "data_dir": args.data_dir or common.get("data_dir"),
+        "backbone": args.backbone or p04["backbone"],
+    }
+
+
+def load_inputs(settings: dict, kinds: list[str], device=None) -> dict:
+    """Notebook 04's steps before its grid, at the profile's settings: the backbone (loaded first, so a
+    name that cannot load fails before anything else), notebook 01's triplets and held-out pairs, the
+    training rows of each kind (retrieval rows touching notebook 05's sets left out, as notebook 04
+    does) and the near-miss sets. {"encoder", "rows", "sets", "notes"}."""
+    from compsense.core.encoders import load_encoder  # noqa: PLC0415
+    from compsense.core.seed import seed_everything  # noqa: PLC0415
+    from compsense.nearmiss.evaluation import eval_sets  # noqa: PLC0415
+    from compsense.retrieval.harness import load_eval_datasets  # noqa: PLC0415
+    from compsense.retrieval.regime import base_name  # noqa: PLC0415
+    from compsense.verifiers.data import training_rows  # noqa: PLC0415
+    from compsense.verifiers.training import stage_inputs  # noqa: PLC0415
+
+    p, seed, data_dir = settings["04"], settings["seed"], settings["data_dir"]
+    seed_everything(seed)
+    encoder = load_encoder(settings["backbone"], device=device, max_seq_length=p["max_seq_length"], seed=seed)
+    structural, heldout = stage_inputs(
+        settings["work_dir"], p["train_split"], p["heldout_split"], max_pairs=p["max_pairs"], seed=seed
+    )
+    zero_shot = [
+        ds
+        for ds in load_eval_datasets(p["zero_shot_datasets"], data_dir=data_dir, seed=seed)
+        if base_name(ds.name) not in p["retrieval_sources"]
+    ]
+    rows, notes = {}, []
+    for kind in kinds:
+        rows[kind], counts = training_rows(
+            kind,
+            structural,
+            data_dir=data_dir,
+            retrieval_sources=p["retrieval_sources"],
+            structural_share=p["structural_share"],
+            families=p["structural_families"],
+            max_retrieval_rows=p["max_retrieval_rows"],
+            max_paraphrase_pairs=p["max_paraphrase_pairs"],
+            seed=seed,
+            retrieval_kwargs={"max_pairs_per_query": p["max_pairs_per_query"], "exclude_datasets": zero_shot},
+        )
+        notes.append(f"{kind}: {len(rows[kind])} rows, {counts.get('rows_by_kind', counts)}")
+    sets, set_notes = eval_sets(
+        heldout,
+        data_dir=data_dir,
+        mrpc_split=p["mrpc_split"],
+        max_pairs=p["max_pairs"],
+        seed=seed,
+        condaqa_unit=p["condaqa_unit"],
+    )
+    return {"encoder": encoder, "rows": rows, "sets": sets, "notes": notes + set_notes}
+
+
+def rerank(fitted, encoder, settings: dict, args, results_dir):
+    """Notebook 05's SciFact top-K reranked by every trained cross-encoder, beside the encoder alone and
+    `--map-verifiers` (`verifiers.rerank.find_methods`: notebook 04's, or an untrained frozen F1),
+    through `rerank_grid`, the one reranking path. Tables go to `results_dir`; returns the summary
+    (nDCG@10 per method and K) joined with the cost table (ms per query)."""
+    from compsense.core.storage import append_results  # noqa: PLC0415
+    from compsense.retrieval.harness import load_eval_datasets  # noqa: PLC0415
+    from compsense.verifiers import rerank as R  # noqa: PLC0415
+    from compsense.verifiers.config import Compute  # noqa: PLC0415
+    from compsense.verifiers.joint import LABEL, REGIME, SCORER  # noqa: PLC0415
+    from compsense.verifiers.training import variant_name  # noqa: PLC0415
+
+    p, seed = settings["05"], settings["seed"]
+    names = _names(args.map_verifiers, "--map-verifiers")
+    seeds = sorted({run.seed for run in fitted})
+    # a training-free verifier is one function at every seed: reranked once
+    seeds = seeds[:1] if set(names) <= set(R.TRAINING_FREE) else seeds
+    datasets = load_eval_datasets(
+        p["eval_datasets"],
+        data_dir=settings["data_dir"],
+        split=p["eval_split"],
+        max_queries=p["eval_max_queries"],
+        extra_docs=p["eval_extra_docs"],
+        seed=seed,
+    )
+    joint_variants = list(dict.fromkeys(run.variant for run in fitted))
+    methods, notes = R.find_methods(
+        settings["work_dir"],
+        names,
+        ["frozen"],
+        encoder,
+        device=args.device,
+        max_seq_length=settings["04"]["max_seq_length"],
+        variant=list(dict.fromkeys(variant_name(run.train_data, "small") for run in fitted)),
+        seed=seeds,
+    )
+    source = "cross-encoder (compsense.verifiers.joint)"
+    methods += [
+        R.Method(
+            R.method_label(LABEL, run.variant, joint_variants),
+            SCORER,
+            REGIME,
+            run.scorer,
+            encoder,
+            source,
+            seed=run.seed,
+            verifier_variant=run.variant,
+        )  # fmt: skip
+        for run in fitted
+    ]
+    for note in notes:
+        print(note)
+    plan = R.RerankPlan(ks=_ints(args.ks, "--ks"), weights=(0.0,), first_stage="base", cost_queries=args.cost_queries)
+    compute = Compute(batch_size=p["batch_size"], candidate_batch=p["candidate_batch"], device=args.device)
+    grid = R.rerank_grid(
+        datasets,
+        {"base": encoder},
+        methods,
+        settings["work_dir"],  # its embedding caches are notebook 05's
+        settings["backbone"],
+        seed,
+        plan=plan,
+        compute=compute,
+        write=False,
+        profile=settings["profile"],
+    )
+    append_results(grid.results, results_dir / "crossencoder_rerank.parquet", key=R.RERANK_KEY)
+    append_results(grid.per_query, results_dir / "crossencoder_rerank_per_query.parquet", key=R.PER_QUERY_KEY)
+    append_results(grid.cost, results_dir / "crossencoder_rerank_cost.parquet", key=["dataset", "variant", "k"])
+    summary = R.rerank_summary(grid.results).groupby("variant", sort=False).first()
+    return summary.join(R.cost_table(grid.cost).set_index("variant").drop(columns=["regime"]), how="left")
+
+
+def _check_model_path(backbone: str) -> None:
+    """A --backbone that names a folder (a path) must be one: otherwise it would be read as a hub id,
+    and the hub's error says nothing of the folder."""
+    from pathlib import Path  # noqa: PLC0415
+
+    given = Path(str(backbone)).expanduser()
+    if (given.is_absolute() or str(backbone).startswith(".")) and not given.is_dir():
+        raise FileNotFoundError(
+            f"--backbone {backbone}: no such model folder. Fix: pass a short name (minilm-l6, tiny-bert), a saved "
+            "SentenceTransformer or transformers folder, or a hub id"
+        )
+
+
+def _names(text: str, option: str) -> list[str]:
+    names = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not names:
+        raise ValueError(f"{option} is empty; give comma-separated values")
+    return names
+
+
+def _ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(t) for t in _names(text, option)]
+    except ValueError:
+        raise ValueError(f"{option} {text!r}: give comma-separated whole numbers, e.g. 42,43,44") from None
+    if any(v < 0 for v in values):
+        raise ValueError(f"{option} {text!r}: values must be >= 0")
+    return list(dict.fromkeys(values))
+
+
+def _check_kinds(kinds: list[str]) -> None:
+    from compsense.verifiers.data import TRAIN_DATA  # noqa: PLC0415
+
+    unknown = [k for k in kinds if k not in TRAIN_DATA]
+    if unknown:
+        raise ValueError(f"--rows {','.join(unknown)}: unknown training data; choose from {', '.join(TRAIN_DATA)}")

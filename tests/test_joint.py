@@ -1,0 +1,213 @@
+"""compsense.verifiers.joint and `compsense crossencoder` (issue 50, item 4): a real CrossEncoder with a
+fresh head, trained by sentence-transformers' trainer on the verifiers' triplets, scored by the
+verifiers' own table and reranking code, on the offline tiny BERT and the smoke data."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from compsense.__main__ import main as cli
+from compsense.core.encoders import load_encoder
+from compsense.core.storage import read_table, write_table
+from compsense.data.structural import heldout_paraphrase_pairs
+from compsense.nearmiss import evaluation as N
+from compsense.nearmiss.geometry import positive_pairs
+from compsense.retrieval.harness import load_eval_datasets
+from compsense.verifiers import joint as J
+from compsense.verifiers import rerank as R
+from compsense.verifiers.architectures import create
+from compsense.verifiers.training import _sample_batches
+
+SMOKE = Path(__file__).resolve().parents[1] / "data" / "smoke"
+TRAINING = J.JointTraining(budget_examples=20, batch_size=8, lr=1e-3, max_length=64)
+ROWS = pd.DataFrame(
+    {
+        "anchor": [f"the cat {i} sat on the mat" for i in range(12)],
+        "positive": [f"a cat {i} was sitting on the mat" for i in range(12)],
+        "negative": [f"the cat {i} did not sit on the mat" for i in range(12)],
+        "row_kind": "paraphrase",
+        "family": "negation",
+    }
+)
+
+
+def _head(model) -> torch.Tensor:
+    return next(p for n, p in model.named_parameters() if "classifier" in n and n.endswith("weight")).detach().clone()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("joint") / "ce"
+    model, history = J.fit_joint("tiny-bert", ROWS, folder, TRAINING, seed=1)
+    return model, history, folder
+
+
+def test_budget_rows_are_the_verifiers_triplets_in_their_order():
+    rows = J.budget_rows(ROWS, 30, 8, seed=5)
+    order = np.concatenate(_sample_batches(len(ROWS), 30, 8, 5))
+    assert len(rows) == 30 and rows.anchor.tolist() == ROWS.anchor.iloc[order].tolist()
+    # epoch after epoch without replacement: the first 12 are every row once
+    assert sorted(rows.anchor[:12]) == sorted(ROWS.anchor)
+    assert not rows.equals(J.budget_rows(ROWS, 30, 8, seed=6))
+    with pytest.raises(ValueError, match="no training rows"):
+        J.budget_rows(ROWS.iloc[:0], 8, 8, seed=1)
+
+
+def test_the_head_is_fresh_and_seeded_on_the_backbones_weights():
+    a, again, other = (J.joint_model("tiny-bert", seed=s, max_length=64) for s in (3, 3, 4))
+    assert torch.equal(_head(a), _head(again)) and not torch.equal(_head(a), _head(other))
+    bert = load_encoder("tiny-bert", seed=3)[0].auto_model
+    weights = dict(a.named_parameters())
+    name = next(n for n in weights if n.endswith("word_embeddings.weight"))
+    assert torch.equal(weights[name].detach(), bert.embeddings.word_embeddings.weight.detach())
+    assert J.joint_model("tiny-bert", seed=3, max_length=4096).max_length == bert.config.max_position_embeddings
+
+
+def test_training_sees_exactly_the_budget_and_moves_the_head(trained):
+    model, history, folder = trained
+    assert history["examples_seen"] == 20 and history["steps"] == math.ceil(20 / 8)
+    assert history["loss"] and all(np.isfinite(history["loss"])) and not history["loaded"]
+    assert history["settings"] == TRAINING.settings() and history["n_rows"] == len(ROWS)
+    assert not torch.equal(_head(model), _head(J.joint_model("tiny-bert", seed=1, max_length=64)))
+    assert (folder / J.JOINT_FILE).is_file()
+
+
+def test_a_finished_run_is_loaded_and_other_settings_retrain(trained, monkeypatch):
+    model, _, folder = trained
+    monkeypatch.setattr(J, "train_joint", lambda *a, **k: pytest.fail("retrained a finished run"))
+    again, history = J.fit_joint("tiny-bert", ROWS, folder, TRAINING, seed=1)
+    pairs = list(zip(ROWS.anchor, ROWS.negative))
+    assert history["loaded"] and history["steps"] == 3
+    np.testing.assert_allclose(J.JointScorer(again)(pairs), J.JointScorer(model)(pairs), rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(J, "train_joint", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("would train")))
+    with pytest.raises(RuntimeError, match="would train"):  # another seed is another run
+        J.fit_joint("tiny-bert", ROWS, folder, TRAINING, seed=2)
+
+
+def test_the_scorer_gives_logits_in_pair_order_to_the_verifiers_table_code(trained):
+    model, _, _ = trained
+    scorer = J.JointScorer(model, batch_size=4)
+    pairs = list(zip(ROWS.anchor, ROWS.positive)) + list(zip(ROWS.anchor, ROWS.negative))
+    scores = scorer(pairs)
+    logits = model.predict([list(p) for p in pairs], activation_fn=torch.nn.Identity(), convert_to_numpy=True)
+    np.testing.assert_allclose(scores, logits, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scorer(pairs[::-1]), scores[::-1], rtol=1e-5, atol=1e-6)
+    assert (scores < 0).any() or (scores > 1).any() or len(set(np.round(scores, 6))) > 1  # not squashed to a tie
+    positives = ROWS[["anchor", "positive"]].set_axis(["sentence1", "sentence2"], axis=1)
+    near = ROWS[["anchor", "negative", "family"]].set_axis(["sentence1", "sentence2", "family"], axis=1)
+    table = N.evaluate_sets({J.LABEL: scorer}, {"toy": (positives, near, "sentence1")})
+    auc = table[(table.family == "negation") & (table.metric == "auc")].value.item()
+    assert auc == pytest.approx(N.near_miss_auc(scores[:12], scores[12:]))
+    assert {"self_match", "copy_vs_near_miss", "paraphrase", "all"} <= set(table.family)
+    assert N.split_variant(J.LABEL) == ("CE", "end2end")
+
+
+def test_the_reranker_gives_a_joint_scorer_the_texts_and_costs_no_token_cache(trained, tiny_encoder, tmp_path):
+    model, _, _ = trained
+    scorer = J.JointScorer(model)
+    (ds,) = load_eval_datasets(["scifact"], data_dir=SMOKE, max_queries=3, extra_docs=20, seed=0)
+    reranker = R.Reranker(tiny_encoder, ds.corpus)
+    queries = {q: ds.queries[q] for q in ds.qrels}
+    cands = reranker.search(queries, 4)
+    got = reranker.verifier_scores(scorer, queries, cands)
+    pairs = [(queries[q], reranker.doc_texts[i]) for q, row in zip(cands.qids, cands.indices.tolist()) for i in row]
+    np.testing.assert_allclose(got.numpy().ravel(), scorer(pairs), rtol=1e-5, atol=1e-6)
+    assert not reranker._tokens  # no corpus token embeddings were computed for it
+
+    methods = [
+        R.Method("CE-end2end", "CE", "end2end", scorer, tiny_encoder, "test", seed=1, verifier_variant="toy-joint"),
+        R.Method("F1-frozen", "F1", "frozen", create("F1").eval(), tiny_encoder, "test", seed=1),
+    ]
+    plan = R.RerankPlan(ks=(4,), first_stage="base", cost_queries=2, cost_repeats=1)
+    grid = R.rerank_grid([ds], {"base": tiny_encoder}, methods, tmp_path, "tiny-bert", 0, plan=plan, write=False)
+    rows = grid.results[(grid.results.variant == "CE-end2end") & (grid.results.metric == "ndcg@10")]
+    assert len(rows) == 1 and rows.k.item() == 4 and rows.regime.item() == "end2end"
+    cost = grid.cost.set_index("variant")
+    assert cost.loc["CE-end2end", "token_cache_mb"] == 0 and cost.loc["F1-frozen", "token_cache_mb"] > 0
+    assert cost.loc["CE-end2end", "rerank_ms"] > 0
+
+
+def _work_dir(work: Path) -> None:
+    """Notebook 01's two files, by hand: train-split structural triplets of the paper's families and three
+    held-out near-misses of smoke MRPC/STS-B test sentences (so they have paraphrase positives)."""
+    triplets = pd.DataFrame(
+        [
+            dict(anchor=a, positive=a, negative=n, family=f, source_id=str(i), split="train")
+            for i, (a, n, f) in enumerate(
+                [
+                    ("The dog chased the cat.", "The cat chased the dog.", "binding"),
+                    ("The box is on the table.", "The box is under the table.", "spatial"),
+                    ("The man is happy.", "The man is not happy.", "negation"),
+                    ("A red cup on a blue mat.", "A blue cup on a red mat.", "binding"),
+                ]
+            )
+        ]
+    )
+    write_table(triplets, work / "negatives" / "triplets.parquet")
+    anchors = list(positive_pairs(heldout_paraphrase_pairs("test", data_dir=SMOKE)).sentence1[:3])
+    pairs = pd.DataFrame(
+        [
+            (anchors[0], "It is not the case that " + anchors[0], "negation", "not", "m1", "test"),
+            (anchors[1], anchors[1] + " Under the table.", "spatial", "on->under", "m2", "test"),
+            (anchors[2], " ".join(reversed(anchors[2].split())), "binding", "swap", "m3", "test"),
+        ],
+        columns=["sentence1", "sentence2", "family", "edit", "source_id", "split"],
+    )
+    write_table(pairs, work / "negatives" / "pairs.parquet")
+
+
+@pytest.mark.slow
+def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
+    work, out = tmp_path / "work", tmp_path / "out"
+    _work_dir(work)
+    common = ["--profile", "smoke", "--seeds", "7", "--budget", "16", "--work-dir", str(work)]
+    common += ["--data-dir", str(SMOKE), "--out", str(out)]
+    assert cli(["crossencoder", *common, "--rows", "model_b,balanced", "--ks", "5", "--cost-queries", "2"]) == 0
+    results = out / "results"
+    table = read_table(results / "crossencoder.parquet")
+    assert set(table.variant) == {"CE-end2end"} and set(table.train_data) == {"model_b", "balanced"}
+    assert set(table.verifier_variant) == {"model_b-joint-b16", "balanced-joint-b16"}
+    assert (table.budget == 16).all() and (table.examples_seen == 16).all() and table["commit"].notna().all()
+    assert {"negatives-heldout", "sugarcrepe", "condaqa"} <= set(table.dataset)
+    assert {"self_match", "copy_vs_near_miss", "negation", "all"} <= set(table.family)
+    assert {"auc", "pairwise_accuracy", "mean_score"} <= set(table.metric)
+    runs = pd.read_csv(results / "crossencoder_runs.csv")
+    assert sorted(runs.train_data) == ["balanced", "model_b"] and (runs.seed == 7).all()
+    assert (runs.steps == 2).all() and (runs.budget == 16).all() and runs["commit"].notna().all()
+    assert {"train_seconds", "eval_seconds", "n_rows"} <= set(runs.columns) and not runs.loaded.any()
+    rerank = read_table(results / "crossencoder_rerank.parquet")
+    assert {"CE-end2end@model_b-joint-b16", "CE-end2end@balanced-joint-b16", "F1-frozen", "base"} <= set(rerank.variant)
+    cost = read_table(results / "crossencoder_rerank_cost.parquet").set_index("variant")
+    assert cost.loc["CE-end2end@model_b-joint-b16", "rerank_ms"] > 0
+    assert "results:" in capsys.readouterr().out
+    # a second run loads the finished models instead of training them again
+    assert cli(["crossencoder", *common, "--rows", "model_b", "--no-rerank"]) == 0
+    runs = pd.read_csv(results / "crossencoder_runs.csv").set_index("train_data")
+    assert bool(runs.loc["model_b", "loaded"]) and not bool(runs.loc["balanced", "loaded"])
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--rows", "nothing"], ["--rows nothing", "choose from"]),
+        (["--seeds", "x"], ["--seeds", "whole numbers"]),
+        (["--out", "figures/ce"], ["PermissionError", "--out figures/ce"]),
+        (["--backbone", "./no-such-model"], ["FileNotFoundError", "no such model folder", "Fix"]),
+        (["--backbone", "no-such-model"], ["BackboneUnavailable", "cannot load 'no-such-model'"]),
+        (["--work-dir", "{tmp}/none"], ["pairs.parquet", "notebook"]),
+    ],
+)
+def test_cli_errors_are_one_clear_line(tmp_path, capsys, monkeypatch, extra, words):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the hub is never asked
+    args = ["crossencoder", "--profile", "smoke", "--data-dir", str(SMOKE), "--out", str(tmp_path / "out")]
+    assert cli(args + [e.replace("{tmp}", str(tmp_path)) for e in extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("compsense crossencoder:"), err
+    for word in words:
+        assert word in err, err
