@@ -153,3 +153,44 @@ def test_a_run_whose_first_stage_was_skipped_as_unchanged_is_the_pieces():
     assert not piece.made({**summary, "stages": {**ok, "04": {"status": "failed"}}})
     assert not piece.made({**summary, "stages": {"04": {"status": "ok"}}})
     assert not piece.made({**summary, "overrides": [], "stages": ok})
+
+
+def _curves():
+    """{piece name: (its budget curve, notebook 04's parameters)} of every piece that runs the curve."""
+    from compsense.pipeline.profiles import load_profile
+    from compsense.verifiers.budget import BudgetCurve
+
+    out = {}
+    for name, piece in P.load_pieces().items():
+        params = load_profile(piece.profile, piece.overrides).get("04_verifiers", {})
+        curve = BudgetCurve.from_params(params.get("budget_curve"))
+        if "04" in piece.stages and curve.enabled:
+            out[name] = (curve, params)
+    return out
+
+
+def test_every_budget_piece_trains_on_rows_notebook_04_builds():
+    for name, (curve, params) in _curves().items():
+        assert curve.train_data in params["train_data"], name
+
+
+def test_the_balanced_pieces_cover_issue_50s_grid_beside_model_b():
+    """F3 and F4 (ours; the authors' F4) on balanced rows at 8,192 and 48,000 frozen and 8,192 end-to-end,
+    seeds 42-44 each: together the balanced pieces plan every one of those points."""
+    from compsense.verifiers.study import size_plan
+
+    planned = set()
+    for curve, params in _curves().values():
+        for budget, seed in curve.plan(params["verifier_seeds"]):
+            plan = size_plan(curve.sizes, curve.verifiers, curve.regimes_at(budget), curve.size_scope)
+            for size, (names, regimes) in plan.items():
+                planned |= {(curve.train_data, n, r, size, budget, seed) for n in names for r in regimes}
+    wanted = {
+        (data, name, regime, size, budget, seed)
+        for data in ("balanced", "model_b")
+        for name, size in (("F3", "small"), ("F4", "small"), ("F4", "paper"))
+        for regime, budgets in (("frozen", (8192, 48000)), ("end2end", (8192,)))
+        for budget in budgets
+        for seed in (42, 43, 44)
+    }
+    assert not wanted - planned, sorted(wanted - planned)
