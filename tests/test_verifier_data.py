@@ -98,3 +98,23 @@ def test_identity_rows_are_notebook_01s_triplets():
     table, counts = D.training_rows("identity", _structural())
     assert (table.anchor == table.positive).all() and set(table.row_kind) == {"identity"}
     assert counts["train_data"] == "identity" and len(table) == 8
+
+
+def test_every_balanced_row_keeps_each_edit_of_each_direction_once():
+    one, _ = D.balanced_structural_rows(paraphrases=PARAPHRASES, seed=0, balance=False)
+    table, counts = D.every_balanced_row(paraphrases=PARAPHRASES, families=None, seed=0, balance=False)
+    key = ["anchor", "positive", "negative"]
+    assert not table.duplicated(key).any() and list(table.columns) == D.ROW_COLUMNS
+    # every row of the one-per-pair set is here, and more: the pair read from its other side too
+    assert set(map(tuple, one[key].to_numpy())) < set(map(tuple, table[key].to_numpy()))
+    forward = dict(zip(PARAPHRASES.sentence1, PARAPHRASES.sentence2))
+    partner = {**forward, **{p: s for s, p in forward.items()}}
+    para, identity = table[table.row_kind == "paraphrase"], table[table.row_kind == "identity"]
+    assert (
+        all(partner[a] == p for a, p in zip(para.anchor, para.positive))
+        and (identity.anchor == identity.positive).all()
+    )
+    assert set(para.anchor) & set(PARAPHRASES.sentence2)  # the paraphrase as anchor: the second direction
+    assert counts["rows_by_kind"] == table.row_kind.value_counts().to_dict()
+    negation, _ = D.every_balanced_row(paraphrases=PARAPHRASES, families=["negation"], seed=0, balance=False)
+    assert set(negation.family) == {"negation"} and len(negation) < len(table)
