@@ -241,8 +241,16 @@ def test_figure_puts_tokens_on_the_axes_and_marks_maxsim(session):
     assert list(fig.layout.xaxis.ticktext) == view.document_tokens
     assert list(fig.data[1].x) == view.maxsim.tolist()
     assert np.allclose(fig.data[1].customdata, view.M.max(axis=1))  # each row's best cosine, on hover
-    assert fig.data[2].visible and list(fig.data[2].x) == view.alignment.tolist()
+    assert fig.data[2].visible and np.allclose(np.asarray(fig.data[2].x) - explore.ALIGN_DOT_OFFSET[0], view.alignment)
+    assert [int(c[1]) for c in fig.data[2].customdata] == view.alignment.tolist()  # hover names the real cell
     assert fig.data[2].name == "F2 alignment"
+    # the markers leave each cell's printed value free: the square is wider than the text ("0.95" at
+    # 9 px, ~22 px) and fits the cell; the dot sits off the centre by more than the text's half-height
+    assert 22 < explore.MATCH_SQUARE_PX < min(explore.CELL_PX)
+    dx, dy = explore.ALIGN_DOT_OFFSET
+    (w, h), r = explore.CELL_PX, 4  # the dot's radius (size 8)
+    assert abs(dy) * h - r > 4.5 or abs(dx) * w - r > 11  # clear of the text in one axis at least
+    assert abs(dx) * w + r <= w / 2 and abs(dy) * h + r <= h / 2  # and inside its own cell
     assert not explore.figure_similarity_map(session.view(A, B, explain="F0 mean")).data[2].visible
 
 

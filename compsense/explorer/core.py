@@ -76,7 +76,7 @@ ABOUT = {
     POOLED: "-1 to 1: cosine of the two mean-pooled sentence vectors (what the retriever ranks by)",
     "F0": "-1 to 1: mean of every cell of the map, a bag of token similarities",
     "F1": "-1 to 1: mean over A's tokens of the row maximum (the squares): blind to word order",
-    "F2": "-1 to 1: like F1, but each match pays for its distance from the diagonal (the circles)",
+    "F2": "-1 to 1: like F1, but each match pays for its distance from the diagonal (the green dots)",
 }
 # A trained verifier's score is a logit: no fixed range, so only its order across pairs means something.
 TRAINED_ABOUT = {
@@ -778,9 +778,20 @@ def mean_drop(table) -> dict[str, float]:
 # ----------------------------------------------------------------------------- what is drawn
 
 
+# A cell of the map is about CELL_PX (width, height) on screen; its printed cosine ("0.95", 9 px font)
+# about 22 x 9 px. The MaxSim square (MATCH_SQUARE_PX across) runs just inside the cell's edges, outside
+# the text; the alignment dot sits ALIGN_DOT_OFFSET (in cells: right, up) from the centre, in the corner.
+CELL_PX = (38, 30)
+MATCH_SQUARE_PX = 27
+ALIGN_DOT_OFFSET = (0.32, -0.32)
+
+
 def figure_similarity_map(view: PairView, max_cell_text: int = 400):
-    """The map as a plotly heatmap, A's tokens down the side, B's along the top; squares mark each
-    A token's MaxSim match, circles the explained verifier's alignment (F2).
+    """The map as a plotly heatmap, A's tokens down the side, B's along the top; a square outlines
+    each A token's MaxSim match, a green dot in the cell's top-right corner the explained verifier's
+    alignment (F2). Both leave the cell's value readable: the square runs along the cell's edges, around
+    the printed cosine, and the dot sits in a corner (at 1,366 px an open circle on the centre covered
+    the very values a reader compares).
 
     Always three traces (map, MaxSim, alignment) so a FigureWidget can be updated in place.
     Numeric axes with token tick labels: repeated tokens ("the" twice) stay separate rows.
@@ -812,25 +823,26 @@ def figure_similarity_map(view: PairView, max_cell_text: int = 400):
                 y=rows[has_match],
                 mode="markers",
                 name="MaxSim match (F1)",
-                marker=dict(symbol="square-open", size=20, color="black", line=dict(width=2)),
+                marker=dict(symbol="square-open", size=MATCH_SQUARE_PX, color="black", line=dict(width=2)),
                 customdata=view.maxsim_values[has_match],
                 hovertemplate="MaxSim: %{y} -> %{x}, cos %{customdata:.3f}<extra></extra>",
             ),
             go.Scatter(
-                x=align,
-                y=np.arange(len(align)),
+                x=align + ALIGN_DOT_OFFSET[0],
+                y=np.arange(len(align)) + ALIGN_DOT_OFFSET[1],
                 mode="markers",
                 name=view.explained or "alignment",
                 visible=len(align) > 0,
-                marker=dict(symbol="circle-open", size=14, color="#2ca02c", line=dict(width=3)),
-                hovertemplate="alignment: %{y} -> %{x}<extra></extra>",
+                marker=dict(symbol="circle", size=8, color="#2ca02c", line=dict(width=1, color="white")),
+                customdata=np.stack([np.arange(len(align)), align], axis=-1) if len(align) else None,
+                hovertemplate="alignment: %{customdata[0]} -> %{customdata[1]}<extra></extra>",
             ),
         ]
     )
     fig.update_layout(
         template="plotly_white",
-        height=max(320, 160 + 30 * lq),
-        width=max(520, 260 + 38 * ld),
+        height=max(320, 160 + CELL_PX[1] * lq),
+        width=max(520, 260 + CELL_PX[0] * ld),
         margin=dict(l=10, r=10, t=90, b=10),
         legend=dict(orientation="h", y=-0.04, yanchor="top"),
         title=dict(
