@@ -182,7 +182,9 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     assert (runs.steps == 2).all() and (runs.budget == 16).all() and runs["commit"].notna().all()
     assert {"train_seconds", "eval_seconds", "n_rows"} <= set(runs.columns) and not runs.loaded.any()
     rerank = read_table(results / "crossencoder_rerank.parquet")
-    assert {"CE-end2end@model_b-joint-b16", "CE-end2end@balanced-joint-b16", "F1-frozen", "base"} <= set(rerank.variant)
+    assert {"CE-end2end@model_b-joint-b16", "CE-end2end@balanced-joint-b16", "F1-frozen@model_b-small", "base"} <= set(
+        rerank.variant
+    )
     cost = read_table(results / "crossencoder_rerank_cost.parquet").set_index("variant")
     assert cost.loc["CE-end2end@model_b-joint-b16", "rerank_ms"] > 0
     assert "results:" in capsys.readouterr().out

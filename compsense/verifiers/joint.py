@@ -42,6 +42,7 @@ from sentence_transformers.cross_encoder import (
     CrossEncoderTrainingArguments,
     losses,
 )
+from transformers import PrinterCallback
 
 from compsense.core.encoders import load_encoder, quiet_transformers
 from compsense.core.layout import verifier_dir
@@ -179,6 +180,8 @@ def train_joint(model, rows: pd.DataFrame, training: JointTraining, seed: int = 
         )
         loss = losses.MultipleNegativesRankingLoss(model, num_negatives=training.num_negatives, scale=training.scale)
         trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=_to_dataset(batch), loss=loss)
+        if not show_progress:  # the losses stay in the history; the console keeps the tables
+            trainer.remove_callback(PrinterCallback)
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
