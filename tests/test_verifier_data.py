@@ -118,3 +118,15 @@ def test_every_balanced_row_keeps_each_edit_of_each_direction_once():
     assert counts["rows_by_kind"] == table.row_kind.value_counts().to_dict()
     negation, _ = D.every_balanced_row(paraphrases=PARAPHRASES, families=["negation"], seed=0, balance=False)
     assert set(negation.family) == {"negation"} and len(negation) < len(table)
+
+
+def test_every_balanced_row_keeps_a_pair_with_an_edit_on_one_side_only():
+    one_sided = pd.DataFrame({"sentence1": ["Hello there."], "sentence2": ["The box is on the table."]})
+    table, _ = D.every_balanced_row(paraphrases=one_sided, families=None, seed=0, balance=False)
+    # "Hello there." has no edit: no copy row of it, but its partner's near-miss still makes a paraphrase row
+    assert set(zip(table.anchor, table.row_kind)) == {
+        ("Hello there.", "paraphrase"),
+        ("The box is on the table.", "identity"),
+    }
+    with pytest.raises(ValueError, match="has a near-miss"):
+        D.every_balanced_row(paraphrases=one_sided.assign(sentence2="Hi there."), families=None, balance=False)
