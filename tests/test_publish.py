@@ -254,6 +254,25 @@ def test_pieces_merge_a_table_point_by_point_the_point_with_more_seeds_winning(t
 KEY = ["scorer", "regime", "size", "recipe", "budget"]
 
 
+def test_a_balanced_curve_stands_beside_the_model_b_rows_published_before_its_column(tmp_path):
+    """verifier_budget.csv's rows from before its train_data column are model_b rows: a piece on
+    balanced rows at the same budgets joins them instead of replacing them, and a model_b piece still
+    replaces its own point."""
+    published = tmp_path / "verifier_budget.csv"
+    spec = publish.MERGED["tables/verifier_budget.csv"]
+    _budget_points([(8192, 1)], mean=0.2).to_csv(published, index=False)  # no train_data column
+    balanced = _budget_points([(8192, 1)], mean=0.7).assign(train_data="balanced")
+    merged = publish.merge_points(published, balanced, spec.key, "balanced-8k", spec.seeds, spec.defaults)
+    by = merged[merged.budget == 8192].groupby("train_data")["mean"].unique().map(list).to_dict()
+    assert by == {"balanced": [0.7], "model_b": [0.2]}
+    merged.to_csv(published, index=False)
+    again = publish.merge_points(
+        published, _budget_points([(8192, 3)], mean=0.3), spec.key, "model_b-8k-seeds", spec.seeds, spec.defaults
+    )
+    by = again[again.budget == 8192].groupby("train_data")["mean"].unique().map(list).to_dict()
+    assert by == {"balanced": [0.7], "model_b": [0.3]}
+
+
 def test_study_pieces_merge_the_variants_and_dose_tables():
     """Notebook 02's study table: A, B and the control at five seeds from one piece, B-all at seed 42
     from another (which trains its own A of that seed): the five-seed rows stay, B-all joins them; the
@@ -288,7 +307,7 @@ def test_study_pieces_merge_the_variants_and_dose_tables():
         merged = publish.merge_points(published, sweep, key, "study-02-sweep-a", seeds).set_index("variant")
         assert merged.loc["A", "n_seeds"] == 5 and merged.loc["A", "piece"] == "study-02-seeds"
         assert merged.loc["B-all", "piece"] == "study-02-sweep-a" and len(merged) == 4
-        key, seeds, _, figure, draw = publish.MERGED["tables/dose_response.csv"]
+        key, seeds, _, figure, draw, _ = publish.MERGED["tables/dose_response.csv"]
         assert seeds is None and figure == "02_dose_response" and draw is not None
         dose = Path(tmp) / "dose_response.csv"
         points = lambda variants, drop: pd.DataFrame(  # noqa: E731

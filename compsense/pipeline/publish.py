@@ -66,11 +66,19 @@ class Merged(NamedTuple):
     stage: str  # the stage that writes the table
     figure: str | None = None  # the figure drawn from the table
     draw: Callable | None = None  # how
+    # key columns the table gained later, with what a row without one means (verifier_budget.csv's
+    # rows before its train_data column were all model_b rows)
+    defaults: dict | None = None
 
 
 MERGED = {
     "tables/verifier_budget.csv": Merged(
-        ["scorer", "regime", "size", "recipe", "budget"], "seeds", "04", "04_verifier_budget", budget_figure
+        ["scorer", "regime", "size", "recipe", "train_data", "budget"],
+        "seeds",
+        "04",
+        "04_verifier_budget",
+        budget_figure,
+        {"train_data": "model_b"},
     ),
     # notebook 02's study table: A, B and the control at five seeds from one piece, B-all and the share
     # sweep at the first seed from others (each trains its own A of that seed, which is the same model)
@@ -204,10 +212,10 @@ def _merge(out: Path, files: dict[str, bytes], piece, commit: str) -> tuple[list
     without its engine): they are left out, never published from the piece's run alone; the pieces
     whose rows the merged tables still hold (their provenance rows stay); and what `check_code` said."""
     not_drawn, sharing, notes = [], set(), []
-    for rel, (key, seeds, stage, figure, draw) in MERGED.items():
+    for rel, (key, seeds, stage, figure, draw, defaults) in MERGED.items():
         if rel not in files:
             continue
-        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece.name, seeds)
+        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece.name, seeds, defaults)
         notes += check_code(out, rel, stage, set(table.piece), piece, commit)
         files[rel] = table.to_csv(index=False).encode("utf-8")
         sharing |= set(table.piece)
@@ -268,14 +276,20 @@ def check_code(out: Path, rel: str, stage: str, pieces_in: set[str], piece, comm
 
 
 def merge_points(
-    published: Path, new: pd.DataFrame, key: list[str], piece: str, seeds: str | None = "seeds"
+    published: Path,
+    new: pd.DataFrame,
+    key: list[str],
+    piece: str,
+    seeds: str | None = "seeds",
+    defaults: dict | None = None,
 ) -> pd.DataFrame:
     """The rows of table `published` (absent: none) and `new` (piece `piece`'s), point by point (a point:
     the rows sharing `key`): each point from the side with more seeds (column `seeds`; None: one a row),
     `new` on a tie; the piece's own earlier rows are replaced whole. Each row names its piece (column
-    `piece`); rows published before tables named theirs get ""."""
-    new = new.assign(piece=piece)
-    old = pd.read_csv(published) if published.exists() else new.iloc[:0]
+    `piece`); rows published before tables named theirs get "". A key column of `defaults` that a
+    side lacks (or leaves blank) takes its default there."""
+    new = _with_defaults(new.assign(piece=piece), defaults)
+    old = _with_defaults(pd.read_csv(published), defaults) if published.exists() else new.iloc[:0]
     old = old.assign(piece=old["piece"].fillna("") if "piece" in old else "")
     old = old[old.piece != piece]
 
@@ -295,6 +309,13 @@ def merge_points(
     merged = pd.concat([old[keep_old], new[keep_new]], ignore_index=True)
     order = [*key, *(["metric"] if "metric" in merged and "metric" not in key else [])]
     return merged.sort_values(order, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def _with_defaults(df: pd.DataFrame, defaults: dict | None) -> pd.DataFrame:
+    """`df` with each column of `defaults` present, its blanks filled with the default."""
+    for column, value in (defaults or {}).items():
+        df = df.assign(**{column: df[column].fillna(value) if column in df else value})
+    return df
 
 
 def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir, sharing, notes) -> dict:
