@@ -201,6 +201,10 @@ def test_budget_figure_draws_a_line_per_verifier_and_the_noise_line_as_reference
     again.loc[again.budget == 0, "seeds"] = again.loc[again.budget == 0, "seeds"].where(again["size"] == "paper", 3)
     lines = [s.y0 for s in budget_figure(again).layout.shapes if s.y0 == s.y1 and s.xref.endswith("domain")]
     assert 0.9 not in lines and 0.2 in lines
+    # a curve on balanced rows is a line of its own beside the model_b rows (those without the column)
+    both = pd.concat([table, table[table.budget > 0].assign(train_data="balanced", mean=0.6)], ignore_index=True)
+    names = [t.name for t in budget_figure(both).data]
+    assert names.count("F4-frozen (small, model_b rows)") == 2 and names.count("F4-frozen (small, balanced rows)") == 2
 
 
 def test_a_curve_on_training_data_notebook_04_did_not_build_is_refused():

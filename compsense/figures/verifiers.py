@@ -121,15 +121,23 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
         # counts, each line is drawn from its rows with the most seeds (not averaged with a one-seed copy)
         reference = reference[reference.seeds == reference.groupby(["scorer", "metric"]).seeds.transform("max")]
     palette = px.colors.qualitative.Plotly
-    lines = list(dict.fromkeys(zip(trained.scorer, trained.regime, trained["size"], trained.recipe)))
+    # rows published before the train_data column are model_b rows (publish.MERGED's default)
+    trained = trained.assign(
+        train_data=trained["train_data"].fillna("model_b") if "train_data" in trained else "model_b"
+    )
+    lines = list(
+        dict.fromkeys(zip(trained.scorer, trained.regime, trained["size"], trained.recipe, trained.train_data))
+    )
+    several_rows = trained.train_data.nunique() > 1
     for i, (metric, _, chance) in enumerate(panels):
         row, col = i // 2 + 1, i % 2 + 1
-        for j, (scorer, regime, size, recipe) in enumerate(lines):
+        for j, (scorer, regime, size, recipe, rows) in enumerate(lines):
             sel = trained[
                 (trained.scorer == scorer)
                 & (trained.regime == regime)
                 & (trained["size"] == size)
                 & (trained.recipe == recipe)
+                & (trained.train_data == rows)
                 & (trained.metric == metric)
             ].sort_values("budget")
             if sel.empty:
@@ -140,7 +148,8 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
                 "array": (sel.ci_high - sel["mean"]).fillna(0),
                 "arrayminus": (sel["mean"] - sel.ci_low).fillna(0),
             }
-            name = f"{scorer}-{regime} ({size}{', authors recipe' if recipe == 'authors' else ''})"
+            on = f", {rows} rows" if several_rows else ""
+            name = f"{scorer}-{regime} ({size}{on}{', authors recipe' if recipe == 'authors' else ''})"
             fig.add_trace(
                 go.Scatter(
                     x=sel.budget,
