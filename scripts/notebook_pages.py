@@ -65,15 +65,15 @@ PAGE_CSS = """
 
 def executed_notebooks(work_dir: str | os.PathLike) -> dict[str, Path]:
     """{stage: executed notebook} of each stage's last success writing into `work_dir` (the runner's
-    stages.json records, `provenance.stage_records`)."""
+    stages.json records, `provenance.stage_records`); a notebook may be gone (a run folder deleted, or
+    records copied from another machine): `write_pages` names those."""
     records = stage_records(work_dir)
     if not records:
         raise FileNotFoundError(
             f"{resolve(work_dir)}: no stage has finished into it (no stages.json records it); run "
             "`make reproduce` for this profile first"
         )
-    found = {stage: Path(r["output"]) for stage, r in sorted(records.items())}
-    return {stage: path for stage, path in found.items() if path.is_file()}
+    return {stage: Path(r["output"]) for stage, r in sorted(records.items())}
 
 
 def tags(cell) -> list[str]:
@@ -235,12 +235,17 @@ def page(executed: Path, plotly_src: str, page_dir: Path | None = None, source_d
 
 
 def write_pages(work_dir, out: str | os.PathLike = PAGES_DIR, figures: str = "figures", check: bool = False) -> dict:
-    """Write (or, with `check`, compare) one page per stage; returns {"written", "unchanged", "stale"}."""
+    """Write (or, with `check`, compare) one page per stage; returns {"written", "unchanged", "stale",
+    "missing"}: "missing" names the stages whose executed notebook is gone, so their pages can be
+    neither written nor checked (said, not skipped in silence)."""
     out_dir = resolve(out)
     plotly_src = Path(os.path.relpath(resolve(figures) / PLOTLY_JS, out_dir)).as_posix()
-    done = {"written": [], "unchanged": [], "stale": []}
+    done = {"written": [], "unchanged": [], "stale": [], "missing": []}
     files = {}
-    for executed in executed_notebooks(work_dir).values():
+    for stage, executed in executed_notebooks(work_dir).items():
+        if not executed.is_file():
+            done["missing"].append(f"{stage} ({executed})")
+            continue
         html, css = page(executed, plotly_src, page_dir=out_dir)
         files[f"{executed.stem}.html"] = html
         if css:
@@ -277,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     for key, names in done.items():
         if names:
             print(f"{key}: {', '.join(names)}")
+    if done["missing"]:
+        print(
+            "missing: the executed notebooks above are gone, so their pages were left as they are; re-run "
+            f"those stages (`make reproduce PROFILE={args.profile}`) to write or check them",
+            file=sys.stderr,
+        )
     return 1 if done["stale"] else 0
 
 

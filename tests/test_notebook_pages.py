@@ -58,6 +58,7 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
         "written": [],
         "unchanged": ["03_pooled_geometry.html", P.CSS_FILE],
         "stale": [],
+        "missing": [f"05 ({work / 'gone' / '05_reranking.ipynb'})"],  # named, not skipped in silence
     }
     # a later run of the stage makes the page stale until it is written again
     second = _executed(work / "20261203-1000", commit="def5678")
