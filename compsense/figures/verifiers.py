@@ -22,6 +22,7 @@ from compsense.nearmiss.metrics import (
     PAIRWISE_ACCURACY,
     SELF_MATCH,
 )
+from compsense.verifiers.names import DEFAULT_TRAIN_DATA
 
 # Issue 14's goal for a verifier that reads the edit: near-miss AUC >= 0.85 and self-match AUC >= 0.9.
 GOAL = {AUC: 0.85, SELF_MATCH: 0.9}
@@ -121,9 +122,9 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
         # counts, each line is drawn from its rows with the most seeds (not averaged with a one-seed copy)
         reference = reference[reference.seeds == reference.groupby(["scorer", "metric"]).seeds.transform("max")]
     palette = px.colors.qualitative.Plotly
-    # rows published before the train_data column are model_b rows (publish.MERGED's default)
+    # rows published before the train_data column are the authors' rows (publish.MERGED's default)
     trained = trained.assign(
-        train_data=trained["train_data"].fillna("model_b") if "train_data" in trained else "model_b"
+        train_data=trained["train_data"].fillna(DEFAULT_TRAIN_DATA) if "train_data" in trained else DEFAULT_TRAIN_DATA
     )
     lines = list(
         dict.fromkeys(zip(trained.scorer, trained.regime, trained["size"], trained.recipe, trained.train_data))

@@ -49,6 +49,7 @@ from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, run_records,
 from compsense.pipeline.report import TABLES_DIR
 from compsense.pipeline.runner import Refused, run_summaries
 from compsense.pipeline.stages import read_summary
+from compsense.verifiers.names import DEFAULT_TRAIN_DATA
 
 MANIFEST = "published.json"
 FIGURE_SUFFIXES = (".html", ".png")
@@ -78,7 +79,7 @@ MERGED = {
         "04",
         "04_verifier_budget",
         budget_figure,
-        {"train_data": "model_b"},
+        {"train_data": DEFAULT_TRAIN_DATA},
     ),
     # notebook 02's study table: A, B and the control at five seeds from one piece, B-all and the share
     # sweep at the first seed from others (each trains its own A of that seed, which is the same model)

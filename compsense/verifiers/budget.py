@@ -29,6 +29,7 @@ from compsense.nearmiss import evaluation as N
 from compsense.nearmiss.metrics import AUC, PAIRWISE_ACCURACY, SELF_MATCH, SEPARATION
 from compsense.verifiers.architectures import verifier_names
 from compsense.verifiers.config import REGIMES, Compute, VerifierGrid, VerifierTraining
+from compsense.verifiers.names import DEFAULT_TRAIN_DATA
 from compsense.verifiers.study import run_study
 
 HELDOUT = "negatives-heldout"
@@ -38,7 +39,6 @@ BUDGET = "examples_seen"  # the tidy results' column that holds the triplets a v
 # What names one point of the curve. `train_data` ("model_b", "balanced"): which rows trained it, so
 # curves on two training sets stand in one table without being averaged together.
 POINT = ["scorer", "regime", "train_data", "size", "recipe", "budget"]
-DEFAULT_TRAIN_DATA = "model_b"  # the authors' rows: what every point published before the column trained on
 AUTHORS_RECIPE_POINT = {"verifiers": ["F4"], "size": "paper", "regime": "frozen"}  # their F4, at their 48,000
 
 
@@ -141,7 +141,7 @@ def run_budget_curve(
     """Train and score every point of `curve.plan(grid.seeds)` on notebook 04's training rows of
     `curve.train_data` (`rows_by_data[curve.train_data]`), then the authors' recipe point. Returns
     (training summary, tidy results) as `run_study` does, with a `budget` column; results are
-    appended to {work_dir}/results/verifier_budget.parquet as each point finishes, and a cut run
+    appended to {work_dir}/results/04/verifier_budget.parquet as each point finishes, and a cut run
     resumes (finished verifiers are loaded, not retrained).
     `grid`: notebook 04's grid, of which the curve keeps the seeds, `include_special` and
     `f2_learnable` (it sets verifiers, sizes, regimes and budgets itself); `training`: notebook 04's

@@ -30,9 +30,9 @@ from compsense.data.family_names import PAPER_FAMILIES
 from compsense.data.negatives import make_pairs
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.retrieval.training import build_retrieval_triplets, mix_structural, select_structural
+from compsense.verifiers.names import TRAIN_DATA
 from compsense.verifiers.training import training_positives
 
-TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced")
 ROW_COLUMNS = ["anchor", "positive", "negative", "row_kind", "family"]
 
 

@@ -268,7 +268,7 @@ def _ints(text: str, option: str) -> list[int]:
 
 
 def _check_kinds(kinds: list[str]) -> None:
-    from compsense.verifiers.data import TRAIN_DATA  # noqa: PLC0415
+    from compsense.verifiers.names import TRAIN_DATA  # noqa: PLC0415
 
     unknown = [k for k in kinds if k not in TRAIN_DATA]
     if unknown:
