@@ -59,6 +59,23 @@ def test_budget_rows_are_the_verifiers_triplets_in_their_order():
         J.budget_rows(ROWS.iloc[:0], 8, 8, seed=1)
 
 
+def test_fit_joint_draws_the_budget_once_and_trains_on_those_triplets(tmp_path, monkeypatch):
+    drawn, seen = [], {}
+    real = J.budget_rows
+    monkeypatch.setattr(J, "budget_rows", lambda *a, **k: drawn.append(a) or real(*a, **k))
+    monkeypatch.setattr(J, "joint_model", lambda *a, **k: "model")
+
+    def train(model, rows, training, seed=42, show_progress=False, batch=None):
+        seen["batch"] = batch
+        raise RuntimeError("stop before saving")
+
+    monkeypatch.setattr(J, "train_joint", train)
+    with pytest.raises(RuntimeError, match="stop before saving"):
+        J.fit_joint("tiny-bert", ROWS, tmp_path / "ce", TRAINING, seed=1)
+    assert len(drawn) == 1
+    assert seen["batch"].equals(real(ROWS, TRAINING.budget_examples, TRAINING.batch_size, 1))
+
+
 def test_the_head_is_fresh_and_seeded_on_the_backbones_weights():
     a, again, other = (J.joint_model("tiny-bert", seed=s, max_length=64) for s in (3, 3, 4))
     assert torch.equal(_head(a), _head(again)) and not torch.equal(_head(a), _head(other))

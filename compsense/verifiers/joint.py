@@ -148,12 +148,21 @@ def budget_rows(rows: pd.DataFrame, budget: int, batch_size: int, seed: int) -> 
     return rows.iloc[order].reset_index(drop=True)
 
 
-def train_joint(model, rows: pd.DataFrame, training: JointTraining, seed: int = 42, show_progress: bool = False):
+def train_joint(
+    model,
+    rows: pd.DataFrame,
+    training: JointTraining,
+    seed: int = 42,
+    show_progress: bool = False,
+    batch: pd.DataFrame | None = None,
+):
     """Train `model` on `training.budget_examples` triplets of `rows` (`budget_rows`) with
     sentence-transformers' CrossEncoderTrainer and its MultipleNegativesRankingLoss: each anchor's
     positive against its hard negative and `num_negatives` other candidates of the batch (the loss the
-    map verifiers train with, `verifiers.training.contrastive_loss`). Returns a JSON-ready history."""
-    batch = budget_rows(rows, training.budget_examples, training.batch_size, seed)
+    map verifiers train with, `verifiers.training.contrastive_loss`). `batch`: those triplets when the
+    caller has them already (`fit_joint`), so they are drawn once. Returns a JSON-ready history."""
+    if batch is None:
+        batch = budget_rows(rows, training.budget_examples, training.batch_size, seed)
     steps = math.ceil(len(batch) / training.batch_size)
     gpu = torch.cuda.is_available() and str(model.device) != "cpu"
     with tempfile.TemporaryDirectory(prefix="joint-train-") as tmp:
@@ -212,11 +221,8 @@ def fit_joint(
     """(CrossEncoder, history): trained as `train_joint` and saved in `folder`, or loaded from there
     when a finished run with the same settings, seed and triplets is there (a cut grid resumes)."""
     folder = Path(folder)
-    expected = {
-        "settings": training.settings(),
-        "seed": int(seed),
-        "rows_sha1": data_sha1(budget_rows(rows, training.budget_examples, training.batch_size, seed)[MNRL_COLUMNS]),
-    }
+    batch = budget_rows(rows, training.budget_examples, training.batch_size, seed)
+    expected = {"settings": training.settings(), "seed": int(seed), "rows_sha1": data_sha1(batch[MNRL_COLUMNS])}
     if (folder / JOINT_FILE).exists():
         history = read_json(folder / JOINT_FILE, recover=f"delete {folder} and run the command again")
         if {k: history.get(k) for k in expected} == expected:
@@ -224,7 +230,7 @@ def fit_joint(
                 model = CrossEncoder(str(folder), device=device)
             return model, {**history, "loaded": True}
     model = joint_model(backbone, seed=seed, max_length=training.max_length, device=device)
-    history = train_joint(model, rows, training, seed=seed, show_progress=show_progress)
+    history = train_joint(model, rows, training, seed=seed, show_progress=show_progress, batch=batch)
     # Saved beside the folder and moved into place, joint.json last: a folder with joint.json is whole.
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
