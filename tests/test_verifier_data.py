@@ -130,3 +130,50 @@ def test_every_balanced_row_keeps_a_pair_with_an_edit_on_one_side_only():
     }
     with pytest.raises(ValueError, match="has a near-miss"):
         D.every_balanced_row(paraphrases=one_sided.assign(sentence2="Hi there."), families=None, balance=False)
+
+
+def test_balanced_all_trains_on_every_balanced_row_mixed_with_retrieval_rows(monkeypatch):
+    """`balanced_all` resolves to the enlarged set (`every_balanced_row`), not the one-row-per-pair one."""
+    real = D.every_balanced_row
+    calls = []
+
+    def enlarged(data_dir=None, **kwargs):  # the fixture's pairs instead of MRPC/STS-B train
+        calls.append(kwargs)
+        return real(paraphrases=PARAPHRASES, balance=False, **kwargs)
+
+    monkeypatch.setattr(D, "every_balanced_row", enlarged)
+    pool, _ = real(paraphrases=PARAPHRASES, families=None, seed=1, balance=False)
+    retrieval = pd.DataFrame(
+        {
+            "anchor": [f"query {i}" for i in range(len(pool))],
+            "positive": [f"passage {i}" for i in range(len(pool))],
+            "negative": [f"passage {i + 1}" for i in range(len(pool))],
+            "source": "toy",
+        }
+    )
+    monkeypatch.setattr(D, "build_retrieval_triplets", lambda *a, **k: (retrieval.copy(), {}))
+    # share 0.5 over as many retrieval rows as the pool has: every pool row is drawn once
+    table, counts = D.training_rows("balanced_all", _structural(), structural_share=0.5, seed=1)
+    assert "balanced_all" in D.TRAIN_DATA and counts["train_data"] == "balanced_all"
+    assert list(table.columns) == D.ROW_COLUMNS
+    key = ["anchor", "positive", "negative", "row_kind", "family"]
+    structural = table[table.row_kind != "retrieval"]
+    assert sorted(map(tuple, structural[key].to_numpy())) == sorted(map(tuple, pool[key].to_numpy()))
+    one, _ = D.balanced_structural_rows(paraphrases=PARAPHRASES, seed=1, balance=False)
+    assert len(structural) > len(one)  # enlarged: both directions, every edit
+    assert counts["pool_rows"] == len(pool) and counts["pool_rows_by_kind"] == pool.row_kind.value_counts().to_dict()
+    assert counts["rows_by_kind"] == {"retrieval": len(pool), **pool.row_kind.value_counts().to_dict()}
+    # `families` and `max_paraphrase_pairs` reach it, "paper" read as the authors' three
+    table, counts = D.training_rows(
+        "balanced_all", _structural(), structural_share=0.5, families="paper", max_paraphrase_pairs=4, seed=1
+    )
+    assert calls[-1] == {"families": D.PAPER_FAMILIES, "max_pairs": 4, "seed": 1}
+    assert set(table[table.row_kind != "retrieval"].family) <= set(D.PAPER_FAMILIES)
+    assert counts["paraphrase_pairs"] == 4
+
+
+def test_every_balanced_row_reads_at_most_max_pairs_pairs():
+    every, _ = D.every_balanced_row(paraphrases=PARAPHRASES, families=None, seed=0, balance=False)
+    some, counts = D.every_balanced_row(paraphrases=PARAPHRASES, families=None, max_pairs=2, seed=0, balance=False)
+    assert counts["paraphrase_pairs"] == 2 and len(some) < len(every)
+    assert set(map(tuple, some.to_numpy())) <= set(map(tuple, every.to_numpy()))

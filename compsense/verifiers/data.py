@@ -9,6 +9,10 @@ token overlap alone could tell a row's positive from its negative.
                 data/unified_negatives_with_nq_train.csv, the file run_experiments.sh trains Model B on)
     balanced    beyond the paper: (s, s, nm(s)) and (s, p, nm(p)) for MRPC/STS-B train paraphrases,
                 plus retrieval rows
+    balanced_all  the same kinds of row as far as the paraphrase sources allow (`every_balanced_row`:
+                both directions of each pair, every near-miss of the families asked for), plus
+                retrieval rows: on MRPC/STS-B train 8,667 distinct structural rows of all families,
+                2,335 of the paper's three, against `balanced`'s 2,822 (618 of the paper's three)
 
 Why "balanced": with identity rows the positive is a copy and the near-miss a near-copy; with
 (s, p, nm(s)) the near-miss overlaps the anchor more than the paraphrase does. Either way token
@@ -26,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from compsense.data.datasets import load_mrpc, load_stsb
-from compsense.data.family_names import PAPER_FAMILIES
+from compsense.data.family_names import PAPER_FAMILIES, resolve_families
 from compsense.data.negatives import make_pairs
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.retrieval.training import build_retrieval_triplets, mix_structural, select_structural
@@ -51,12 +55,16 @@ def training_rows(
     """Notebook 04's training rows of `kind` (see the module docstring). Returns (table, counts);
     the table has anchor, positive, negative, row_kind (identity / paraphrase / retrieval), family.
 
-    structural: notebook 01's train-split triplets. model_b and balanced add retrieval triplets
-    from `retrieval_sources` (`train.build_retrieval_triplets`, at most `max_retrieval_rows`) so
-    that structural rows make up `structural_share` of all rows (`train.mix_structural`; 0.19 is
-    the authors' Model B share, `train.PAPER_STRUCTURAL_SHARE`); model_b keeps `families` only
-    (None: all; the authors' three: negation, binding, spatial). `retrieval_kwargs` go to
+    structural: notebook 01's train-split triplets. model_b, balanced and balanced_all add retrieval
+    triplets from `retrieval_sources` (`train.build_retrieval_triplets`, at most `max_retrieval_rows`)
+    so that structural rows make up `structural_share` of all rows (`train.mix_structural`; 0.19 is
+    the authors' Model B share, `train.PAPER_STRUCTURAL_SHARE`); model_b and balanced_all keep
+    `families` only (None: all; "paper": the authors' three, negation, binding, spatial); balanced
+    prefers the paper's three in each pair. balanced and balanced_all read at most
+    `max_paraphrase_pairs` paraphrase pairs (a seeded sample; None: all). `retrieval_kwargs` go to
     `build_retrieval_triplets` (max_pairs_per_query, exclude_datasets), as notebook 02 passes them.
+    The structural rows they draw from are counted in `pool_rows` (and, for balanced_all,
+    `pool_rows_by_kind` and `pool_rows_by_family`).
     """
     if kind not in TRAIN_DATA:
         raise ValueError(f"train_data must be one of {TRAIN_DATA}, got {kind!r}")
@@ -65,10 +73,15 @@ def training_rows(
         table = table.assign(row_kind=table["positive_kind"])
         return _rows(table), {"train_data": kind, **counts}
 
+    pool_counts = {}
     if kind == "model_b":
         pool = select_structural(structural, families).assign(row_kind="identity")
-    else:
-        pool, para_counts = balanced_structural_rows(data_dir=data_dir, max_pairs=max_paraphrase_pairs, seed=seed)
+    elif kind == "balanced":
+        pool, pool_counts = balanced_structural_rows(data_dir=data_dir, max_pairs=max_paraphrase_pairs, seed=seed)
+    else:  # balanced_all
+        pool, pool_counts = every_balanced_row(
+            data_dir=data_dir, families=resolve_families(families), max_pairs=max_paraphrase_pairs, seed=seed
+        )
     retrieval, stats = build_retrieval_triplets(
         list(retrieval_sources), data_dir=data_dir, max_rows=max_retrieval_rows, seed=seed, **(retrieval_kwargs or {})
     )
@@ -85,8 +98,10 @@ def training_rows(
         "retrieval_sources": list(retrieval_sources),
         "rows_by_kind": table["row_kind"].value_counts().to_dict(),
     }
-    if kind == "balanced":
-        counts.update(para_counts)
+    if kind != "model_b":
+        # the pool's own counts; a name the mix's counts use too (rows_by_kind) is the pool's as pool_<name>
+        counts.update({(f"pool_{k}" if k in counts else k): v for k, v in pool_counts.items()})
+        counts["pool_rows"] = len(pool)
     return _rows(table), counts
 
 
@@ -148,7 +163,14 @@ def balanced_structural_rows(
     return table, counts
 
 
-def every_balanced_row(data_dir=None, paraphrases=None, families=PAPER_FAMILIES, seed: int = 42, balance: bool = True):
+def every_balanced_row(
+    data_dir=None,
+    paraphrases=None,
+    families=PAPER_FAMILIES,
+    max_pairs: int | None = None,
+    seed: int = 42,
+    balance: bool = True,
+):
     """The balanced rows as far as the paraphrase sources allow: for every paraphrase pair in both
     directions (s, p) and (p, s), every near-miss of `families` (None: all) that the generator makes,
     (s, s, nm(s)) for each of s's and (s, p, nm(p)) for each of p's, each distinct row once (a pair
@@ -158,12 +180,15 @@ def every_balanced_row(data_dir=None, paraphrases=None, families=PAPER_FAMILIES,
     that set is 63% numeric edits on MRPC/STS-B train and holds ~300 paper-family pairs, while the
     verifiers are tested on the paper's three families. This one is the most the sources give for the
     families asked for (measured on MRPC/STS-B train: docs/usage.md).
-    Near-misses as `balanced_structural_rows` makes them (`make_pairs`, one per family and sentence).
+    Near-misses as `balanced_structural_rows` makes them (`make_pairs`, one per family and sentence);
+    `max_pairs` keeps a seeded sample of the pairs, as there. `training_rows("balanced_all")` trains on it.
     """
     if paraphrases is None:
         paraphrases = positive_pairs(load_mrpc("train", data_dir=data_dir) + load_stsb("train", data_dir=data_dir))
     pairs = paraphrases[["sentence1", "sentence2"]].astype(str)
     pairs = pairs[pairs.sentence1.str.strip() != pairs.sentence2.str.strip()].drop_duplicates()
+    if max_pairs is not None and len(pairs) > max_pairs:
+        pairs = pairs.sample(n=max_pairs, random_state=seed)
     sentences = sorted(set(pairs.sentence1) | set(pairs.sentence2))
     near = make_pairs(sentences, families=families, seed=seed, test_fraction=0.0, balance=balance)
     edits: dict[str, list[tuple[str, str]]] = {}
