@@ -9,7 +9,7 @@ SET     ?=
 # The Hugging Face hub is unreachable on this project's machines; online users: make ... HF_HUB_OFFLINE=0
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install reproduce test test-unit test-notebooks lab doctor lock clean-notebooks
+.PHONY: install reproduce reproduce-runner test test-unit test-notebooks lab doctor lock clean-notebooks
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,20 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
+# The pipeline is dvc.yaml (compsense.pipeline.dvcfile writes it): one stage per profile and notebook,
+# `<profile>-<key>`. ONLY=02,03: those stages (and what they need that changed); SET='02_training_ab.seeds=[42,43]':
+# an experiment (`dvc exp run -S`, which writes the value into params/$(PROFILE).yaml; `dvc exp show` lists them).
+comma   := ,
+TARGETS  = $(if $(ONLY),$(foreach k,$(subst $(comma), ,$(ONLY)),$(PROFILE)-$(k)),--glob '$(PROFILE)-*')
 reproduce: install
+ifeq ($(SET),)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro $(TARGETS)
+else
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc exp run $(foreach s,$(SET),-S 'params/$(PROFILE).yaml:$(s)') $(if $(ONLY),$(foreach k,$(subst $(comma), ,$(ONLY)),$(PROFILE)-$(k)),$(shell $(BIN)/dvc stage list --name-only 2>/dev/null | grep '^$(PROFILE)-'))
+endif
+
+# The runner dvc.yaml replaces (kept while published runs are moved over: runs/<profile>/<timestamp>/ with a report).
+reproduce-runner: install
 	$(BIN)/python -m compsense reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY)) $(foreach s,$(SET),--set '$(s)')
 
 # Runs write figures into their profile's figures_dir (under runs/); figures/ (committed) changes only here:

@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECTION.KEY=VALUE",
         help="replace one profile value for this run (YAML), e.g. --set 04_verifiers.regimes=[frozen]; repeatable",
     )
+    stg = sub.add_parser("stage", help="run one notebook of a profile (what each stage of dvc.yaml runs)")
+    stg.add_argument("key", help="the notebook's prefix, e.g. 02; `libraries` writes the library versions record")
+    stg.add_argument("--profile", default="local", help="params/<profile>.yaml")
     pie = sub.add_parser("piece", help="run one declared piece of params/pieces.yaml, or --list them")
     pie.add_argument("name", nargs="?", help="the piece (see --list)")
     pie.add_argument("--list", action="store_true", help="where to start, each piece's time and last finished run")
@@ -292,6 +295,10 @@ def _dispatch(args) -> int:
         )
     from compsense.pipeline.runner import Refused, reproduce
 
+    if args.command == "stage":
+        from compsense.pipeline import stage
+
+        return stage.main(args.profile, args.key, debug=args.debug)
     try:
         if args.command == "piece":
             from compsense.pipeline.pieces import list_pieces, run_piece

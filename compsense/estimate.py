@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from compsense.core.encoders import BACKBONES
-from compsense.core.layout import RESULTS, model_dir, trained_model_dirs, verifiers_root
+from compsense.core.layout import model_dir, results_file, trained_model_dirs, verifiers_root
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, read_json, read_table
 from compsense.nearmiss.length_curve import POINTS
@@ -203,7 +203,7 @@ def run_sizes(work: Path) -> dict[str, tuple[int, int]]:
     """Dataset name -> (queries, docs), as the run's result tables recorded them."""
     sizes = {}
     for name in ("retrieval", "rerank"):
-        path = work / RESULTS / f"{name}.parquet"
+        path = results_file(work, name)
         if path.exists():
             table = read_table(path)[["dataset", "n_queries", "n_docs"]].dropna().drop_duplicates()
             sizes.update({r.dataset: (int(r.n_queries), int(r.n_docs)) for r in table.itertuples()})
@@ -426,7 +426,7 @@ def _notebook_rates(work: Path, execs: list[dict], device: str) -> list[dict]:
 
 def run_device(work: Path) -> str:
     """The device the run recorded: rerank_cost.parquet's column, else the torch build in DONE.json."""
-    cost = work / RESULTS / "rerank_cost.parquet"
+    cost = results_file(work, "rerank_cost")
     if cost.exists():
         devices = sorted(read_table(cost)["device"].dropna().astype(str).unique())
         if devices:

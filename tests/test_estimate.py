@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from compsense import estimate as E
+from compsense.core.layout import results_file
 
 
 def _write(path, obj):
@@ -128,7 +129,7 @@ def run(tmp_path):
             for ds, nq, nd in (("scifact", 300, 5183), ("nfcorpus", 323, 3633))
             for m in ("ndcg@10", "acc@1")
         ]
-    ).to_parquet(work / "results" / "retrieval.parquet")
+    ).to_parquet(results_file(work, "retrieval.parquet"))
     pd.DataFrame(
         {
             "run": ["minilm-l6/base-seed42"],
@@ -139,8 +140,8 @@ def run(tmp_path):
             "n_queries": [150],
             "n_docs": [1156],
         }
-    ).to_parquet(work / "results" / "rerank.parquet")
-    pd.DataFrame({"device": ["cpu"], "rerank_ms": [1.0]}).to_parquet(work / "results" / "rerank_cost.parquet")
+    ).to_parquet(results_file(work, "rerank.parquet"))
+    pd.DataFrame({"device": ["cpu"], "rerank_ms": [1.0]}).to_parquet(results_file(work, "rerank_cost.parquet"))
     # the run was made when the local profile trained three seeds and both verifier regimes
     local = E.stage_params("local", LOCAL_AS_RUN)
     stamp = work / "20261130-010000"

@@ -19,6 +19,7 @@ from miniproject import CODE, make_project, start_driver, statuses, summary, wri
 
 from compsense.__main__ import main as cli
 from compsense.core import storage as io
+from compsense.core.layout import results_file
 from compsense.data import datasets as data
 from compsense.data.datasets import DataError
 from compsense.pipeline import runner
@@ -660,7 +661,7 @@ def test_damaged_result_tables_read_by_the_report_and_estimate_are_named_with_th
     results = tmp_path / "work" / "results"
     table = io.write_table(
         pd.DataFrame({"dataset": ["scifact"], "n_queries": [3], "n_docs": [6], "value": [0.5]}),
-        results / "retrieval.parquet",
+        results_file(results.parent, "retrieval.parquet"),
     )
     assert E.run_sizes(tmp_path / "work") == {"scifact": (3, 6)}
     _cut(table)

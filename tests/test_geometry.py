@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from compsense.core.encoders import Encoding
+from compsense.core.layout import results_file
 from compsense.core.storage import TIDY_COLUMNS, read_table
 from compsense.data.datasets import CaptionNearMiss, SentencePair
 from compsense.nearmiss import geometry as g
@@ -416,6 +417,6 @@ def test_pooled_nearmiss_auc_per_family_with_intervals_and_cache(tmp_path, monke
     swapped = near.assign(sentence2=["the cat sat under the mat", "the dog ran up", "prices held today", "a red mug"])
     fresh = g.pooled_nearmiss_auc(runs, swapped, para, tmp_path)
     assert len(loads) == 2 and fresh.pairs_sha1.nunique() == 1 and fresh.pairs_sha1.iloc[0] != table.pairs_sha1.iloc[0]
-    assert len(g.read_table(tmp_path / "results" / g.NEARMISS_TABLE)) == len(table)  # replaced, not added beside
+    assert len(g.read_table(results_file(tmp_path, g.NEARMISS_TABLE))) == len(table)  # replaced, not added beside
     with pytest.raises(ValueError, match="near-miss pairs"):
         g.pooled_nearmiss_auc(runs, near.iloc[0:0], para, tmp_path)

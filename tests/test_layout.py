@@ -15,8 +15,11 @@ def test_paths_follow_the_documented_layout(tmp_path):
     assert layout.verifier_dir(tmp_path, "balanced-small", 44, "F3-frozen") == (
         tmp_path / "verifiers" / "balanced-small" / "seed44" / "F3-frozen"
     )
-    assert layout.results_file(tmp_path, "rerank") == tmp_path / "results" / "rerank.parquet"
-    assert (tmp_path / "results").is_dir()
+    assert layout.results_file(tmp_path, "rerank") == tmp_path / "results" / "05" / "rerank.parquet"
+    assert layout.results_file(tmp_path, "table1.parquet") == tmp_path / "results" / "02" / "table1.parquet"
+    assert (tmp_path / "results" / "05").is_dir()
+    with pytest.raises(KeyError, match="no stage writes it"):
+        layout.results_file(tmp_path, "nosuch")
     assert layout.cache_dir(tmp_path, "rerank").is_dir()
     assert layout.pairs_file(tmp_path) == tmp_path / "negatives" / "pairs.parquet"
     assert not (tmp_path / "negatives").exists()  # readers never create it

@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 
+from compsense.core.layout import results_file
 from compsense.pipeline import pieces as P
 from compsense.pipeline.provenance import COLUMNS, stage_provenance
 from scripts import load_script
@@ -134,11 +135,11 @@ def test_each_result_table_lists_the_commits_its_rows_were_computed_at(tmp_path)
     # this run evaluated one model and reused two evaluations of earlier runs; Table 1 was written
     # before rows carried a commit
     retrieval = pd.DataFrame({"run": ["A", "A", "B", "C"], "commit": ["aaaaaaa", "aaaaaaa", "bbbbbbb", "ccccccc"]})
-    write_table(retrieval, work / "results" / "retrieval.parquet")
-    write_table(pd.DataFrame({"run": ["A", "B"], "commit": ["ccccccc", None]}), work / "results" / "variants.parquet")
-    write_table(pd.DataFrame({"metric": ["ndcg@10"]}), work / "results" / "table1.parquet")
+    write_table(retrieval, results_file(work, "retrieval.parquet"))
+    write_table(pd.DataFrame({"run": ["A", "B"], "commit": ["ccccccc", None]}), results_file(work, "variants.parquet"))
+    write_table(pd.DataFrame({"metric": ["ndcg@10"]}), results_file(work, "table1.parquet"))
     # "gone" was deleted since; DONE.json is not a result table
-    outputs = {f"results/{name}.parquet": "1:x" for name in ("retrieval", "variants", "table1", "gone")}
+    outputs = {f"results/02/{name}.parquet": "1:x" for name in ("retrieval", "variants", "table1", "gone")}
     outputs["models/A/DONE.json"] = "1:x"
     (work / "stages.json").write_text(
         json.dumps({"02": {"fingerprint": "f", "output": str(two), "work_dir": str(work), "outputs": outputs}})

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from compsense.core.layout import results_file
 from compsense.figures import export
 from compsense.pipeline import publish, report
 
@@ -30,7 +31,7 @@ def run(tmp_path, monkeypatch):
             "metric": "auc",
             "value": [i / 90 for i in range(90)],
         }
-    ).to_parquet(work / "results" / "geometry.parquet")
+    ).to_parquet(results_file(work, "geometry.parquet"))
     figures = work / "figures"
     export.save_figure(go.Figure(go.Bar(x=["a", "b"], y=[1, 2])), "03_bars", figures)
     run_dir = work / "20260101-000000"

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from compsense.core.layout import results_file
 from compsense.figures import export
 from compsense.nearmiss.evaluation import SEPARATION_FILE, separation_frame
 from compsense.pipeline import report
@@ -32,7 +33,7 @@ def work(tmp_path, monkeypatch):
             "metric": "auc",
             "value": [i / 100 for i in range(100)],
         }
-    ).to_parquet(results / "geometry.parquet")
+    ).to_parquet(results_file(results.parent, "geometry.parquet"))
     rows = []
     for seed, shift in ((42, 0.0), (43, 0.1)):
         for family, metric, value in (
@@ -56,9 +57,9 @@ def work(tmp_path, monkeypatch):
                     "examples_seen": 2048,
                 }
             )
-    pd.DataFrame(rows).to_parquet(results / "verifiers.parquet")
+    pd.DataFrame(rows).to_parquet(results_file(results.parent, "verifiers.parquet"))
     # the separation table as notebook 04 writes it (the report reads it, never recomputes it)
-    separation_frame(pd.DataFrame(rows)).to_parquet(results / SEPARATION_FILE)
+    separation_frame(pd.DataFrame(rows)).to_parquet(results_file(results.parent, SEPARATION_FILE))
     return tmp_path / "work"
 
 
@@ -94,8 +95,8 @@ def _retrieval(results, rng):
                         "regime": "zero-shot",
                     }
                 )
-    pd.DataFrame(rows).to_parquet(results / "retrieval.parquet")
-    pd.DataFrame(per_query).to_parquet(results / "retrieval_per_query.parquet")
+    pd.DataFrame(rows).to_parquet(results_file(results.parent, "retrieval.parquet"))
+    pd.DataFrame(per_query).to_parquet(results_file(results.parent, "retrieval_per_query.parquet"))
     # notebook 02 writes Table 1 once; the report reads it
     t1 = table1(pd.DataFrame(rows), per_query=pd.DataFrame(per_query), n=2000, seed=0)
     write_result_table(t1, results.parent, TABLE1_FILE)
@@ -136,8 +137,8 @@ def _rerank(results, rng):
                 "weight": weight,
             }
         )
-    pd.DataFrame(rows).to_parquet(results / "rerank.parquet")
-    pd.DataFrame(per_query).to_parquet(results / "rerank_per_query.parquet")
+    pd.DataFrame(rows).to_parquet(results_file(results.parent, "rerank.parquet"))
+    pd.DataFrame(per_query).to_parquet(results_file(results.parent, "rerank_per_query.parquet"))
     # notebook 05 writes its answer once; the report reads it
     boot = bootstrap_vs_baseline(pd.DataFrame(per_query), baseline="base", n=200, seed=0)
     write_result_table(rerank_answer(pd.DataFrame(rows), boot), results.parent, RERANK_ANSWER_FILE)
@@ -175,12 +176,12 @@ def test_report_shows_the_separation_table_with_seeds_and_families(work, tmp_pat
 
 
 def test_the_report_reads_the_separation_table_notebook_04_wrote_and_never_recomputes_it(work, tmp_path):
-    written = pd.read_parquet(work / "results" / SEPARATION_FILE)
+    written = pd.read_parquet(results_file(work, SEPARATION_FILE))
     written.loc[0, "negatives-heldout auc"] = "0.123 ± 0.004"  # what the notebook wrote is what is shown
-    written.to_parquet(work / "results" / SEPARATION_FILE)
+    written.to_parquet(results_file(work, SEPARATION_FILE))
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert "0.123 ± 0.004" in _section(md, report.SEPARATION_TITLE)
-    (work / "results" / SEPARATION_FILE).unlink()  # verifiers.parquet alone: no table made up from it
+    results_file(work, SEPARATION_FILE).unlink()  # verifiers.parquet alone: no table made up from it
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run2")["md"].read_text()
     assert "No separation table: notebook 04 did not write separation.parquet" in _section(md, report.SEPARATION_TITLE)
     assert not (tmp_path / "run2" / "tables" / "separation.csv").exists()
@@ -274,7 +275,7 @@ def test_the_same_tables_give_the_same_csv_bytes(work, tmp_path):
 def test_a_report_rebuilt_in_its_folder_keeps_no_table_of_the_earlier_one(work, tmp_path):
     report.build_report(work, tmp_path / "figs", tmp_path / "run")
     assert (tmp_path / "run" / "tables" / "separation.csv").exists()
-    (work / "results" / "verifiers.parquet").unlink()
+    results_file(work, "verifiers.parquet").unlink()
     report.build_report(work, tmp_path / "figs", tmp_path / "run")
     assert not (tmp_path / "run" / "tables" / "separation.csv").exists()  # publish would copy a stale table
     assert (tmp_path / "run" / "tables" / "all_geometry.csv").exists()
@@ -304,7 +305,7 @@ def test_notebook_01s_purity_table_is_read_into_the_report_not_recomputed(work, 
 def test_without_notebook_02s_table_the_report_says_how_to_make_it_and_computes_nothing(work, tmp_path):
     rng = np.random.default_rng(0)
     _retrieval(work / "results", rng)
-    (work / "results" / TABLE1_FILE).unlink()
+    results_file(work, TABLE1_FILE).unlink()
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert "No Table 1 yet" in md and "make reproduce ONLY=02" in md
     assert not (tmp_path / "run" / "tables" / "table1.csv").exists()
@@ -313,9 +314,9 @@ def test_without_notebook_02s_table_the_report_says_how_to_make_it_and_computes_
 def test_a_set_some_model_trained_on_is_not_named_zero_shot(work, tmp_path):
     rng = np.random.default_rng(0)
     _retrieval(work / "results", rng)
-    table = pd.read_parquet(work / "results" / "retrieval.parquet")
+    table = pd.read_parquet(results_file(work, "retrieval.parquet"))
     in_domain = table.assign(dataset="nfcorpus", regime=np.where(table.variant == "base", "zero-shot", "in-domain"))
-    pd.concat([table, in_domain]).to_parquet(work / "results" / "retrieval.parquet")
+    pd.concat([table, in_domain]).to_parquet(results_file(work, "retrieval.parquet"))
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run")["md"].read_text()
     assert "Zero-shot sets: scifact (" in md  # Base is zero-shot on NFCorpus too, A and B are not
 
@@ -397,7 +398,7 @@ def test_notebook_02s_held_out_near_miss_aucs_are_a_table_of_the_report(work, tm
          "ci_high": val + 0.03, "model_stamp": f"{v}{s}"}
         for v, val in (("A", 0.2), ("B", 0.8)) for s in (42, 43)
     ]  # fmt: skip
-    pd.DataFrame(rows).to_parquet(work / "results" / "nearmiss_pooled.parquet")
+    pd.DataFrame(rows).to_parquet(results_file(work, "nearmiss_pooled.parquet"))
     report.build_report(work, tmp_path / "figs", tmp_path / "run")
     table = pd.read_csv(tmp_path / "run" / "tables" / "all_nearmiss_pooled.csv")
     b = table[table.variant == "B"]

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from compsense.core import stats as S
+from compsense.core.layout import results_file
 from compsense.figures import rerank as FR
 from compsense.retrieval.harness import HARNESS, evaluate
 from compsense.verifiers import architectures as V
@@ -256,7 +257,7 @@ def test_grid_tables_bootstrap_and_figures(encoder, tmp_path):
         compute=R.Compute(show_progress=False),
     )
     res = grid.results
-    assert set(R.RERANK_KEY) <= set(res.columns) and (tmp_path / "results" / "rerank.parquet").exists()
+    assert set(R.RERANK_KEY) <= set(res.columns) and results_file(tmp_path, "rerank.parquet").exists()
     ndcg = res[res.metric == "ndcg@10"].set_index(["variant", "k", "weight"]).value
     assert ndcg[("F1-frozen", 4, 0.0)] > ndcg[("base", 100, 1.0)]
     assert ndcg[("F1-frozen", 4, 1.0)] == pytest.approx(ndcg[("base", 100, 1.0)])  # w = 1: the pooled ranking
@@ -450,8 +451,7 @@ def test_results_written_before_variants_were_recorded_are_set_aside_not_mixed(e
     from compsense.data.datasets import BeirDataset
 
     ds = BeirDataset("toy", CORPUS, QUERIES, QRELS, "test")
-    results = tmp_path / "results"
-    results.mkdir()
+    results = results_file(tmp_path, "rerank").parent  # notebook 05's tables: results/05/
     old = pd.DataFrame({"variant": ["F1-frozen"], "verifier": ["F1"], "metric": ["ndcg@10"], "value": [0.5]})
     old.to_parquet(results / "rerank.parquet")
     (results / "rerank.before-variants1.parquet").write_bytes(b"an earlier copy")
@@ -523,7 +523,7 @@ def test_the_noise_control_reranks_at_notebook_04s_sigma_and_draws_a_line_on_the
                             verifier_variant="model_b-small", noise_sigma=sigma))  # fmt: skip
     separation = pd.DataFrame(sep)
     (tmp_path / "results").mkdir(exist_ok=True)
-    separation.to_parquet(tmp_path / "results" / "verifiers.parquet")
+    separation.to_parquet(results_file(tmp_path, "verifiers.parquet"))
     noisy, notes = R.noise_methods(methods, tmp_path, "model_b-small")
     assert [(m.label, m.noise_sigma, m.seed) for m in noisy] == [
         ("F1-frozen+noise1x", 0.05, 42),

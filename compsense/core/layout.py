@@ -109,9 +109,33 @@ def verifiers_root(work_dir: str | os.PathLike) -> Path:
     return resolve(work_dir) / VERIFIERS
 
 
+# Which notebook writes each results table. A stage's tables live in a folder of their own,
+# results/<stage>/, so that each DVC stage owns whole folders (dvc.yaml: DVC refuses two stages that
+# write one folder, and a stage's files are its outputs whatever its parameters made it write).
+TABLE_STAGE = {
+    **dict.fromkeys(
+        ("retrieval", "retrieval_per_query", "nearmiss_pooled", "table1", "variants", "variant_tests", "dose_response"),
+        "02",
+    ),
+    **dict.fromkeys(("geometry", "geometry_scores"), "03"),
+    **dict.fromkeys(("verifiers", "separation", "verifier_budget", "verifier_budget_curve"), "04"),
+    **dict.fromkeys(("rerank", "rerank_per_query", "rerank_cost", "rerank_answer"), "05"),
+}
+
+
+def results_dir(work_dir: str | os.PathLike, stage: str) -> Path:
+    """results/<stage>/ (created): the tables notebook <stage> writes."""
+    return workspace(work_dir, RESULTS, stage)
+
+
 def results_file(work_dir: str | os.PathLike, table: str) -> Path:
-    """results/<table>.parquet (the folder is created): e.g. results_file(w, "retrieval")."""
-    return workspace(work_dir, RESULTS) / f"{table}.parquet"
+    """results/<stage>/<table>.parquet, the stage that writes it from TABLE_STAGE (the folder is
+    created): e.g. results_file(w, "retrieval") is results/02/retrieval.parquet. `table` may carry
+    its .parquet suffix."""
+    name = table.removesuffix(".parquet")
+    if name not in TABLE_STAGE:
+        raise KeyError(f"results table {name!r}: no stage writes it; known tables: {', '.join(sorted(TABLE_STAGE))}")
+    return results_dir(work_dir, TABLE_STAGE[name]) / f"{name}.parquet"
 
 
 def cache_dir(work_dir: str | os.PathLike, *parts: str) -> Path:

@@ -1,7 +1,7 @@
 """Figures of notebook 03: the paper's Figure 1 (near-miss cosine distributions) and separation AUCs.
 
 Both read what `compsense.nearmiss.geometry` wrote (the score frame and the tidy table) and never touch an
-encoder, so a figure can be redrawn from {work_dir}/results/ alone. Distributions are histograms
+encoder, so a figure can be redrawn from {work_dir}/results/03/ alone. Distributions are histograms
 over [-1, 1] (`geometry.histogram`): negative cosines are shown, not dropped as the authors' [0, 1]
 bins did.
 """

@@ -17,7 +17,7 @@ gets one paraphrase, the first MRPC partner found by text or source id (`attach_
 Flow: `load_near_misses`, `positive_pairs`, `reference_pairs`, `sugarcrepe_caption_pairs` build pair
 frames; `cosine_scores` encodes each model once and returns one row per scored pair (the score
 frame); `separation_metrics` turns it into a tidy table; `write_geometry` stores both under
-{work_dir}/results/. Figures live in `compsense.figures.geometry` and read these frames, never the
+{work_dir}/results/03/. Figures live in `compsense.figures.geometry` and read these frames, never the
 encoders. `pooled_nearmiss_auc` is notebook 02's near-miss axis of the dose-response figure.
 """
 
@@ -34,8 +34,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from compsense.core.encoders import Encoding, encode_pooled, load_encoder, quiet_transformers
-from compsense.core.layout import model_key, pairs_file, parse_model_key
-from compsense.core.paths import workspace
+from compsense.core.layout import model_key, pairs_file, parse_model_key, results_file
 from compsense.core.storage import append_results, read_table, stamp_commit, tidy, write_table
 from compsense.data.family_names import PAPER_FAMILIES, resolve_families
 from compsense.nearmiss.metrics import (
@@ -622,14 +621,13 @@ def variant_order(variants: Iterable[str]) -> list[str]:
 
 
 def write_geometry(table: pd.DataFrame, scores: pd.DataFrame | None, work_dir) -> dict[str, Path]:
-    """Merge `table` into {work_dir}/results/geometry.parquet (rows with the same run, dataset,
+    """Merge `table` into {work_dir}/results/03/geometry.parquet (rows with the same run, dataset,
     family and metric are replaced) and store `scores` as geometry_scores.parquet, replacing the
     rows of the same backbones, so figures can be redrawn without encoding anything."""
-    results = workspace(work_dir, "results")
-    written = {"table": results / "geometry.parquet"}
+    written = {"table": results_file(work_dir, "geometry")}
     append_results(table, written["table"], key=TABLE_KEY)
     if scores is not None:
-        written["scores"] = results / "geometry_scores.parquet"
+        written["scores"] = results_file(work_dir, "geometry_scores")
         scores = stamp_commit(scores)  # the scores beside the rows they give, with the same commit
         if written["scores"].exists():
             old = read_table(written["scores"])
@@ -657,12 +655,12 @@ def pooled_nearmiss_auc(
     """Near-miss AUC of pooled cosine (paraphrase pairs vs held-out near-miss pairs; metric "auc",
     `metrics.near_miss_auc`) for every model of `runs` (rows of `training.run_grid`), overall (family
     "all") and per family, with a 95% bootstrap interval over pairs (`metrics.near_miss_auc_interval`):
-    the near-miss axis of the dose-response figure. Appended to {work_dir}/results/nearmiss_pooled.parquet;
+    the near-miss axis of the dose-response figure. Appended to {work_dir}/results/02/nearmiss_pooled.parquet;
     a model already scored on the same pairs (same model stamp, and the same pair texts: `pairs_sha1`)
     is not encoded again."""
     if near_misses.empty or paraphrases.empty:
         raise ValueError("pooled_nearmiss_auc needs near-miss pairs (notebook 01) and paraphrase pairs")
-    path = workspace(work_dir, "results") / NEARMISS_TABLE
+    path = results_file(work_dir, NEARMISS_TABLE)
     done = read_table(path) if path.exists() and not force else None
     nm_pairs = list(zip(near_misses.sentence1, near_misses.sentence2, strict=True))
     pos_pairs = list(zip(paraphrases.sentence1, paraphrases.sentence2, strict=True))

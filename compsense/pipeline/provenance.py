@@ -9,7 +9,7 @@ piece (params/pieces.yaml) with the same profile and overrides that runs the sta
 
 That run's commit is not always the code that computed a table's rows: a stage reuses results of
 earlier runs (an evaluation of the same model on the same data, an AUC on the same pairs). So
-`row_commits` lists, per result table the stage wrote (results/*.parquet among its recorded
+`row_commits` lists, per result table the stage wrote (results/<stage>/*.parquet among its recorded
 outputs), the commits its rows record (`storage.COMMIT`, stamped when a row is computed), "not
 recorded" for rows written before rows carried one.
 """
@@ -97,7 +97,7 @@ def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None 
 
 
 def result_tables(work_dir, record: dict) -> list[Path]:
-    """The result tables (results/*.parquet) among a stage's recorded outputs that are still there."""
+    """The result tables (results/<stage>/*.parquet) among a stage's recorded outputs that are still there."""
     work = resolve(work_dir)
     found = (work / rel for rel in record.get("outputs") or {} if Path(rel).parts[:1] == (RESULTS,))
     return sorted(p for p in found if p.suffix == ".parquet" and p.is_file())

@@ -1,6 +1,6 @@
 """The report of a `reproduce` run: report.md and report.html assembled from tidy tables and figures.
 
-It reads what the stages wrote (<work_dir>/results/*.parquet, the run's figures folder and the
+It reads what the stages wrote (<work_dir>/results/<stage>/*.parquet, the run's figures folder and the
 runner's summary) and never recomputes a result. It leads with the answer (Table 1 beside the
 paper's numbers, the near-miss separation table, reranking against Base, the figures), then every
 result table, then how the run was made (machine, versions, stage times, the time estimate).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from compsense.core.layout import purity_file
+from compsense.core.layout import purity_file, results_file
 from compsense.core.machine import machine
 from compsense.core.paths import git_commit, resolve
 from compsense.core.storage import COMMIT, atomic_path, read_table, write_text
@@ -110,30 +110,31 @@ def build_report(
     """Write run_dir/report.md, run_dir/report.html and run_dir/tables/*.csv; returns the two reports' paths."""
     work, figs, run = resolve(work_dir), resolve(figures_dir), resolve(run_dir)
     profile = (summary or {}).get("profile")
-    results = work / "results"
-    tables = {
-        name: read_table(results / f"{name}.parquet") for name, _ in SECTIONS if (results / f"{name}.parquet").exists()
-    }
+    tables = {name: read_table(results_file(work, name)) for name, _ in SECTIONS if results_file(work, name).exists()}
 
     answer: list[Block] = []
     details = _written(PURITY_TITLE, purity_file(work), "purity", PURITY_NOTE)
     if "retrieval" in tables:
         answer += _written(
-            TABLE1_TITLE, results / TABLE1_FILE, "table1", _table1_note(tables["retrieval"]), TABLE1_MISSING
+            TABLE1_TITLE, results_file(work, TABLE1_FILE), "table1", _table1_note(tables["retrieval"]), TABLE1_MISSING
         )
-        details += _retrieval_details(tables["retrieval"], results)
-    details += _written("Tests between variants", results / VARIANT_TESTS_FILE, "variant_tests", VARIANT_TESTS_NOTE)
+        details += _retrieval_details(tables["retrieval"], work)
+    details += _written(
+        "Tests between variants", results_file(work, VARIANT_TESTS_FILE), "variant_tests", VARIANT_TESTS_NOTE
+    )
     if "verifiers" in tables:
-        answer += _written(SEPARATION_TITLE, results / SEPARATION_FILE, "separation", missing=SEPARATION_MISSING)
-    answer += _written(BUDGET_TITLE, results / CURVE_FILE, "verifier_budget", BUDGET_NOTE)
+        answer += _written(
+            SEPARATION_TITLE, results_file(work, SEPARATION_FILE), "separation", missing=SEPARATION_MISSING
+        )
+    answer += _written(BUDGET_TITLE, results_file(work, CURVE_FILE), "verifier_budget", BUDGET_NOTE)
     if "rerank" in tables:
-        answer += _written(RERANK_TITLE, results / RERANK_ANSWER_FILE, "rerank", RERANK_NOTE, RERANK_MISSING)
+        answer += _written(RERANK_TITLE, results_file(work, RERANK_ANSWER_FILE), "rerank", RERANK_NOTE, RERANK_MISSING)
     figures = tuple(sorted(figs.glob("*.html"))) if figs.exists() else ()
     answer.append(Block("Figures", text="" if figures else f"No figures in `{_where(figs)}` yet.", figures=figures))
 
     every = []
     for name, title in SECTIONS:
-        path = results / f"{name}.parquet"
+        path = results_file(work, name)
         if name not in tables:
             every.append(Block(title, text=f"No results yet: `{_where(path)}` does not exist (run its notebook)."))
         else:
@@ -211,13 +212,13 @@ def _table1_note(retrieval: pd.DataFrame) -> str:
     )
 
 
-def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
+def _retrieval_details(table: pd.DataFrame, work: Path) -> list[Block]:
     """Every variant against A (with its held-out near-miss AUC gain when notebook 02 measured it) and
     the in-domain reference."""
     if "regime" not in table.columns:
         return []
     blocks = []
-    variants_path = results / VARIANTS_FILE
+    variants_path = results_file(work, VARIANTS_FILE)
     if variants_path.exists() and len(set(table.variant) - {"base"}) > 2:
         note = (
             "As notebook 02 wrote it. auc_gain: held-out near-miss AUC (pooled cosine, the paper's families) "
@@ -227,7 +228,7 @@ def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
         blocks.append(Block(VARIANTS_TITLE, text=note, table=variants, name="variants", source=_where(variants_path)))
     blocks += _written(
         "Dose-response points",
-        results / DOSE_FILE,
+        results_file(work, DOSE_FILE),
         "dose_response",
         "As notebook 02 wrote it, one row per variant and seed: the zero-shot nDCG@10 drop and the held-out "
         "near-miss AUC gain against Model A of the same seed (the dose-response figure's points).",
@@ -239,7 +240,9 @@ def _retrieval_details(table: pd.DataFrame, results: Path) -> list[Block]:
             .value.agg(["mean", "std", "count"])
             .reset_index()
         )
-        blocks.append(Block(IN_DOMAIN_TITLE, table=ref, name="in_domain", source=_where(results / "retrieval.parquet")))
+        blocks.append(
+            Block(IN_DOMAIN_TITLE, table=ref, name="in_domain", source=_where(results_file(work, "retrieval")))
+        )
     return blocks
 
 

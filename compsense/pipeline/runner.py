@@ -218,8 +218,6 @@ def _run_stage(
     """Run one stage's notebook with papermill, or skip it when its last success still stands
     (`rerun_reason`). Returns (its entry of the run's summary, stages.json as it is now: a success is
     merged into it at once, so a later failure or kill keeps it)."""
-    import papermill
-
     key = stage_key(nb)
     parts = {
         "code": fingerprint(nb, params, []),
@@ -245,18 +243,7 @@ def _run_stage(
     before = _snapshot(stage_work, run_dir)
     started = time.time()
     try:
-        # the kernel's rows record the commit (code_commit); its tqdm bars reach this terminal (progress)
-        with environment(ENV_COMMIT, summary["commit"]), progress.watch(key, every=progress.PRINT_EVERY):
-            papermill.execute_notebook(
-                str(nb),
-                str(output),
-                parameters=params,
-                cwd=str(nb.parent),
-                kernel_name="python3",
-                progress_bar=True,
-                log_output=False,
-                extra_arguments=progress.kernel_arguments(progress.KERNEL_EVERY),
-            )
+        execute(nb, output, params, summary["commit"])
     except Exception as err:
         entry = {**_failure(err, nb, output, summary, key, time.time() - started), "reason": why}
         print(f"  [{key}] FAILED in {entry['cell']}: {entry['error']}\n        re-run from here: {entry['rerun']}")
@@ -276,6 +263,25 @@ def _run_stage(
         state = record_stage(state_path, key, record)
     print(f"  [{key}] ok in {seconds:.0f} s -> {shown(output)}")
     return {"status": "ok", "seconds": seconds, "output": str(output), "reason": why}, state
+
+
+def execute(nb: Path, output: Path, params: dict, commit: str) -> None:
+    """Run notebook `nb` with papermill into `output`, with `params` injected: its kernel's rows record
+    `commit` (code_commit), and its tqdm bars reach this terminal (progress). The one way a stage runs,
+    under the runner and under DVC (compsense.pipeline.stage)."""
+    import papermill
+
+    with environment(ENV_COMMIT, commit), progress.watch(stage_key(nb), every=progress.PRINT_EVERY):
+        papermill.execute_notebook(
+            str(nb),
+            str(output),
+            parameters=params,
+            cwd=str(nb.parent),
+            kernel_name="python3",
+            progress_bar=True,
+            log_output=False,
+            extra_arguments=progress.kernel_arguments(progress.KERNEL_EVERY),
+        )
 
 
 @contextmanager

@@ -26,8 +26,7 @@ import torch
 from tqdm.auto import tqdm
 
 from compsense.core.encoders import encode_pooled, load_encoder, quiet_transformers
-from compsense.core.layout import RESULTS
-from compsense.core.paths import workspace
+from compsense.core.layout import results_file
 from compsense.core.stats import hierarchical_bootstrap, holm, holm_floor, paired_deltas, seed_level_test
 from compsense.core.storage import append_results, read_table, stamp_commit, tidy, write_table
 from compsense.data import datasets as data
@@ -275,7 +274,7 @@ def evaluate_runs(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluate every model in `runs` (rows of `train.run_grid`: backbone, variant, seed,
     structural_share, model, model_stamp) on every dataset, appending to
-    {work_dir}/results/retrieval.parquet (tidy) and retrieval_per_query.parquet.
+    {work_dir}/results/02/retrieval.parquet (tidy) and retrieval_per_query.parquet.
 
     A (model, dataset) pair already in the table with the same harness, model stamp and dataset
     content (`BeirDataset.content_sha1`, stored as data_sha1) is skipped unless `force`: re-running
@@ -285,8 +284,7 @@ def evaluate_runs(
     zero-shot), the overlap counts, and the training rows the run saw (retrieval_rows, structural_rows).
     Returns the tidy and per-query rows of these runs and datasets.
     """
-    results_dir = workspace(work_dir, RESULTS)
-    tidy_path, pq_path = results_dir / "retrieval.parquet", results_dir / "retrieval_per_query.parquet"
+    tidy_path, pq_path = results_file(work_dir, "retrieval"), results_file(work_dir, "retrieval_per_query")
     done = read_table(tidy_path) if tidy_path.exists() and not force else None
     digests = {ds.name: ds.content_sha1() for ds in datasets}
     for run in tqdm(runs.to_dict("records"), desc="evaluate", unit="model"):
@@ -594,19 +592,20 @@ def table1(
     return out
 
 
-# Result tables notebook 02 writes once into {work_dir}/results/ (the report and README read them).
+# Result tables notebook 02 writes once into {work_dir}/results/02/ (the report and README read them).
 TABLE1_FILE, VARIANTS_FILE = "table1.parquet", "variants.parquet"
 DOSE_FILE = "dose_response.parquet"  # one row per backbone x variant x seed: the dose-response figure's points
 VARIANT_TESTS_FILE = "variant_tests.parquet"  # every comparison of the variant table, B vs C-identity included
 
 
 def write_result_table(table: pd.DataFrame, work_dir, file: str) -> Path:
-    """A notebook's result table to {work_dir}/results/<file>, atomically (pandas `attrs` are not kept),
-    each row with the commit that computed it (`storage.stamp_commit`): such a table is computed whole
-    from the tidy results each time its notebook runs, so that is the commit running now."""
+    """A notebook's result table to {work_dir}/results/<stage>/<file> (`layout.results_file`), atomically
+    (pandas `attrs` are not kept), each row with the commit that computed it (`storage.stamp_commit`):
+    such a table is computed whole from the tidy results each time its notebook runs, so that is the
+    commit running now."""
     out = stamp_commit(table.reset_index(drop=True))
     out.attrs = {}  # variant_table keeps its tests there: a table of its own, not parquet metadata
-    return write_table(out, workspace(work_dir, RESULTS) / file)
+    return write_table(out, results_file(work_dir, file))
 
 
 def with_auc_gain(variants: pd.DataFrame, results: pd.DataFrame, nearmiss: pd.DataFrame) -> pd.DataFrame:

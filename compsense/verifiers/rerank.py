@@ -594,7 +594,7 @@ def rerank_grid(
     **labels,
 ) -> GridResult:
     """Rerank every dataset with every method at every K and weight, and evaluate the encoder-only
-    baselines, through the retrieval harness. With `write`, results go to {work_dir}/results/
+    baselines, through the retrieval harness. With `write`, results go to {work_dir}/results/05/
     rerank.parquet (tidy), rerank_per_query.parquet and rerank_cost.parquet (rows with the same
     key are replaced), and caches to {work_dir}/cache/rerank/.
 
@@ -1067,7 +1067,7 @@ def describe_cache(path: str | os.PathLike) -> dict:
     return sizes
 
 
-# Notebook 05's answer table, written once into {work_dir}/results/ (the report and README read it).
+# Notebook 05's answer table, written once into {work_dir}/results/05/ (the report and README read it).
 RERANK_ANSWER_FILE = "rerank_answer.parquet"
 # The columns of a bootstrap test carried beside a reranking result.
 BOOT_COLUMNS = (
