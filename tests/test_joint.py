@@ -107,6 +107,64 @@ def test_a_finished_run_is_loaded_and_other_settings_retrain(trained, monkeypatc
         J.fit_joint("tiny-bert", ROWS, folder, TRAINING, seed=2)
 
 
+@pytest.mark.parametrize("loss", J.JOINT_LOSSES)
+def test_each_loss_trains_two_steps_on_the_budgets_triplets_and_names_itself(loss, tmp_path):
+    two_steps = TRAINING.replace(budget_examples=16, loss=loss, mini_batch_size=5)
+    model, history = J.fit_joint("tiny-bert", ROWS, tmp_path / loss, two_steps, seed=1)
+    assert history["steps"] == 2 and history["examples_seen"] == 16  # bce: the same steps, each triplet two pairs
+    assert history["loss"] and all(np.isfinite(history["loss"])) and history["settings"]["loss"] == loss
+    assert not torch.equal(_head(model), _head(J.joint_model("tiny-bert", seed=1, max_length=64)))
+    name = {"cmnrl": "CachedMultipleNegativesRankingLoss", "mnrl": "MultipleNegativesRankingLoss"}.get(
+        loss, "BinaryCrossEntropyLoss"
+    )
+    assert type(J.joint_loss(model, two_steps)).__name__ == name
+    assert f"loss:{name}\n" in (tmp_path / loss / "README.md").read_text()  # the saved model's card names it
+    assert J.joint_size(loss) == ("joint" if loss == "cmnrl" else f"joint-{loss}")
+
+
+def test_bce_pairs_each_triplet_positive_one_negative_zero_in_order():
+    pairs = J._labelled_pairs({c: list(ROWS[c][:2]) for c in ("anchor", "positive", "negative")})
+    assert pairs["anchor"] == [ROWS.anchor[0]] * 2 + [ROWS.anchor[1]] * 2
+    assert pairs["candidate"] == [ROWS.positive[0], ROWS.negative[0], ROWS.positive[1], ROWS.negative[1]]
+    assert pairs["label"] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_the_cached_loss_is_the_uncached_one():
+    """Same objective, computed in mini-batches: equal on one batch (eval mode, the same in-batch draw)."""
+    from sentence_transformers.cross_encoder import losses
+
+    model = J.joint_model("tiny-bert", seed=2, max_length=64).eval()
+    inputs = [list(ROWS[c][:6]) for c in ("anchor", "positive", "negative")]
+    values = []
+    for loss in (
+        losses.MultipleNegativesRankingLoss(model, num_negatives=3),
+        losses.CachedMultipleNegativesRankingLoss(model, num_negatives=3, mini_batch_size=4),
+    ):
+        torch.manual_seed(0)  # the in-batch negatives are drawn at random
+        with torch.no_grad():
+            values.append(float(loss(inputs, None)))
+    assert values[0] == pytest.approx(values[1], rel=1e-5)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        TRAINING.replace(loss="nll")
+    with pytest.raises(ValueError, match="mini_batch_size"):
+        TRAINING.replace(mini_batch_size=0)
+
+
+def test_the_grid_keeps_each_loss_apart_in_folders_rows_and_tables(tmp_path):
+    positives = ROWS[["anchor", "positive"]].set_axis(["sentence1", "sentence2"], axis=1)
+    near = ROWS[["anchor", "negative", "family"]].set_axis(["sentence1", "sentence2", "family"], axis=1)
+    sets = {"toy": (positives, near, "sentence1")}
+    for loss in ("cmnrl", "bce"):
+        at = TRAINING.replace(budget_examples=8, loss=loss)
+        J.run_joint_grid({"toy": ROWS}, sets, "tiny-bert", tmp_path, at, seeds=[1], budgets=[8], results_dir=tmp_path)
+    runs = pd.read_csv(tmp_path / f"{J.RUNS}.csv")
+    assert sorted(runs["loss"]) == ["bce", "cmnrl"]  # a bce model does not replace the cmnrl one's row
+    assert sorted(runs.verifier_variant) == ["toy-joint-b8", "toy-joint-bce-b8"]
+    tidy = read_table(tmp_path / f"{J.RESULTS}.parquet")
+    assert set(zip(tidy["size"], tidy["loss"])) == {("joint", "cmnrl"), ("joint-bce", "bce")}
+    assert sorted(N.separation_table(tidy).index.get_level_values("size")) == ["joint", "joint-bce"]
+
+
 def test_the_scorer_gives_logits_in_pair_order_to_the_verifiers_table_code(trained):
     model, _, _ = trained
     scorer = J.JointScorer(model, batch_size=4)
@@ -216,6 +274,7 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     [
         (["--rows", "nothing"], ["--rows nothing", "choose from"]),
         (["--seeds", "x"], ["--seeds", "whole numbers"]),
+        (["--mini-batch-size", "0"], ["mini_batch_size", ">= 1"]),
         (["--out", "figures/ce"], ["PermissionError", "--out figures/ce"]),
         (["--backbone", "./no-such-model"], ["FileNotFoundError", "no such model folder", "Fix"]),
         (["--backbone", "no-such-model"], ["BackboneUnavailable", "cannot load 'no-such-model'"]),

@@ -13,9 +13,12 @@ How it differs from `compsense.verifiers.cross_encoder`: that module gives a *ma
 encoder plus F0-F4) CrossEncoder's interface (`VerifierReranker`: predict and rank over two separately
 encoded texts). Here the model *is* a CrossEncoder: the backbone's transformer (the packaged
 all-MiniLM-L6-v2 on the local profile) with a fresh, seeded one-logit head, trained end to end by
-sentence-transformers' own `CrossEncoderTrainer` and `MultipleNegativesRankingLoss`.
+sentence-transformers' own `CrossEncoderTrainer` and one of its losses (`joint_loss`): by default the
+verifiers' in-batch contrast in memory-bounded mini-batches (`CachedMultipleNegativesRankingLoss`), or
+the classic cross-encoder objective, binary cross-entropy on (anchor, positive) = 1, (anchor, negative) = 0.
 
 - `JointTraining`: how it trains, from notebook 04's verifier settings (`from_verifier_params`).
+- `joint_loss`, `joint_size`: the training objective, and the `size` column that names it in the tables.
 - `joint_model`: the backbone, loaded by `core.encoders.load_encoder`, with a fresh head.
 - `budget_rows`: exactly the triplets a map verifier of the same seed and budget sees, in its order.
 - `train_joint`, `fit_joint`: train one (or load a finished run from its folder).
@@ -54,12 +57,13 @@ from compsense.nearmiss import evaluation as N
 # notebook 02's own adapters, so there is one of each.
 from compsense.retrieval.training import MNRL_COLUMNS, _in_order_batches, _to_dataset, data_sha1
 from compsense.verifiers.budget import budget_suffix
+from compsense.verifiers.names import DEFAULT_JOINT_LOSS, JOINT_LOSSES
 from compsense.verifiers.training import _sample_batches, variant_name  # the verifiers' one sampler
 
 SCORER = "CE"  # the scorer's name in the verifier tables, beside F0-F4
 REGIME = "end2end"  # the whole transformer learns, as an end-to-end verifier's encoder does
 LABEL = f"{SCORER}-{REGIME}"  # `nearmiss.evaluation.split_variant` reads it as ("CE", "end2end")
-SIZE = "joint"  # the `size` column: the verifiers' is "small" or "paper"
+SIZE = "joint"  # the `size` column (the verifiers' is "small" or "paper"), "joint-<loss>" off the default loss
 JOINT_FILE = "joint.json"  # a finished run's settings and history, written last: its presence means done
 RESULTS = "crossencoder"  # results/<this>.parquet: the near-miss rows, in notebook 04's verifiers.parquet shape
 RUNS = "crossencoder_runs"  # results/<this>.parquet and .csv: one row per trained model
@@ -77,6 +81,8 @@ class JointTraining:
     scale            the loss's logit scale (sentence-transformers' default, 10)
     max_length       tokens of a (query, document) pair: by default twice the verifiers' per-text length,
                      so the cross-encoder reads as many tokens as a verifier's map has rows and columns
+    loss             the objective, one of `names.JOINT_LOSSES` (`joint_loss` says why each exists)
+    mini_batch_size  (query, document) pairs a forward pass of "cmnrl" holds: what bounds its memory
     """
 
     budget_examples: int = 8192
@@ -87,6 +93,8 @@ class JointTraining:
     num_negatives: int | None = 4
     scale: float = 10.0
     max_length: int = 256
+    loss: str = DEFAULT_JOINT_LOSS
+    mini_batch_size: int = 16
 
     def __post_init__(self):
         if int(self.budget_examples) < 1 or int(self.batch_size) < 1 or int(self.max_length) < 8:
@@ -94,6 +102,10 @@ class JointTraining:
                 f"budget_examples and batch_size must be >= 1 and max_length >= 8, got {self.budget_examples}, "
                 f"{self.batch_size}, {self.max_length}"
             )
+        if self.loss not in JOINT_LOSSES:
+            raise ValueError(f"loss must be one of {', '.join(JOINT_LOSSES)}, got {self.loss!r}")
+        if int(self.mini_batch_size) < 1:
+            raise ValueError(f"mini_batch_size must be >= 1, got {self.mini_batch_size}")
 
     def replace(self, **changes) -> "JointTraining":
         return replace(self, **changes)
@@ -138,6 +150,49 @@ def joint_model(backbone: str, seed: int = 42, max_length: int = 256, device=Non
             return CrossEncoder(tmp, num_labels=1, max_length=min(int(max_length), limit), device=device)
 
 
+def joint_loss(model, training: JointTraining):
+    """sentence-transformers' loss for `training.loss`, on `model`. Why each:
+
+    cmnrl  the default. The map verifiers' objective (`verifiers.training.contrastive_loss`): each
+           anchor's positive against its hard negative and `num_negatives` other candidates of the batch,
+           so the cross-encoder and the verifiers are asked the same question and differ only in how they
+           read the two texts. Cached (GradCache): the batch's (1 + num_negatives + 1) x batch_size pairs
+           are scored `mini_batch_size` at a time, first without a graph, then again with one, the
+           loss's gradients carried over. Same loss and gradients as "mnrl" (dropout is replayed), with
+           memory bounded by the mini-batch: uncached, batch 32 at 256 tokens (192 pairs at once) took a
+           MiniLM-L6 step to 14.3 GB on a CPU, and the OOM killer stopped it. About 20% slower a step.
+    mnrl   the same objective in one forward pass: faster where memory allows (a GPU).
+    bce    the classic cross-encoder objective: binary cross-entropy on each triplet's (anchor, positive)
+           = 1 and (anchor, negative) = 0, each pair judged on its own, no in-batch contrast. How
+           rerankers are usually trained: whether the contrast or the objective limits the ceiling.
+    """
+    if training.loss == "bce":
+        return losses.BinaryCrossEntropyLoss(model)
+    if training.loss == "mnrl":
+        return losses.MultipleNegativesRankingLoss(model, num_negatives=training.num_negatives, scale=training.scale)
+    return losses.CachedMultipleNegativesRankingLoss(
+        model, num_negatives=training.num_negatives, scale=training.scale, mini_batch_size=training.mini_batch_size
+    )
+
+
+def joint_size(loss: str = DEFAULT_JOINT_LOSS) -> str:
+    """The `size` column of a cross-encoder trained with `loss` ("joint", "joint-bce", "joint-mnrl"): the
+    tables group runs by scorer x train_data x size, so runs of two objectives never average together,
+    and the folder verifiers/<train_data>-<size>-b<budget>/ keeps each apart."""
+    return SIZE if loss == DEFAULT_JOINT_LOSS else f"{SIZE}-{loss}"
+
+
+def _labelled_pairs(columns: dict) -> dict:
+    """A batch of (anchor, positive, negative) as BCE's pairs, each triplet's two side by side:
+    (anchor, positive, 1.0), (anchor, negative, 0.0)."""
+    n = len(columns["anchor"])
+    return {
+        "anchor": [a for a in columns["anchor"] for _ in range(2)],
+        "candidate": [c for p, q in zip(columns["positive"], columns["negative"]) for c in (p, q)],
+        "label": [1.0, 0.0] * n,
+    }
+
+
 def budget_rows(rows: pd.DataFrame, budget: int, batch_size: int, seed: int) -> pd.DataFrame:
     """Exactly `budget` rows of `rows`, in the order a map verifier of the same seed and batch size
     visits them (`verifiers.training`'s sampler: epoch after epoch without replacement), so the
@@ -157,19 +212,25 @@ def train_joint(
     batch: pd.DataFrame | None = None,
 ):
     """Train `model` on `training.budget_examples` triplets of `rows` (`budget_rows`) with
-    sentence-transformers' CrossEncoderTrainer and its MultipleNegativesRankingLoss: each anchor's
-    positive against its hard negative and `num_negatives` other candidates of the batch (the loss the
-    map verifiers train with, `verifiers.training.contrastive_loss`). `batch`: those triplets when the
-    caller has them already (`fit_joint`), so they are drawn once. Returns a JSON-ready history."""
+    sentence-transformers' CrossEncoderTrainer and `training.loss` (`joint_loss`; by default each anchor's
+    positive against its hard negative and `num_negatives` other candidates of the batch, the loss the
+    map verifiers train with, `verifiers.training.contrastive_loss`). "bce" sees the same triplets in the
+    same steps, each as its two labelled pairs. `batch`: those triplets when the caller has them already
+    (`fit_joint`), so they are drawn once. Returns a JSON-ready history."""
     if batch is None:
         batch = budget_rows(rows, training.budget_examples, training.batch_size, seed)
     steps = math.ceil(len(batch) / training.batch_size)
+    dataset = _to_dataset(batch)
+    per_step = training.batch_size
+    if training.loss == "bce":  # a step's triplets as its 2 x batch_size pairs: the same steps, the same rows
+        dataset = dataset.map(_labelled_pairs, batched=True, remove_columns=MNRL_COLUMNS)
+        per_step = 2 * training.batch_size
     gpu = torch.cuda.is_available() and str(model.device) != "cpu"
     with tempfile.TemporaryDirectory(prefix="joint-train-") as tmp:
         args = CrossEncoderTrainingArguments(
             output_dir=tmp,
             num_train_epochs=1,  # one pass over the budget's rows, which already repeat the data as needed
-            per_device_train_batch_size=training.batch_size,
+            per_device_train_batch_size=per_step,
             learning_rate=training.lr,
             weight_decay=training.weight_decay,
             lr_scheduler_type="linear",
@@ -187,8 +248,7 @@ def train_joint(
             report_to="none",
             disable_tqdm=not show_progress,
         )
-        loss = losses.MultipleNegativesRankingLoss(model, num_negatives=training.num_negatives, scale=training.scale)
-        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=_to_dataset(batch), loss=loss)
+        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=joint_loss(model, training))
         if not show_progress:  # the losses stay in the history; the console keeps the tables
             trainer.remove_callback(PrinterCallback)
         start = time.perf_counter()
@@ -274,7 +334,7 @@ class JointRun:
     train_data: str
     budget: int
     seed: int
-    variant: str  # its folder, verifiers/<variant>/seed<seed>/CE-end2end/ (e.g. balanced-joint-b8192)
+    variant: str  # its folder, verifiers/<variant>/seed<seed>/CE-end2end/ (balanced-joint-b8192, ...-joint-bce-b8192)
     scorer: JointScorer
 
 
@@ -291,20 +351,22 @@ def run_joint_grid(
     **labels,
 ):
     """Train a cross-encoder per training-data kind (`rows_by_data`: `verifiers.data.training_rows`)
-    x budget x seed, each into `verifiers/<kind>-joint-b<budget>/seed<seed>/CE-end2end/` under
+    x budget x seed, each into `verifiers/<kind>-<joint_size>-b<budget>/seed<seed>/CE-end2end/` under
     `work_dir` (beside the map verifiers; a finished one is loaded), and score it on notebook 04's
     near-miss sets (`sets`: `nearmiss.evaluation.eval_sets`) with `evaluate_sets`, the verifiers' own
     table code. Seed by seed, as `verifiers.study.run_study`, so a cut run has every kind at the first seeds.
 
-    Returns (runs, tidy, fitted): one row per model (train_data, budget, seed, steps, examples_seen,
+    Returns (runs, tidy, fitted): one row per model (train_data, loss, budget, seed, steps, examples_seen,
     train_seconds, eval_seconds, ...), the tidy near-miss rows in notebook 04's verifiers.parquet shape
-    (variant CE-end2end, size "joint", `budget`, `labels` such as profile), and the `JointRun`s for
-    reranking. With `results_dir`, both tables are appended there after each model (`RESULTS`, `RUNS`)."""
+    (variant CE-end2end, size `joint_size(training.loss)`, `loss`, `budget`, `labels` such as profile),
+    and the `JointRun`s for reranking. With `results_dir`, both tables are appended there after each
+    model (`RESULTS`, `RUNS`)."""
     runs, tidies, fitted = [], [], []
     for seed in seeds:
         for budget in budgets:
             for train_data, rows in rows_by_data.items():
-                variant = variant_name(train_data, SIZE) + budget_suffix(budget)
+                size = joint_size(training.loss)
+                variant = variant_name(train_data, size) + budget_suffix(budget)
                 folder = verifier_dir(work_dir, variant, seed, LABEL)
                 at = training.replace(budget_examples=int(budget))
                 model, history = fit_joint(backbone, rows, folder, at, seed=seed, device=device)
@@ -315,6 +377,7 @@ def run_joint_grid(
                 run = {
                     "backbone": backbone,
                     "train_data": train_data,
+                    "loss": training.loss,
                     "budget": int(budget),
                     "seed": int(seed),
                     "verifier_variant": variant,
@@ -336,7 +399,8 @@ def run_joint_grid(
                     seed,
                     verifier_variant=variant,
                     train_data=train_data,
-                    size=SIZE,
+                    size=size,
+                    loss=training.loss,
                     recipe="equal",
                     budget=int(budget),
                     parameters=history["parameters"],
@@ -356,7 +420,7 @@ def write_runs(runs: pd.DataFrame, results_dir) -> pd.DataFrame:
     """Append one row per model to results/crossencoder_runs.parquet (a model trained again replaces
     its row) and write the whole table beside it as CSV, for reading without pandas."""
     merged = append_results(
-        runs, Path(results_dir) / f"{RUNS}.parquet", key=["backbone", "train_data", "budget", "seed"]
+        runs, Path(results_dir) / f"{RUNS}.parquet", key=["backbone", "train_data", "loss", "budget", "seed"]
     )
     write_table(merged, Path(results_dir) / f"{RUNS}.csv")
     return merged

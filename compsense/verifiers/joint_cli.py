@@ -9,19 +9,28 @@ profile's (`--profile`, params/<profile>.yaml's 04_verifiers and 05_reranking), 
 stands beside that profile's verifiers.
 
 A module of its own, apart from `joint`, because the command line builds every subcommand's parser at
-start-up: this one imports only argparse there, and torch and sentence-transformers when it runs.
+start-up: this one imports only argparse and the import-free `verifiers.names` there, and torch and
+sentence-transformers when it runs.
+
+`--loss` picks the objective (`joint.joint_loss` says why each): cmnrl (default; the verifiers' in-batch
+contrast, `--mini-batch-size` pairs a forward pass so memory stays bounded), mnrl (the same in one pass,
+for a GPU), bce (binary cross-entropy on labelled pairs, the classic cross-encoder objective). A model
+off the default loss goes to <rows>-joint-<loss>-b<budget>/, and every row names its loss (`loss`
+column; `size` joint-<loss>), so the tables never average two objectives together.
 
 Writes under --out/results/ (each atomically, rows of a model run again replaced):
-crossencoder.parquet (near-miss rows, notebook 04's verifiers.parquet shape, with budget and commit),
-crossencoder_runs.parquet/.csv (one row per model: commit, seed, rows, budget, steps, train and scoring
-seconds), crossencoder_rerank.parquet, crossencoder_rerank_per_query.parquet and
+crossencoder.parquet (near-miss rows, notebook 04's verifiers.parquet shape, with budget, loss and
+commit), crossencoder_runs.parquet/.csv (one row per model: commit, seed, rows, loss, budget, steps, train
+and scoring seconds), crossencoder_rerank.parquet, crossencoder_rerank_per_query.parquet and
 crossencoder_rerank_cost.parquet (`verifiers.rerank`'s three tables). Models go beside the map
-verifiers: <work-dir>/verifiers/<rows>-joint-b<budget>/seed<seed>/CE-end2end/, loaded when finished.
+verifiers: <work-dir>/verifiers/<rows>-joint[-<loss>]-b<budget>/seed<seed>/CE-end2end/, loaded when finished.
 """
 
 from __future__ import annotations
 
 import argparse
+
+from compsense.verifiers.names import DEFAULT_JOINT_LOSS, JOINT_LOSSES
 
 DEFAULT_OUT = "runs/crossencoder"
 
@@ -42,6 +51,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--out", default=DEFAULT_OUT, help=f"folder for results/ (default {DEFAULT_OUT})")
     p.add_argument("--backbone", default=None, help="the transformer under the head (default: the profile's)")
     p.add_argument("--device", default=None, help="cuda or cpu (default: what sentence-transformers picks)")
+    p.add_argument(
+        "--loss",
+        default=DEFAULT_JOINT_LOSS,
+        choices=JOINT_LOSSES,
+        help=f"training objective (default {DEFAULT_JOINT_LOSS}): cmnrl, the verifiers' in-batch contrast in "
+        "mini-batches of bounded memory; mnrl, the same in one pass (a GPU); bce, (anchor, positive) = 1 and "
+        "(anchor, negative) = 0 pairs, the classic cross-encoder objective",
+    )
+    p.add_argument(
+        "--mini-batch-size",
+        type=int,
+        default=None,
+        help="with --loss cmnrl: (query, document) pairs a forward pass holds, which bounds memory (default: "
+        "joint.JointTraining's, 16; a batch of 32 triplets is 192 pairs)",
+    )
     p.add_argument("--ks", default="100", help="comma-separated rerank depths (default 100)")
     p.add_argument(
         "--map-verifiers",
@@ -67,6 +91,9 @@ def run(args, profile: dict) -> int:
     settings = profile_settings(profile, args)
     kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
     _check_kinds(kinds)
+    training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0]).replace(
+        loss=args.loss, **({} if args.mini_batch_size is None else {"mini_batch_size": args.mini_batch_size})
+    )
     # before anything loads: results never go into the committed figures/, data/ or the data folder
     check_not_protected(args.out, f"--out {args.out}", f"pass --out a folder under runs/ (default {DEFAULT_OUT})",
                         also=[settings["data_dir"]])  # fmt: skip
@@ -75,7 +102,6 @@ def run(args, profile: dict) -> int:
     inputs = load_inputs(settings, kinds, args.device)
     for note in inputs["notes"]:
         print(note)
-    training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0])
     runs, tidy, fitted = joint.run_joint_grid(
         inputs["rows"],
         inputs["sets"],
@@ -92,7 +118,9 @@ def run(args, profile: dict) -> int:
         print(separation_table(tidy).to_string())
         if not args.no_rerank:
             print(rerank(fitted, inputs["encoder"], settings, args, results_dir).to_string())
-    print(runs[["train_data", "budget", "seed", "steps", "train_seconds", "eval_seconds", "loaded"]].to_string())
+    print(
+        runs[["train_data", "loss", "budget", "seed", "steps", "train_seconds", "eval_seconds", "loaded"]].to_string()
+    )
     print(f"results: {results_dir}")
     return 0
 

@@ -1,9 +1,14 @@
-"""The names of what a verifier trains on, in a module that imports nothing: the pipeline's publisher,
-the figures and the command line read them without loading the data code (`verifiers.data`) behind them.
+"""Names the verifier code, the pipeline, the figures and the command line share, in a module that imports
+nothing: the publisher, the figures and `compsense crossencoder`'s parser read them without loading the
+code behind them (`verifiers.data`, torch, sentence-transformers).
 
     TRAIN_DATA          the training-row sets notebook 04 can build (`verifiers.data.training_rows`)
     DEFAULT_TRAIN_DATA  the authors' rows; a result row without a `train_data` column was trained on them
+    JOINT_LOSSES        the cross-encoder's training objectives (`verifiers.joint.joint_loss` says why each)
+    DEFAULT_JOINT_LOSS  the one it trains with unless told
 """
 
 TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced", "balanced_all")
 DEFAULT_TRAIN_DATA = "model_b"  # the authors' rows: what every point published before the column trained on
+JOINT_LOSSES = ("cmnrl", "mnrl", "bce")
+DEFAULT_JOINT_LOSS = "cmnrl"  # the verifiers' in-batch contrast, in memory-bounded mini-batches
