@@ -183,22 +183,29 @@ def test_dvc_repro_skips_reruns_only_what_changed_and_a_second_clone_pulls_inste
     _run([DVC, "config", "core.analytics", "false"], root, env)
     repro = [DVC, "repro", "--glob", "smoke-*"]
 
-    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-01", "smoke-02"}
+    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-01", "smoke-02", "smoke-report"}
     table = root / "runs/smoke/results/02/t.txt"
     assert table.read_text() == "value=2 lr=0.1"
+    # the report `make figures` publishes, with dvc.lock's record of the stages and the runner's records
+    summary = json.loads((root / "runs/smoke/report/summary.json").read_text())
+    assert set(summary["stages"]) == {"01", "02"} and (root / "runs/smoke/report/report.md").is_file()
+    assert {"smoke-01", "smoke-02"} <= set(summary["dvc_lock"])
+    recorded = json.loads((root / "runs/smoke/stages.json").read_text())
+    assert "results/02/t.txt" in recorded["02"]["outputs"] and recorded["02"]["fingerprint"] == "dvc"
     assert _ran(_run(repro, root, env)) == {"smoke-libraries"}  # always runs; its record unchanged: nothing else
 
     # a parameter only 02 reads re-runs only 02, and 02 reuses its persisted model
     (root / "params/smoke.yaml").write_text(yaml.safe_dump(_profile(0.2)))
-    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-02"}
+    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-02", "smoke-report"}
     assert table.read_text() == "value=2 lr=0.2"
     assert (root / "runs/smoke/trainings.log").read_text() == "trained\n"  # the model persisted: trained once
 
-    # a module only 01 imports re-runs 01, and 02 only because 01's output changed (it does not here)
+    # a module only 01 imports re-runs 01 (and the report of its new executed notebook), not 02, whose
+    # input (01's negatives) is unchanged; a module only 02 imports re-runs 02
     (root / "compsense/first_rules.py").write_text("RULES = 2\n")
-    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-01"}
+    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-01", "smoke-report"}
     (root / "compsense/second_model.py").write_text("MODEL = 2\n")
-    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-02"}
+    assert _ran(_run(repro, root, env)) == {"smoke-libraries", "smoke-02", "smoke-report"}
 
     # a second machine: clone, pull from the shared remote, and repro runs no notebook
     store = tmp_path / "store"

@@ -38,6 +38,8 @@ from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_k
 DVC_YAML = "dvc.yaml"
 PROFILES = ("smoke", "local", "paper")  # each with a work_dir of its own (study shares local's)
 COMMAND = "python -m compsense"
+# What the report stage runs beside the science modules' tables (report.py reads, never recomputes).
+REPORT_CODE = ("compsense/pipeline/report.py", "compsense/pipeline/stage.py")
 HEADER = (
     "# Written by `python -m compsense.pipeline.dvcfile` from the notebooks' imports and params/<profile>.yaml:\n"
     "# do not edit by hand (tests/test_dvcfile.py fails when this file drifts from them). Run a profile with\n"
@@ -104,7 +106,19 @@ def pipeline(profiles=PROFILES, command: str = COMMAND) -> dict:
                 "params": [{f"params/{profile}.yaml": sections}],
                 "outs": outs,
             }
+        stages[f"{profile}-{stage.REPORT}"] = {
+            "cmd": f"{command} stage {stage.REPORT} --profile {profile}",
+            "deps": [
+                *(c for c in REPORT_CODE if (root / c).is_file()),
+                *(p for key, entry in stages.items() if key.startswith(f"{profile}-") for p in _paths(entry["outs"])),
+            ],
+            "outs": [f"runs/{profile}/{stage.REPORT}"],
+        }
     return {"stages": stages}
+
+
+def _paths(outs: list) -> list[str]:
+    return [next(iter(o)) if isinstance(o, dict) else o for o in outs]
 
 
 def render(profiles=PROFILES, command: str = COMMAND) -> str:

@@ -21,6 +21,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from compsense.core.encoders import BACKBONES
+from compsense.verifiers.names import TRAIN_DATA
 
 # ---------------------------------------------------------------------------------------------
 # The allowed names, each equal to its registry (tests/test_params_schema.py)
@@ -34,7 +35,7 @@ TrainSource = Literal["nfcorpus", "scifact", "mrpc", "stsb", "nq"]  # training.O
 VerifierName = Literal["F0", "F1", "F2", "F3", "F4"]  # compsense.verifiers.architectures.NAMES
 Regime = Literal["frozen", "end2end"]  # compsense.verifiers.config.REGIMES
 Size = Literal["small", "paper"]  # compsense.verifiers.architectures.SIZES
-TrainData = Literal["identity", "paraphrase", "mixed", "model_b", "balanced"]  # compsense.verifiers.data.TRAIN_DATA
+TrainData = Literal[TRAIN_DATA]  # compsense.verifiers.names (imports nothing): the one list of row sets
 SugarCrepeSubset = Literal[
     "add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj"
 ]  # compsense.data.datasets.SUGARCREPE_SUBSETS
@@ -276,9 +277,7 @@ class Reranking(_Common):
     regimes: _list(Regime)
     verifier_seeds: _list(Seed)
     # notebook 04's folders verifiers/<train_data>-<size>[-authors]/
-    verifier_variants: _list(
-        Annotated[str, Field(pattern=r"^(identity|paraphrase|mixed|model_b|balanced)-(small|paper)(-[\w.-]+)?$")]
-    )
+    verifier_variants: _list(Annotated[str, Field(pattern=rf"^({'|'.join(TRAIN_DATA)})-(small|paper)(-[\w.-]+)?$")])
     first_stage: Literal["own", "base"]  # compsense.verifiers.rerank.rerank_grid
     max_seq_length: Positive
     batch_size: Positive

@@ -15,12 +15,17 @@ DVC outputs overlap (DVC refuses a pipeline where they do).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import time
+from datetime import datetime, timezone
 from pathlib import Path
+
+import yaml
 
 from compsense.core.layout import CACHE, MODELS, RESULTS, VERIFIERS
 from compsense.core.paths import git_commit, resolve
-from compsense.core.storage import write_json
+from compsense.core.storage import file_digest, write_json
 from compsense.pipeline import runner
 from compsense.pipeline.profiles import load_profile, notebook_parameters
 from compsense.pipeline.stages import STAGE_WRITES, stage_key
@@ -82,8 +87,91 @@ def run(profile: str, key: str, overrides=()) -> Path:
     # parameters leave empty (06 draws no figure at some profiles): DVC fails a stage whose output is missing.
     for folder in [output.parent, *(resolve(f) for f, _ in stage_folders(profile, common, stage_key(nb)))]:
         folder.mkdir(parents=True, exist_ok=True)
+    started = time.time()
     runner.execute(nb, output, params, git_commit())
+    record(profile, common, stage_key(nb), output, time.time() - started)
     return output
+
+
+def record(profile: str, common: dict, key: str, output: Path, seconds: float) -> None:
+    """The stage's success in runs/<profile>/stages.json, as the runner records one (`runner.record_stage`):
+    its executed notebook and every file in the folders it owns under the work_dir, with size and SHA-256.
+    The provenance table, the notebook pages and `make figures` read these records whoever ran the stage."""
+    work = resolve(common.get("work_dir", f"runs/{profile}"))
+    folders = [resolve(f) for f, _ in stage_folders(profile, common, key)]
+    outputs = {
+        p.relative_to(work).as_posix(): file_digest(p)
+        for folder in folders
+        if folder.is_relative_to(work)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
+    entry = {
+        "fingerprint": "dvc",  # DVC decides the skips (dvc.lock); the runner's own key is not computed
+        "output": str(output),
+        "seconds": round(seconds, 1),
+        "work_dir": str(work),
+        "outputs": outputs,
+        "commit": git_commit(),
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    path = resolve(f"runs/{profile}") / "stages.json"
+    with runner.writing(path):
+        runner.record_stage(path, key, entry)
+
+
+REPORT = "report"  # the stage key of runs/<profile>/report/: the run `make figures` publishes
+
+
+def report(profile: str) -> Path:
+    """runs/<profile>/report/: the profile's report as the runner writes one at the end of a run
+    (summary.json, report.md and .html, tables/*.csv), its figures gathered from every stage's folder
+    into figures/, and the stages as dvc.lock recorded them. `make figures` publishes it like a run."""
+    from compsense.pipeline.report import build_report  # late: it imports the science modules
+
+    data = load_profile(profile)
+    common = data["common"]
+    run_dir = resolve(Path("runs") / profile / REPORT)
+    figures = run_dir / "figures"
+    shutil.rmtree(run_dir, ignore_errors=True)  # a DVC output, cached by DVC: rebuilt whole
+    figures.mkdir(parents=True)
+    stages = {}
+    for nb in runner.notebooks():
+        key = stage_key(nb)
+        for drawn in sorted(resolve(figures_folder(common, profile, key)).glob("*")):
+            if drawn.is_file():
+                shutil.copy2(drawn, figures / drawn.name)
+        executed = resolve(executed_notebook(profile, nb))
+        if executed.is_file():
+            stages[key] = {"status": "ok", "output": str(executed), "reason": "dvc repro"}
+    work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
+    summary = {
+        "profile": profile,
+        "sequence": runner.next_run_sequence(run_dir.parent, work_dir),
+        "commit": git_commit(),
+        "run_dir": str(run_dir),
+        "started": REPORT,
+        "finished": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
+        "overrides": [],
+        "stages": stages,
+        "work_dir": str(work_dir) if work_dir else None,
+        "figures_dir": str(figures),
+        "dvc_lock": _locked(profile),
+    }
+    write_json(run_dir / runner.SUMMARY, summary)
+    if work_dir is not None:
+        build_report(work_dir, figures, run_dir, summary)
+    return run_dir
+
+
+def _locked(profile: str) -> dict:
+    """dvc.lock's entries of the profile's stages (command, dependencies and outputs with their hashes):
+    the provenance of the run, kept in its summary."""
+    path = resolve("dvc.lock")
+    if not path.is_file():
+        return {}
+    stages = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("stages") or {}
+    return {name: entry for name, entry in stages.items() if name.startswith(f"{profile}-")}
 
 
 LIBRARIES = "libraries"  # the stage key of runs/<profile>/libraries.json
@@ -102,7 +190,12 @@ def libraries_record(profile: str) -> Path:
 
 def main(profile: str, key: str, debug: bool = False) -> int:
     try:
-        output = libraries_record(profile) if key == LIBRARIES else run(profile, key)
+        if key == LIBRARIES:
+            output = libraries_record(profile)
+        elif key == REPORT:
+            output = report(profile)
+        else:
+            output = run(profile, key)
     except runner.Refused as err:
         if debug:
             raise
