@@ -194,3 +194,28 @@ def test_the_balanced_pieces_cover_issue_50s_grid_beside_model_b():
         for seed in (42, 43, 44)
     }
     assert not wanted - planned, sorted(wanted - planned)
+
+
+def test_each_piece_is_also_a_dvc_experiment_on_the_stages_of_its_profile_or_the_one_it_extends():
+    from compsense.pipeline import dvcfile
+
+    stages = set(yaml.safe_load((dvcfile.repo_root() / dvcfile.DVC_YAML).read_text())["stages"])
+    pieces = P.load_pieces()
+    for piece in pieces.values():
+        args = piece.dvc_args()
+        assert args[0] == f"dvc exp run -n {piece.name}"
+        targets = [a for a in args[1:] if not a.startswith("-S")]
+        assert targets and set(targets) <= stages, piece.name
+    local = pieces["local-02"].dvc_args()
+    assert local == [
+        "dvc exp run -n local-02",
+        "-S 'params/local.yaml:02_training_ab.seeds=[42, 43, 44]'",
+        "-S 'params/local.yaml:02_training_ab.variants=[base, A, B, C-identity]'",
+        "local-02",
+    ]
+    # a study piece runs on local's stages with what study changes there, never the runner's profile label
+    assert P.dvc_profile("study") == "local" and P.dvc_profile("smoke") == "smoke"
+    study = next(p for p in pieces.values() if p.profile == "study" and "02" in p.stages)
+    sets = [a for a in study.dvc_args() if a.startswith("-S")]
+    assert all(s.startswith("-S 'params/local.yaml:") for s in sets) and not [s for s in sets if "common.profile" in s]
+    assert any("02_training_ab.seeds=" in s for s in sets)  # study's five seeds, which local does not set

@@ -66,6 +66,36 @@ class Piece:
         sets = "".join(f" --set '{o}'" for o in self.overrides)
         return f"python -m compsense reproduce --profile {self.profile} --only {','.join(self.only)}{sets}"
 
+    def dvc_args(self) -> list[str]:
+        """The piece as a DVC experiment: `dvc exp run -n NAME -S ... <profile>-<key>`, one argument an item.
+        A profile with no DVC stages of its own (study, which shares local's work_dir) runs on the profile
+        it extends, with every value it changes there as a `-S` (the runner's label `common.profile` aside),
+        followed by the piece's own overrides: the same values the runner injects."""
+        base = dvc_profile(self.profile)
+        mine, theirs = load_profile(self.profile, self.overrides), load_profile(base)
+        sections = ["common", *(nb.stem for nb in select_stages(list(self.only)))]
+        sets = []
+        for section in sections:
+            for key, value in (mine.get(section) or {}).items():
+                if (section, key) != ("common", "profile") and (theirs.get(section) or {}).get(key) != value:
+                    flow = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+                    sets.append(f"-S 'params/{base}.yaml:{section}.{key}={flow.removesuffix('...').strip()}'")
+        return [f"dvc exp run -n {self.name}", *sets, *(f"{base}-{key}" for key in self.stages)]
+
+
+def dvc_profile(profile: str) -> str:
+    """The profile whose DVC stages run `profile`: itself where dvc.yaml has stages for it, else the
+    profile it extends (study -> local)."""
+    from compsense.pipeline.dvcfile import PROFILES as DVC_PROFILES  # noqa: PLC0415 (dvcfile imports this module's peers)
+
+    seen = profile
+    while seen not in DVC_PROFILES:
+        base = (yaml.safe_load((params_dir() / f"{seen}.yaml").read_text(encoding="utf-8")) or {}).get("extends")
+        if base is None:
+            raise ValueError(f"profile {profile!r}: no DVC stages and no profile it extends has them")
+        seen = str(base)
+    return seen
+
 
 def load_pieces(path=None) -> dict[str, Piece]:
     """params/pieces.yaml, each piece checked: a known profile, stages that exist, overrides that
@@ -221,6 +251,8 @@ def _piece_block(piece: Piece, run: dict | None) -> list[str]:
     args = [command, *(f"  --set '{o}'" for o in piece.overrides)]
     lines = [screen.wrap(f"{piece.name}{hours}: {piece.makes}", indent="    ", first="")]
     lines += [f"  {a}" + (" \\" if i < len(args) - 1 else "") for i, a in enumerate(args)]
+    dvc = piece.dvc_args()
+    lines += ["  as a DVC experiment:"] + [f"  {a}" + (" \\" if i < len(dvc) - 1 else "") for i, a in enumerate(dvc)]
     lines.append(screen.wrap(made, indent="    ", first="  "))
     return lines
 
