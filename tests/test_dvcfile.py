@@ -220,3 +220,29 @@ def test_dvc_repro_skips_reruns_only_what_changed_and_a_second_clone_pulls_inste
     assert (second / "runs/smoke/results/02/t.txt").read_text() == "value=2 lr=0.2"
     assert _ran(_run(repro, second, env)) == {"smoke-libraries"}
     assert not (second / "runs/smoke/trainings.log").exists()  # nothing trained on the second machine
+
+
+@pytest.mark.slow
+def test_a_stage_that_fails_or_is_refused_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    from compsense.core import paths
+    from compsense.pipeline import profiles, runner, stages
+    from tests.miniproject import write_notebook
+
+    root = _mini(tmp_path)
+    for module in (paths, profiles, runner, stages, dvcfile):
+        monkeypatch.setattr(module, "repo_root", lambda: root)
+    write_notebook(root / "notebooks" / "01_first.ipynb", "raise ValueError('the rows are empty')")
+    nb = json.loads((root / "notebooks" / "01_first.ipynb").read_text())
+    nb["cells"][0]["source"] = "value = 1\nwork_dir = 'runs/smoke'\ndata_dir = 'data/smoke'"
+    (root / "notebooks" / "01_first.ipynb").write_text(json.dumps(nb))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    assert stage.main("smoke", "01") == 1
+    err = capsys.readouterr().err.strip()  # papermill's progress bar above it, never the kernel's traceback
+    assert "Traceback" not in err and "FAILED in cell" in err.splitlines()[-1]
+    assert err.splitlines()[-1].endswith(
+        "ValueError: the rows are empty (the executed notebook shows the cell and its traceback: "
+        "runs/smoke/notebooks/; --debug: here)"
+    )
+    assert stage.main("smoke", "09") == 2  # no such stage: refused, one line naming the stages there are
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the stages are 01, 02" in err

@@ -201,5 +201,16 @@ def main(profile: str, key: str, debug: bool = False) -> int:
             raise
         print(f"compsense stage {key} --profile {profile}: {err}", file=sys.stderr)
         return 2
+    except Exception as err:
+        if debug or not hasattr(err, "ename"):  # not a cell's error (papermill's PapermillExecutionError): a bug
+            raise
+        # a cell failed: one line naming it, the error and where to read it whole, not the kernel's traceback
+        where = f"cell {err.cell_index}" if getattr(err, "cell_index", None) is not None else "a cell"
+        print(
+            f"compsense stage {key} --profile {profile}: FAILED in {where}: {err.ename}: {err.evalue} "
+            f"(the executed notebook shows the cell and its traceback: runs/{profile}/{EXECUTED}/; --debug: here)",
+            file=sys.stderr,
+        )
+        return 1
     print(f"[{profile} {key}] ok -> {output}")
     return 0
