@@ -366,6 +366,15 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     } <= names
     deltas = pd.read_csv(tmp_path / "figures" / "tables" / "length_deltas.csv")
     assert {"B-A", "A-Base", "C-A"} <= set(deltas.comparison)
+    # the precision control: only the points that have a twin in the control root (same seed, step, variant)
+    control = tmp_path / "control" / "results"
+    control.mkdir(parents=True)
+    (control / "record.json").write_text(json.dumps({"parts": []}))
+    twin = points[(points.variant == "A") & (points.step == 1)]
+    twin.assign(stamp=twin.stamp.str.replace("-fp32", "-bf16")).to_parquet(control / LC.POINTS)
+    length_run.publish(root=root, figures_dir=tmp_path / "figures", control_root=tmp_path / "control")
+    both = pd.read_csv(tmp_path / "figures" / "tables" / "length_precision_control.csv")
+    assert set(zip(both.seed, both.step, both.variant)) == {(42, 1, "A")} and set(both.precision) == {"fp32", "bf16"}
     with pytest.raises(FileNotFoundError, match="no scored point"):
         length_run.publish(root=tmp_path / "empty", figures_dir=tmp_path / "f2")
 

@@ -347,7 +347,9 @@ def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=Non
         control_points = read_table(control / LC.POINTS)
         both = pd.concat([control_points, points], ignore_index=True)
         both["precision"] = both.stamp.str.rsplit("-", n=1).str[-1]
-        both = both[both.step.isin(set(control_points.step)) & both.variant.isin(set(control_points.variant))]
+        # the control compares the two precisions at the same seed, step and variant: nothing else is its twin
+        same = ["seed", "step", "variant"]
+        both = both.merge(control_points[same].drop_duplicates(), on=same)
         written.append(write_table(both.drop(columns=["stamp"]), figures / "tables" / "length_precision_control.csv"))
         record["precision_control"] = LC.read_record(control / "record.json").get("parts", [])
     written += [
