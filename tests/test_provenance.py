@@ -153,3 +153,19 @@ def test_each_result_table_lists_the_commits_its_rows_were_computed_at(tmp_path)
     csv = tmp_path / "provenance.csv"
     stage_provenance(work, {}).to_csv(csv, index=False)
     assert "| 02 `02_training_ab.ipynb` |" in T.provenance(pd.read_csv(csv))  # the README's table still renders
+
+
+def test_a_stage_dvc_ran_names_its_dvc_stage_and_the_commit_it_recorded(tmp_path):
+    work = tmp_path / "runs" / "smoke"
+    executed = work / "notebooks" / "02_training_ab.ipynb"
+    executed.parent.mkdir(parents=True)
+    executed.write_text("{}")
+    record = {"fingerprint": "dvc", "output": str(executed), "seconds": 90.0, "work_dir": str(work)}
+    (work / "stages.json").write_text(json.dumps({"02": {**record, "commit": "908ddb0", "outputs": {}}}))
+    row = stage_provenance(work, {}).to_dict("records")[0]
+    assert (row["command"], row["commit"], row["run"], row["minutes"]) == (
+        "dvc repro smoke-02",
+        "908ddb0",
+        "runs/smoke/notebooks",
+        1.5,
+    )

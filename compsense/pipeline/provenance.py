@@ -24,7 +24,7 @@ import pandas as pd
 from compsense.core.layout import RESULTS
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import COMMIT, CorruptFile, read_table
-from compsense.pipeline.stages import SUMMARY, read_summary
+from compsense.pipeline.stages import DVC_RUN, SUMMARY, read_summary
 
 PROVENANCE_FILE = "provenance.csv"
 # publishes: blank where the row's run was published whole; else the files of it a piece published on its
@@ -74,14 +74,20 @@ def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None 
         summary = run_summary(notebook)
         profile, overrides = summary.get("profile", ""), sorted(summary.get("overrides") or [])
         piece = next((p for p in pieces.values() if p.runs_as(summary) and stage in p.stages), None)
+        if record.get("fingerprint") == DVC_RUN:  # a DVC stage: runs/<profile>/notebooks/, its own commit
+            profile = notebook.parent.parent.name
+            summary = {"commit": record.get("commit", "")}
+            command = f"dvc repro {profile}-{stage}"
+        elif piece:
+            command = f"python -m compsense piece {piece.name}"
+        else:
+            command = Piece("", profile, (stage,), tuple(overrides)).command()
         rows.append(
             {
                 "stage": stage,
                 "notebook": notebook.name,
                 "piece": piece.name if piece else "",
-                "command": f"python -m compsense piece {piece.name}"
-                if piece
-                else Piece("", profile, (stage,), tuple(overrides)).command(),
+                "command": command,
                 # runs/<profile>/<stamp>: the same on every machine
                 "run": f"runs/{notebook.parent.parent.name}/{notebook.parent.name}",
                 "commit": summary.get("commit", ""),

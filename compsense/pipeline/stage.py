@@ -28,7 +28,7 @@ from compsense.core.paths import git_commit, resolve
 from compsense.core.storage import file_digest, write_json
 from compsense.pipeline import runner
 from compsense.pipeline.profiles import load_profile, notebook_parameters
-from compsense.pipeline.stages import STAGE_WRITES, stage_key
+from compsense.pipeline.stages import DVC_RUN, STAGE_WRITES, stage_key
 
 EXECUTED = "notebooks"  # runs/<profile>/notebooks/<notebook>.ipynb: the executed copy DVC keeps
 
@@ -107,7 +107,7 @@ def record(profile: str, common: dict, key: str, output: Path, seconds: float) -
         if p.is_file() and not p.name.startswith(".")
     }
     entry = {
-        "fingerprint": "dvc",  # DVC decides the skips (dvc.lock); the runner's own key is not computed
+        "fingerprint": DVC_RUN,  # DVC decides the skips (dvc.lock); the runner's own key is not computed
         "output": str(output),
         "seconds": round(seconds, 1),
         "work_dir": str(work),

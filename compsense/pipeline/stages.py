@@ -88,6 +88,7 @@ STATE_RECOVER = (
 )
 
 SUMMARY = "summary.json"
+DVC_RUN = "dvc"  # a stages.json record's fingerprint when a DVC stage wrote it (compsense.pipeline.stage)
 SUMMARY_RECOVER = (
     "it is the record `python -m compsense reproduce` writes when a run ends (no notebook writes it): "
     "restore a copy, or run that command again (a new run folder; stages that are unchanged are skipped) "
