@@ -20,13 +20,14 @@ DASH = {"negation": "solid", "binding": "dot", "spatial": "dash"}
 
 
 def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "scifact", metric: str = "ndcg@10"):
-    """Two panels over training triplets (log axis); one seed's points, or each seed's as markers."""
+    """Two panels over training triplets (log axis): panel 1 each seed's differences (later seeds dashed,
+    as diamonds), panel 2 each variant's AUC averaged over the seeds scored at each step."""
     fig = make_subplots(
         rows=1,
         cols=2,
         subplot_titles=(
             f"{dataset} {metric}: differences (95% query bootstrap)",
-            "held-out near-miss AUC of the pooled cosine",
+            "held-out near-miss AUC, pooled cosine (mean over seeds)",
         ),
         horizontal_spacing=0.1,
     )
@@ -34,14 +35,18 @@ def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "sc
     for comp, g in d.groupby("comparison", sort=False):
         if comp not in COLOURS:
             continue
+        first = d.seed.min()
         for seed, gs in g.groupby("seed"):
+            later = seed != first  # a later seed: dashed, diamonds, so the two seeds of one comparison part
             fig.add_trace(
                 go.Scatter(
                     x=gs.triplets,
                     y=gs.mean_delta,
                     mode="lines+markers",
                     name=f"{comp} (seed {seed})",
-                    line={"color": COLOURS[comp]},
+                    line={"color": COLOURS[comp], "dash": "dash" if later else "solid"},
+                    marker={"symbol": "diamond" if later else "circle"},
+                    opacity=0.75 if later else 1.0,
                     error_y={
                         "type": "data",
                         "symmetric": False,
