@@ -246,3 +246,12 @@ def test_a_stage_that_fails_or_is_refused_says_so_in_one_line(tmp_path, monkeypa
     assert stage.main("smoke", "09") == 2  # no such stage: refused, one line naming the stages there are
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "the stages are 01, 02" in err
+
+
+def test_a_file_a_parameter_names_is_a_dependency_as_the_runner_counts_it():
+    nb = next(n for n in notebooks() if n.stem.startswith("01"))
+    params = {"data_dir": "data/smoke", "user_sentences_path": "data/smoke/README.md", "work_dir": "runs/smoke"}
+    deps = dvcfile.data_deps(nb, params)
+    assert "data/smoke/README.md" in deps and "data/smoke/mrpc" in deps  # the file, and 01's datasets
+    assert "runs/smoke" not in deps  # where a stage writes is no input
+    assert dvcfile.data_deps(nb, {**params, "data_dir": None, "user_sentences_path": None}) == ["data/MANIFEST.json"]

@@ -32,8 +32,8 @@ import yaml
 from compsense.core.paths import MANIFEST, SMOKE_DATA_DIR, repo_root
 from compsense.pipeline import stage
 from compsense.pipeline.profiles import load_profile
-from compsense.pipeline.runner import code_dependencies
-from compsense.pipeline.stages import DEPENDS_ON, STAGE_DATA, notebooks, stage_key
+from compsense.pipeline.runner import WHERE_PARAMETERS, code_dependencies
+from compsense.pipeline.stages import DEPENDS_ON, data_needs, notebooks, stage_key
 
 DVC_YAML = "dvc.yaml"
 PROFILES = ("smoke", "local", "paper")  # each with a work_dir of its own (study shares local's)
@@ -51,17 +51,23 @@ def _rel(path: Path) -> str:
     return path.relative_to(repo_root()).as_posix()
 
 
-def data_deps(profile: str, params: dict, key: str) -> list[str]:
-    """What stage `key` reads of the datasets: the project's own data/smoke/<name> folders when the
-    profile reads data/smoke, else data/MANIFEST.json (the release it checks its data folder against)."""
-    names = set(STAGE_DATA.get(key, []))
-    for field in ("train_sources", "eval_datasets"):
-        names |= {str(n) for n in params.get(field) or []}
-    if not names:
-        return []
+def data_deps(nb: Path, params: dict) -> list[str]:
+    """What notebook `nb` reads of the datasets, by the runner's own reading (`stages.data_needs`): the
+    project's own data/smoke/<name> folders when the profile reads data/smoke, else data/MANIFEST.json
+    (the release it checks its data folder against); and any file inside the repository a parameter
+    names (a user's sentences), as the runner's skip check counts it (`runner.stage_inputs`)."""
+    names = set(data_needs({nb: params})[0])
+    found = [MANIFEST] if names else []
     if params.get("data_dir") == SMOKE_DATA_DIR:
-        return sorted(f"{SMOKE_DATA_DIR}/{n}" for n in names if (repo_root() / SMOKE_DATA_DIR / n).is_dir())
-    return [MANIFEST]
+        found = sorted(f"{SMOKE_DATA_DIR}/{n}" for n in names if (repo_root() / SMOKE_DATA_DIR / n).is_dir())
+    named = {
+        item
+        for name, value in params.items()
+        if name not in WHERE_PARAMETERS
+        for item in (value if isinstance(value, list) else [value])
+        if isinstance(item, str) and item.strip() and not Path(item).is_absolute() and (repo_root() / item).is_file()
+    }
+    return found + sorted(named)
 
 
 def upstream_deps(profile: str, common: dict, key: str) -> list[str]:
@@ -99,7 +105,7 @@ def pipeline(profiles=PROFILES, command: str = COMMAND) -> dict:
                 "deps": [
                     _rel(nb),
                     *code[nb],
-                    *data_deps(profile, params, key),
+                    *data_deps(nb, params),
                     *upstream_deps(profile, common, key),
                     libraries,
                 ],

@@ -738,11 +738,17 @@ def record_stage(path: Path, key: str, record: dict) -> dict:
     return state
 
 
-def _failure(err: Exception, nb: Path, output: Path, summary: dict, key: str, seconds: float) -> dict:
+def failed_cell(err: Exception) -> tuple[str, str]:
+    """(where, error) of a stage's failure: "cell 4" (else its execution count, else "setup") and
+    "ValueError: ..." from papermill's PapermillExecutionError (any other exception: its type and text)."""
     cell = getattr(err, "exec_count", None)
     cell_index = getattr(err, "cell_index", None)
     where = f"cell {cell_index}" if cell_index is not None else f"execution count {cell}" if cell else "setup"
-    error = f"{getattr(err, 'ename', type(err).__name__)}: {getattr(err, 'evalue', str(err))}"
+    return where, f"{getattr(err, 'ename', type(err).__name__)}: {getattr(err, 'evalue', str(err))}"
+
+
+def _failure(err: Exception, nb: Path, output: Path, summary: dict, key: str, seconds: float) -> dict:
+    where, error = failed_cell(err)
     return {
         "status": "failed",
         "seconds": round(seconds, 1),

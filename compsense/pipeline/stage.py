@@ -205,9 +205,9 @@ def main(profile: str, key: str, debug: bool = False) -> int:
         if debug or not hasattr(err, "ename"):  # not a cell's error (papermill's PapermillExecutionError): a bug
             raise
         # a cell failed: one line naming it, the error and where to read it whole, not the kernel's traceback
-        where = f"cell {err.cell_index}" if getattr(err, "cell_index", None) is not None else "a cell"
+        where, error = runner.failed_cell(err)
         print(
-            f"compsense stage {key} --profile {profile}: FAILED in {where}: {err.ename}: {err.evalue} "
+            f"compsense stage {key} --profile {profile}: FAILED in {where}: {error} "
             f"(the executed notebook shows the cell and its traceback: runs/{profile}/{EXECUTED}/; --debug: here)",
             file=sys.stderr,
         )
