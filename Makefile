@@ -22,13 +22,15 @@ install: $(VENV)/.installed
 # The pipeline is dvc.yaml (compsense.pipeline.dvcfile writes it): one stage per profile and notebook,
 # `<profile>-<key>`. ONLY=02,03: those stages (and what they need that changed); SET='02_training_ab.seeds=[42,43]':
 # an experiment (`dvc exp run -S`, which writes the value into params/$(PROFILE).yaml; `dvc exp show` lists them).
+# `dvc exp run` takes no --glob: without ONLY it is given every stage of the profile by name.
 comma   := ,
-TARGETS  = $(if $(ONLY),$(foreach k,$(subst $(comma), ,$(ONLY)),$(PROFILE)-$(k)),--glob '$(PROFILE)-*')
+NAMED    = $(foreach k,$(subst $(comma), ,$(ONLY)),$(PROFILE)-$(k))
+TARGETS  = $(if $(ONLY),$(NAMED),--glob '$(PROFILE)-*')
 reproduce: install
 ifeq ($(SET),)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro $(TARGETS)
 else
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc exp run $(foreach s,$(SET),-S 'params/$(PROFILE).yaml:$(s)') $(if $(ONLY),$(foreach k,$(subst $(comma), ,$(ONLY)),$(PROFILE)-$(k)),$(shell $(BIN)/dvc stage list --name-only 2>/dev/null | grep '^$(PROFILE)-'))
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc exp run $(foreach s,$(SET),-S 'params/$(PROFILE).yaml:$(s)') $(if $(ONLY),$(NAMED),$(shell $(BIN)/dvc stage list --name-only 2>/dev/null | grep '^$(PROFILE)-'))
 endif
 
 # The runner dvc.yaml replaces (kept while published runs are moved over: runs/<profile>/<timestamp>/ with a report).

@@ -19,7 +19,7 @@ import yaml
 from compsense.core.paths import resolve
 from compsense.core.storage import CorruptFile
 from compsense.pipeline import screen
-from compsense.pipeline.profiles import PROFILES, load_profile, params_dir
+from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir
 from compsense.pipeline.runner import Refused, select_stages
 from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
 
@@ -90,7 +90,7 @@ def dvc_profile(profile: str) -> str:
 
     seen = profile
     while seen not in DVC_PROFILES:
-        base = (yaml.safe_load((params_dir() / f"{seen}.yaml").read_text(encoding="utf-8")) or {}).get("extends")
+        base = (yaml.safe_load((params_dir() / f"{seen}.yaml").read_text(encoding="utf-8")) or {}).get(EXTENDS)
         if base is None:
             raise ValueError(f"profile {profile!r}: no DVC stages and no profile it extends has them")
         seen = str(base)
