@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 install: $(VENV)/.installed
 
 # The pipeline is dvc.yaml (compsense.pipeline.dvcfile writes it): one stage per profile and notebook,
-# `<profile>-<key>`. ONLY=02,03: those stages (and what they need that changed); SET='02_training_ab.seeds=[42,43]':
+# `<profile>-<key>`. ONLY=02,03: those stages (and what they need that changed); SET='training_ab.seeds=[42,43]':
 # an experiment (`dvc exp run -S`, which writes the value into params/$(PROFILE).yaml; `dvc exp show` lists them).
 # `dvc exp run` takes no --glob: without ONLY it is given every stage of the profile by name.
 comma   := ,

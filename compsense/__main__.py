@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
-        help="replace one profile value for this run (YAML), e.g. --set 04_verifiers.regimes=[frozen]; repeatable",
+        help="replace one profile value for this run (YAML), e.g. --set verifiers.regimes=[frozen]; repeatable",
     )
     stg = sub.add_parser("stage", help="run one notebook of a profile (what each stage of dvc.yaml runs)")
     stg.add_argument("key", help="the notebook's prefix, e.g. 02; `libraries` writes the library versions record")

@@ -90,9 +90,9 @@ def _notebook(path, params, cells, start="2026-11-30T02:30:00.000001", end="2026
 
 
 LOCAL_AS_RUN = (
-    "02_training_ab.seeds=[42, 43, 44]",
-    "04_verifiers.regimes=[frozen, end2end]",
-    "05_reranking.regimes=[frozen, end2end]",
+    "training_ab.seeds=[42, 43, 44]",
+    "verifiers.regimes=[frozen, end2end]",
+    "reranking.regimes=[frozen, end2end]",
 )
 
 

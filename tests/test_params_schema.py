@@ -63,11 +63,11 @@ def test_the_shipped_profiles_and_pieces_fit_the_schema():
 # Each case the probe of issue 51 found, as `--set` gives it: refused, naming the parameter, the value
 # and what is allowed. user_sentences_split: the notebook puts anything but "train" on the held-out side.
 BAD_VALUES = [
-    ("01_data_and_negatives.user_sentences_split=tarin", "'tarin'", "one of 'train', 'test'"),
-    ("04_verifiers.budget_examples=-128", "-128", "a whole number >= 1"),
-    ("02_training_ab.seeds=42", "42", "a list of 1+ (a whole number >= 0"),
-    ("02_training_ab.backbones=[nosuch]", "['nosuch']", "a list of 1+ (one of 'minilm-l6', 'minilm-l12'"),
-    ("01_data_and_negatives.mrpc_train_sentences=-5", "-5", "a whole number >= 0 or null"),
+    ("data_and_negatives.user_sentences_split=tarin", "'tarin'", "one of 'train', 'test'"),
+    ("verifiers.budget_examples=-128", "-128", "a whole number >= 1"),
+    ("training_ab.seeds=42", "42", "a list of 1+ (a whole number >= 0"),
+    ("training_ab.backbones=[nosuch]", "['nosuch']", "a list of 1+ (one of 'minilm-l6', 'minilm-l12'"),
+    ("data_and_negatives.mrpc_train_sentences=-5", "-5", "a whole number >= 0 or null"),
     ("common.seed=abc", "'abc'", "a whole number >= 0"),
 ]
 
@@ -95,21 +95,21 @@ def test_reproduce_and_estimate_refuse_it_in_one_line_before_anything_runs(
 
 def test_a_value_in_the_profile_file_is_named_with_the_file(tmp_path, monkeypatch):
     folder = profiles.params_dir()
-    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"extends": "smoke", "04_verifiers": {"temperature": 0}}))
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"extends": "smoke", "verifiers": {"temperature": 0}}))
     (tmp_path / "smoke.yaml").write_text((folder / "smoke.yaml").read_text())
     monkeypatch.setattr(profiles, "params_dir", lambda: tmp_path)
-    with pytest.raises(ValueError, match=r"bad\.yaml: `04_verifiers\.temperature` = 0: Input should be greater than 0"):
+    with pytest.raises(ValueError, match=r"bad\.yaml: `verifiers\.temperature` = 0: Input should be greater than 0"):
         profiles.load_profile("bad")
 
 
 def test_checks_across_parameters_and_inside_mappings():
     cases = {
-        "04_verifiers.budget_curve={examples: [64, 16]}": "ascending without repeats",
-        "04_verifiers.size_scope={paper: {verifiers: [F9]}}": "(at paper/verifiers/0: 'F9')",
-        "04_verifiers.size_scope={paper: {verifiers: [F4]}}": "size_scope names sizes ['paper'] that `sizes`",
-        "02_training_ab.sweep_all_seeds=[0.3]": "sweep_all_seeds [0.3] must be shares of share_sweep [0.5]",
-        "05_reranking.ks=[10, 200]": "(at 1: 200)",
-        "02_training_ab.structural_share=1": "Input should be less than 1",
+        "verifiers.budget_curve={examples: [64, 16]}": "ascending without repeats",
+        "verifiers.size_scope={paper: {verifiers: [F9]}}": "(at paper/verifiers/0: 'F9')",
+        "verifiers.size_scope={paper: {verifiers: [F4]}}": "size_scope names sizes ['paper'] that `sizes`",
+        "training_ab.sweep_all_seeds=[0.3]": "sweep_all_seeds [0.3] must be shares of share_sweep [0.5]",
+        "reranking.ks=[10, 200]": "(at 1: 200)",
+        "training_ab.structural_share=1": "Input should be less than 1",
         "common.device=gpu": "allowed: text matching ^(cpu|cuda|mps|xpu)(:\\d+)?$ or null",
     }
     for override, message in cases.items():
@@ -120,15 +120,15 @@ def test_checks_across_parameters_and_inside_mappings():
 
 def test_a_piece_whose_set_the_schema_refuses_is_named(tmp_path):
     path = tmp_path / "pieces.yaml"
-    piece = {"profile": "smoke", "only": "02", "set": ["02_training_ab.seeds=42"]}
+    piece = {"profile": "smoke", "only": "02", "set": ["training_ab.seeds=42"]}
     path.write_text(yaml.safe_dump({"pieces": {"bad": piece}}))
-    with pytest.raises(ValueError, match=r"piece 'bad': --set 02_training_ab\.seeds=42: `02_training_ab\.seeds` = 42"):
+    with pytest.raises(ValueError, match=r"piece 'bad': --set training_ab\.seeds=42: `training_ab\.seeds` = 42"):
         load_pieces(path)
 
 
 def test_what_the_runner_injects_is_checked_too():
     data = profiles.load_profile("smoke")
-    data["01_data_and_negatives"]["user_sentences_split"] = "heldout"  # a profile changed after it was read
+    data["data_and_negatives"]["user_sentences_split"] = "heldout"  # a profile changed after it was read
     nb = next(nb for nb in notebooks() if nb.stem == "01_data_and_negatives")
     with pytest.raises(ValueError, match=r"01_data_and_negatives\.ipynb: `user_sentences_split` = 'heldout'"):
         profiles.notebook_parameters("smoke", nb, data)

@@ -22,7 +22,7 @@ def test_the_committed_pieces_load_and_name_real_stages_and_keys():
     assert two.stages == ["02"] and two.profile == "local"
     assert two.command() == (
         "python -m compsense reproduce --profile local --only 02 "
-        "--set '02_training_ab.seeds=[42, 43, 44]' --set '02_training_ab.variants=[base, A, B, C-identity]'"
+        "--set 'training_ab.seeds=[42, 43, 44]' --set 'training_ab.variants=[base, A, B, C-identity]'"
     )
     # the study table's pieces are self-contained and publish the tables `make figures` merges
     for name in ("study-02-sweep-a", "study-02-sweep-b"):
@@ -35,7 +35,7 @@ def test_a_piece_is_estimated_with_its_overrides(capsys):
 
     assert main(["estimate", "--piece", "study-02-sweep-a"]) == 0
     out = capsys.readouterr().out
-    assert "piece study-02-sweep-a (profile study --set '02_training_ab.seeds=[42]'" in " ".join(out.split())
+    assert "piece study-02-sweep-a (profile study --set 'training_ab.seeds=[42]'" in " ".join(out.split())
     # four trainings (A, B-all, two shares) of 100 steps at batch 32, not the study's 5 seeds x 5 variants
     rows = [line.split() for line in out.splitlines() if line[:2].isdigit()]
     assert ["02", "train", "minilm-l6", "12,800"] in [r[:4] for r in rows] and "03" not in {r[0] for r in rows}
@@ -51,7 +51,7 @@ def test_a_piece_is_estimated_with_its_overrides(capsys):
     [
         ({"profile": "nowhere", "only": "02"}, "profile 'nowhere' is not one of"),
         ({"profile": "local", "only": "09"}, "no stage matches"),
-        ({"profile": "local", "only": "02", "set": ["02_training_ab.max_step=5"]}, "sets no `02_training_ab.max_step`"),
+        ({"profile": "local", "only": "02", "set": ["training_ab.max_step=5"]}, "sets no `training_ab.max_step`"),
         ({"profile": "local"}, "needs `profile` and `only`"),
         ({"profile": "local", "only": "02", "when": "now"}, "needs `profile` and `only`"),
         ({"profile": "local", "only": "02", "publishes": ["../README.md"]}, "name files inside figures/"),
@@ -83,7 +83,7 @@ def _run(runs, name, sequence, overrides, stages, commit="abc1234"):
 
 
 def test_a_run_counts_for_a_piece_by_its_profile_overrides_and_finished_stages(tmp_path):
-    spec = {"profile": "local", "only": "02,03", "set": ["02_training_ab.variants=[base, A, B, C-identity]"]}
+    spec = {"profile": "local", "only": "02,03", "set": ["training_ab.variants=[base, A, B, C-identity]"]}
     (tmp_path / "pieces.yaml").write_text(yaml.safe_dump({"pieces": {"two-stages": spec}}))
     piece = P.load_pieces(tmp_path / "pieces.yaml")["two-stages"]
     ok = {"status": "ok", "seconds": 600.0}
@@ -103,7 +103,7 @@ def test_piece_runs_the_runner_with_its_settings_and_lists(monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(runner, "reproduce", lambda profile, **kw: calls.append((profile, kw)) or 0)
     assert cli(["piece", "local-04-frozen"]) == 0
-    assert calls == [("local", {"only": ["04"], "force": False, "overrides": ["04_verifiers.regimes=[frozen]"]})]
+    assert calls == [("local", {"only": ["04"], "force": False, "overrides": ["verifiers.regimes=[frozen]"]})]
     assert cli(["piece", "no-such-piece"]) == 2
     assert "no piece 'no-such-piece'" in capsys.readouterr().err
     assert cli(["piece", "--list"]) == 0
@@ -121,7 +121,7 @@ def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_beh
             "only": "01,02",
             "makes": long,
             "hours": 2.0,
-            "set": ["02_training_ab.seeds=[42]"],
+            "set": ["training_ab.seeds=[42]"],
         },
         "first": {"profile": "local", "only": "01", "makes": "the near-miss pairs", "hours": 0.12},
     }
@@ -135,9 +135,7 @@ def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_beh
     assert "--set" not in short and long.strip() not in short and "…" in short  # cut to fit
     full = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml", verbose=True)
     assert long.strip() in " ".join(full.split())
-    assert (
-        "python -m compsense reproduce --profile local --only 01,02 \\\n    --set '02_training_ab.seeds=[42]'" in full
-    )
+    assert "python -m compsense reproduce --profile local --only 01,02 \\\n    --set 'training_ab.seeds=[42]'" in full
     _run(tmp_path / "runs", "r1", 1, [], {"01": {"status": "ok", "seconds": 540.0}}, commit="c0ffee1")
     short = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml")
     assert "c0ffee1, 9 min" in short and "It has a finished run here (commit c0ffee1)" in " ".join(short.split())
@@ -162,7 +160,7 @@ def _curves():
 
     out = {}
     for name, piece in P.load_pieces().items():
-        params = load_profile(piece.profile, piece.overrides).get("04_verifiers", {})
+        params = load_profile(piece.profile, piece.overrides).get("verifiers", {})
         curve = BudgetCurve.from_params(params.get("budget_curve"))
         if "04" in piece.stages and curve.enabled:
             out[name] = (curve, params)
@@ -209,8 +207,8 @@ def test_each_piece_is_also_a_dvc_experiment_on_the_stages_of_its_profile_or_the
     local = pieces["local-02"].dvc_args()
     assert local == [
         "dvc exp run -n local-02",
-        "-S 'params/local.yaml:02_training_ab.seeds=[42, 43, 44]'",
-        "-S 'params/local.yaml:02_training_ab.variants=[base, A, B, C-identity]'",
+        "-S 'params/local.yaml:training_ab.seeds=[42, 43, 44]'",
+        "-S 'params/local.yaml:training_ab.variants=[base, A, B, C-identity]'",
         "local-02",
     ]
     # a study piece runs on local's stages with what study changes there, never the runner's profile label
@@ -218,4 +216,36 @@ def test_each_piece_is_also_a_dvc_experiment_on_the_stages_of_its_profile_or_the
     study = next(p for p in pieces.values() if p.profile == "study" and "02" in p.stages)
     sets = [a for a in study.dvc_args() if a.startswith("-S")]
     assert all(s.startswith("-S 'params/local.yaml:") for s in sets) and not [s for s in sets if "common.profile" in s]
-    assert any("02_training_ab.seeds=" in s for s in sets)  # study's five seeds, which local does not set
+    assert any("training_ab.seeds=" in s for s in sets)  # study's five seeds, which local does not set
+
+
+def test_a_pieces_dvc_lines_give_its_stages_the_values_the_runner_would(tmp_path):
+    """DVC's own override reader (Hydra's grammar), applied to a copy of the base profile's file, gives
+    each stage of every piece exactly the values `load_profile` gives the runner: a nested mapping is
+    set leaf by leaf, a key the base lacks is added and one the piece drops is removed."""
+    from dvc.utils.hydra import apply_overrides
+
+    from compsense.pipeline.profiles import load_profile
+
+    for piece in P.load_pieces().values():
+        base = P.dvc_profile(piece.profile)
+        copy = tmp_path / f"{piece.name}.yaml"
+        copy.write_text((P.params_dir() / f"{base}.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+        sets = [a.removeprefix("-S '").removesuffix("'") for a in piece.dvc_args() if a.startswith("-S")]
+        assert all(s.startswith(f"params/{base}.yaml:") for s in sets)
+        apply_overrides(copy, [s.split(":", 1)[1] for s in sets])
+        got, want = yaml.safe_load(copy.read_text()), load_profile(piece.profile, piece.overrides)
+        for section in ["common", *(f"{k}" for k in want if k[:2] in piece.stages)]:
+            mine = {k: v for k, v in (want.get(section) or {}).items() if k != "profile"}
+            theirs = {k: v for k, v in (got.get(section) or {}).items() if k != "profile"}
+            assert theirs == mine, (piece.name, section)
+        assert all(len(line) <= 100 for line in piece.dvc_args()) or piece.name, piece.name
+
+
+def test_overrides_are_one_per_differing_leaf():
+    assert P.overrides("s", {"a": 1, "b": {"c": [1, 2], "d": "x"}}, {"a": 1, "b": {"c": [1], "e": 0}}) == [
+        "s.b.c=[1, 2]",
+        "++s.b.d=x",
+        "~s.b.e",
+    ]
+    assert P.overrides("s", {"a": 1}, {"a": 1}) == []

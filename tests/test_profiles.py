@@ -31,7 +31,7 @@ def _profile(project, data, name="smoke"):
 
 
 def test_a_valid_profile_loads(project):
-    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "02_training_ab": {"max_steps": 5}})
+    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "training_ab": {"max_steps": 5}})
     nb = project / "notebooks" / "02_training_ab.ipynb"
     assert profiles.notebook_parameters("smoke", nb) == {"seed": 1, "work_dir": "runs/x", "max_steps": 5}
 
@@ -40,18 +40,22 @@ def test_a_valid_profile_loads(project):
     "data, message",
     [
         (
-            {"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_training_ab": {"max_step": 5}},
-            r"`02_training_ab\.max_step` is not a parameter of 02_training_ab\.ipynb \(did you mean `max_steps`\?\)",
+            {"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "training_ab": {"max_step": 5}},
+            r"`training_ab\.max_step` is not a parameter of 02_training_ab\.ipynb \(did you mean `max_steps`\?\)",
         ),
         (
-            {"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_trainng_ab": {"max_steps": 5}},
-            r"unknown section `02_trainng_ab` \(did you mean `02_training_ab`\?\)",
+            {"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "trainng_ab": {"max_steps": 5}},
+            r"unknown section `trainng_ab` \(did you mean `training_ab`\?\)",
         ),
         (
             {"common": {"sed": 1, "work_dir": "w", "max_steps": 2}},
             r"`common\.sed` is not a parameter of any notebook \(did you mean `seed`\?\)",
         ),
-        ({"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_training_ab": [1, 2]}, "must be a mapping"),
+        ({"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "training_ab": [1, 2]}, "must be a mapping"),
+        (
+            {"common": {"seed": 1, "work_dir": "w", "max_steps": 2}, "02_training_ab": {"max_steps": 5}},
+            r"unknown section `02_training_ab`; it is `training_ab` now .*DVC's -S cannot set a key that starts",
+        ),
     ],
 )
 def test_misspelt_key_or_section_is_an_error_naming_it(project, data, message):
@@ -84,42 +88,49 @@ def test_an_exponent_without_a_dot_is_read_as_a_number(project):
 
 
 def test_overrides_replace_values_for_one_run(project):
-    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "02_training_ab": {"max_steps": 5}})
+    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "training_ab": {"max_steps": 5}})
     nb = project / "notebooks" / "02_training_ab.ipynb"
-    data = profiles.load_profile("smoke", ["02_training_ab.max_steps=7", "common.seed=3"])
+    data = profiles.load_profile("smoke", ["training_ab.max_steps=7", "common.seed=3"])
     assert profiles.notebook_parameters("smoke", nb, data) == {"seed": 3, "work_dir": "runs/x", "max_steps": 7}
     # the file itself is untouched: the next run without --set reads it as written
-    assert profiles.load_profile("smoke")["02_training_ab"]["max_steps"] == 5
-    assert profiles.parse_override("04_verifiers.regimes=[frozen]") == ("04_verifiers", "regimes", ["frozen"])
+    assert profiles.load_profile("smoke")["training_ab"]["max_steps"] == 5
+    assert profiles.parse_override("verifiers.regimes=[frozen]") == ("verifiers", "regimes", ["frozen"])
     assert profiles.parse_override("common.device=") == ("common", "device", None)
+    # a notebook's stem names its section too, as runs recorded their overrides before sections lost the number
+    assert profiles.parse_override("04_verifiers.regimes=[frozen]") == ("verifiers", "regimes", ["frozen"])
+    assert profiles.load_profile("smoke", ["02_training_ab.max_steps=7"])["training_ab"]["max_steps"] == 7
+    old, new = ["02_training_ab.seeds=[42, 43]", "common.seed=3"], ["common.seed=3", "training_ab.seeds=[42,43]"]
+    assert profiles.same_overrides(old, new)
+    assert not profiles.same_overrides(["training_ab.seeds=[42]"], ["training_ab.seeds=[43]"])
+    assert profiles.section_name("notebooks/02_training_ab.ipynb") == profiles.section_name("training_ab")
 
 
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("02_training_ab.max_step=7", r"sets no `02_training_ab\.max_step` \(did you mean `02_training_ab\.max_steps`"),
+        ("training_ab.max_step=7", r"sets no `training_ab\.max_step` \(did you mean `training_ab\.max_steps`"),
         ("nosection=3", "write SECTION.KEY=VALUE"),
-        ("02_training_ab.max_steps", "write SECTION.KEY=VALUE"),
-        ("02_training_ab.max_steps=[1,", "VALUE is not YAML"),
+        ("training_ab.max_steps", "write SECTION.KEY=VALUE"),
+        ("training_ab.max_steps=[1,", "VALUE is not YAML"),
     ],
 )
 def test_a_bad_override_is_an_error_naming_it(project, override, message):
-    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "02_training_ab": {"max_steps": 5}})
+    _profile(project, {"common": {"seed": 1, "work_dir": "runs/x"}, "training_ab": {"max_steps": 5}})
     with pytest.raises(ValueError, match=message):
         profiles.load_profile("smoke", [override])
 
 
 def test_a_profile_extends_another_section_by_section(project):
-    _profile(project, {"common": {"seed": 42, "work_dir": "runs/local"}, "02_training_ab": {"max_steps": 100}}, "local")
+    _profile(project, {"common": {"seed": 42, "work_dir": "runs/local"}, "training_ab": {"max_steps": 100}}, "local")
     _profile(project, {"extends": "local", "common": {"seed": 7}}, "study")
-    _profile(project, {"extends": "study", "02_training_ab": {"max_steps": 5}}, "tiny")
+    _profile(project, {"extends": "study", "training_ab": {"max_steps": 5}}, "tiny")
     assert profiles.load_profile("study") == {
         "common": {"seed": 7, "work_dir": "runs/local"},
-        "02_training_ab": {"max_steps": 100},
+        "training_ab": {"max_steps": 100},
     }
-    assert profiles.load_profile("tiny")["02_training_ab"] == {"max_steps": 5}  # a chain is followed
+    assert profiles.load_profile("tiny")["training_ab"] == {"max_steps": 5}  # a chain is followed
     assert profiles.load_profile("tiny")["common"]["seed"] == 7
-    _profile(project, {"extends": "local", "02_training_ab": {"max_step": 5}}, "typo")
+    _profile(project, {"extends": "local", "training_ab": {"max_step": 5}}, "typo")
     with pytest.raises(ValueError, match="max_step.*did you mean `max_steps`"):  # checked after the merge
         profiles.load_profile("typo")
     _profile(project, {"extends": "loop-b", "common": {"seed": 1}}, "loop-a")
@@ -138,12 +149,12 @@ def test_the_study_profile_is_local_with_its_own_keys_only():
     }
     assert changed == {
         "common.profile",
-        "02_training_ab.seeds",
-        "02_training_ab.variants",
-        "02_training_ab.share_sweep",
-        "02_training_ab.sweep_all_seeds",
-        "02_training_ab.first_seed_only",
-        "04_verifiers.budget_curve",
-        "04_verifiers.regimes",  # local keeps frozen verifiers only, to fit its 2.5 h
-        "05_reranking.regimes",
+        "training_ab.seeds",
+        "training_ab.variants",
+        "training_ab.share_sweep",
+        "training_ab.sweep_all_seeds",
+        "training_ab.first_seed_only",
+        "verifiers.budget_curve",
+        "verifiers.regimes",  # local keeps frozen verifiers only, to fit its 2.5 h
+        "reranking.regimes",
     }

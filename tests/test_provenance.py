@@ -28,9 +28,7 @@ def test_each_stage_names_its_run_commit_and_piece(tmp_path):
     pieces = P.load_pieces()
     runs, work = tmp_path / "runs", tmp_path / "runs" / "local"
     two = _run(runs, "local", "20261203-1200", list(pieces["local-02"].overrides), "02_training_ab.ipynb", "a8cc157")
-    three = _run(
-        runs, "local", "20261203-1400", ["03_pooled_geometry.seeds=[43]"], "03_pooled_geometry.ipynb", "caee724"
-    )
+    three = _run(runs, "local", "20261203-1400", ["pooled_geometry.seeds=[43]"], "03_pooled_geometry.ipynb", "caee724")
     (work / "stages.json").write_text(
         json.dumps(
             {
@@ -56,7 +54,7 @@ def test_each_stage_names_its_run_commit_and_piece(tmp_path):
     assert first["run"] == "runs/local/20261203-1200" and first["commit"] == "a8cc157" and first["minutes"] == 133.1
     # overrides no declared piece has: the plain command that made it, with its --set
     assert second["piece"] == "" and second["command"] == (
-        "python -m compsense reproduce --profile local --only 03 --set '03_pooled_geometry.seeds=[43]'"
+        "python -m compsense reproduce --profile local --only 03 --set 'pooled_geometry.seeds=[43]'"
     )
     csv = tmp_path / "provenance.csv"
     table.to_csv(csv, index=False)

@@ -322,7 +322,7 @@ def test_study_pieces_merge_the_variants_and_dose_tables():
 
 
 def test_a_piece_refuses_a_run_it_did_not_make_and_a_missing_file(tmp_path, capsys):
-    run_dir, piece = _budget_piece_run(tmp_path, overrides=["04_verifiers.regimes=[frozen]"])
+    run_dir, piece = _budget_piece_run(tmp_path, overrides=["verifiers.regimes=[frozen]"])
     with pytest.raises(publish.NothingToPublish, match="not a finished run of piece"):
         publish.publish_piece(piece.name, run=run_dir, dest=tmp_path / "figs")
     run_dir, piece = _budget_piece_run(tmp_path / "second")

@@ -196,12 +196,12 @@ def test_the_answer_comes_first_and_the_run_metadata_after_it(work, tmp_path, mo
     summary = {
         "profile": None,
         "commit": "c0ffee1",
-        "overrides": ["02_training_ab.seeds=[42, 43]", "02_training_ab.eval_datasets=[scifact]"],
+        "overrides": ["training_ab.seeds=[42, 43]", "training_ab.eval_datasets=[scifact]"],
         "stages": {"02": {"status": "ok", "seconds": 3.0}},
     }
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run", summary=summary)["md"].read_text()
     assert "git commit (at the run's start) | c0ffee1" in _section(md, "Run metadata")  # not HEAD at the end
-    overrides = "02_training_ab.seeds=[42, 43]; 02_training_ab.eval_datasets=[scifact]"
+    overrides = "training_ab.seeds=[42, 43]; training_ab.eval_datasets=[scifact]"
     assert f"overrides (--set) | {overrides}" in _section(md, "Run metadata")  # a narrowed run says so
     order = [
         report.TABLE1_TITLE,

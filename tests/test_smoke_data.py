@@ -70,7 +70,7 @@ def test_every_loader_reads_the_smoke_data(caplog):
         "nq_open": False,
         "nanobeir": False,
     }
-    params = {**load_profile("smoke")["02_training_ab"], **load_profile("smoke")["05_reranking"]}
+    params = {**load_profile("smoke")["training_ab"], **load_profile("smoke")["reranking"]}
     for name in ("nfcorpus", "scifact"):
         test = data.load_beir(name, "test", data_dir=SMOKE)
         train = data.load_beir(name, "train", data_dir=SMOKE)
@@ -88,7 +88,7 @@ def test_every_loader_reads_the_smoke_data(caplog):
 def test_smoke_sentences_give_near_misses_of_the_paper_families_on_both_sides():
     from compsense.data.structural import build_pairs, mrpc_sentences
 
-    params = {**load_profile("smoke")["common"], **load_profile("smoke")["01_data_and_negatives"]}
+    params = {**load_profile("smoke")["common"], **load_profile("smoke")["data_and_negatives"]}
     train = mrpc_sentences("train", SMOKE, limit=params["mrpc_train_sentences"], seed=params["seed"])
     test = mrpc_sentences("test", SMOKE, limit=params["mrpc_test_sentences"], seed=params["seed"])
     pairs, stats = build_pairs(train, test, seed=params["seed"], max_per_family=params["max_per_family"])

@@ -10,7 +10,8 @@ profile). Each stage's
   stage checks its data folder against before it runs, so dvc.yaml names no machine's paths), the
   library versions record (`<profile>-libraries`, re-run every time, unchanged unless a library moved)
   and the folders its upstream stages write (`stages.DEPENDS_ON`);
-- params are its notebook's section of params/<profile>.yaml and `common`;
+- params are its notebook's section of params/<profile>.yaml (`training_ab` for 02_training_ab: DVC's
+  `-S` cannot set a key that starts with a digit) and `common`;
 - outs are the folders it writes under the profile's work_dir (`stages.STAGE_WRITES`; results in
   results/<key>/, `layout.results_dir`), its figures folder and its executed notebook. Trained models
   and verifiers are `persist`: DVC keeps them while the stage re-runs, so training reuses a model whose
@@ -31,14 +32,15 @@ import yaml
 
 from compsense.core.paths import MANIFEST, SMOKE_DATA_DIR, repo_root
 from compsense.pipeline import stage
-from compsense.pipeline.profiles import load_profile
-from compsense.pipeline.runner import WHERE_PARAMETERS, code_dependencies
+from compsense.pipeline.profiles import load_profile, section_name
+from compsense.pipeline.runner import WHERE_PARAMETERS, code_dependencies, module_dependencies
 from compsense.pipeline.stages import DEPENDS_ON, data_needs, notebooks, stage_key
 
 DVC_YAML = "dvc.yaml"
 PROFILES = ("smoke", "local", "paper")  # each with a work_dir of its own (study shares local's)
 COMMAND = "python -m compsense"
-# What the report stage runs beside the science modules' tables (report.py reads, never recomputes).
+# What the report stage runs (report.py reads the stages' tables, never recomputes them), with every module
+# these import (`runner.module_dependencies`).
 REPORT_CODE = ("compsense/pipeline/report.py", "compsense/pipeline/stage.py")
 HEADER = (
     "# Written by `python -m compsense.pipeline.dvcfile` from the notebooks' imports and params/<profile>.yaml:\n"
@@ -96,10 +98,10 @@ def pipeline(profiles=PROFILES, command: str = COMMAND) -> dict:
         }
         for nb in notebooks():
             key = stage_key(nb)
-            params = {**common, **(data.get(nb.stem) or {})}
+            params = {**common, **(data.get(section_name(nb)) or {})}
             outs = [{f: {"persist": True}} if keep else f for f, keep in stage.stage_folders(profile, common, key)]
             outs.append(stage.executed_notebook(profile, nb).as_posix())
-            sections = ["common", *([nb.stem] if nb.stem in data else [])]
+            sections = ["common", *([section_name(nb)] if section_name(nb) in data else [])]
             stages[f"{profile}-{key}"] = {
                 "cmd": f"{command} stage {key} --profile {profile}",
                 "deps": [
@@ -115,7 +117,7 @@ def pipeline(profiles=PROFILES, command: str = COMMAND) -> dict:
         stages[f"{profile}-{stage.REPORT}"] = {
             "cmd": f"{command} stage {stage.REPORT} --profile {profile}",
             "deps": [
-                *(c for c in REPORT_CODE if (root / c).is_file()),
+                *(_rel(p) for p in module_dependencies(*(c for c in REPORT_CODE if (root / c).is_file()))),
                 *(p for key, entry in stages.items() if key.startswith(f"{profile}-") for p in _paths(entry["outs"])),
             ],
             "outs": [f"runs/{profile}/{stage.REPORT}"],

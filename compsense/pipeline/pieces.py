@@ -19,7 +19,7 @@ import yaml
 from compsense.core.paths import resolve
 from compsense.core.storage import CorruptFile
 from compsense.pipeline import screen
-from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir
+from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir, same_overrides, section_name
 from compsense.pipeline.runner import Refused, select_stages
 from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
 
@@ -50,9 +50,7 @@ class Piece:
 
     def runs_as(self, summary: dict) -> bool:
         """Whether a run's summary.json (or a stage's) was made with this piece's profile and overrides."""
-        return summary.get("profile") == self.profile and sorted(summary.get("overrides") or []) == sorted(
-            self.overrides
-        )
+        return summary.get("profile") == self.profile and same_overrides(summary.get("overrides") or [], self.overrides)
 
     def made(self, summary: dict) -> bool:
         """Whether a run's summary.json is a finished run of this piece: its profile and overrides, and every
@@ -73,14 +71,37 @@ class Piece:
         followed by the piece's own overrides: the same values the runner injects."""
         base = dvc_profile(self.profile)
         mine, theirs = load_profile(self.profile, self.overrides), load_profile(base)
-        sections = ["common", *(nb.stem for nb in select_stages(list(self.only)))]
+        sections = ["common", *(section_name(nb) for nb in select_stages(list(self.only)))]
         sets = []
         for section in sections:
-            for key, value in (mine.get(section) or {}).items():
-                if (section, key) != ("common", "profile") and (theirs.get(section) or {}).get(key) != value:
-                    flow = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
-                    sets.append(f"-S 'params/{base}.yaml:{section}.{key}={flow.removesuffix('...').strip()}'")
+            ours, base_values = (
+                {k: v for k, v in (d.get(section) or {}).items() if (section, k) != ("common", "profile")}
+                for d in (mine, theirs)
+            )
+            sets += [f"-S 'params/{base}.yaml:{o}'" for o in overrides(section, ours, base_values)]
         return [f"dvc exp run -n {self.name}", *sets, *(f"{base}-{key}" for key in self.stages)]
+
+
+def overrides(key: str, mine, theirs) -> list[str]:
+    """Hydra overrides (DVC's `-S` grammar) that turn `theirs` into `mine` at dotted `key`, one per
+    differing leaf: `key=value` for a changed value, `++key=value` for one `theirs` lacks, `~key` for
+    one `mine` dropped. A mapping is compared key by key (a whole nested mapping as one value read over
+    100 columns and left Hydra to decide between merging and replacing); a list is one value."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        found = []
+        for k in [*mine, *(k for k in theirs if k not in mine)]:
+            if k not in mine:
+                found.append(f"~{key}.{k}")
+            elif k not in theirs:
+                found.append(f"++{key}.{k}={_flow(mine[k])}")
+            else:
+                found += overrides(f"{key}.{k}", mine[k], theirs[k])
+        return found
+    return [] if mine == theirs else [f"{key}={_flow(mine)}"]
+
+
+def _flow(value) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
 
 
 def dvc_profile(profile: str) -> str:

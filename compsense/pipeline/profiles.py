@@ -1,7 +1,8 @@
 """Profiles (smoke, local, paper): one YAML per profile in params/ that papermill injects.
 
 A profile file has a `common` section (parameters every notebook may declare) and one section per
-notebook stem. A notebook receives `common` merged with its own section, restricted to the
+notebook, named by its stem less the number (`training_ab:` for 02_training_ab.ipynb, `section_name`).
+A notebook receives `common` merged with its own section, restricted to the
 parameters its `parameters` cell declares (papermill would otherwise inject unknown names).
 """
 
@@ -42,7 +43,7 @@ def check_profile_name(profile: str) -> str:
 def load_profile(profile: str, overrides: Sequence[str] = ()) -> dict:
     """params/<profile>.yaml, checked: a section or key no notebook declares (a typo) is an error naming it.
 
-    `overrides`: "SECTION.KEY=VALUE" strings (VALUE in YAML: `04_verifiers.regimes=[frozen]`) that
+    `overrides`: "SECTION.KEY=VALUE" strings (VALUE in YAML: `verifiers.regimes=[frozen]`) that
     replace values the file sets (never add one), so one run can narrow a profile
     without a copy of it; the run record keeps them (their values reach each stage's fingerprint).
     Every value is then checked against the notebooks' schema (`check_values`), before anything runs.
@@ -67,9 +68,9 @@ def check_values(path: Path, data: dict, overrides: Sequence[str] = ()) -> None:
     common = data.get("common") or {}
     found: dict[str, str] = {}
     for stem in schema.SCHEMA:
-        section = data.get(stem) or {}
+        section = data.get(section_name(stem)) or {}
         for name, text in schema.problems(stem, {**common, **section}):
-            owner = stem if not name or name in section else "common"
+            owner = section_name(stem) if not name or name in section else "common"
             source = given.get((owner, name)) and f"--set {given[(owner, name)]}"
             label = f"`{owner}.{name}` = " if name else f"`{owner}`: "
             found.setdefault(f"{owner}.{name}", f"{source or shown(path)}: {label}{text}")
@@ -107,20 +108,43 @@ def _read_extended(path: Path, seen: tuple) -> dict:
     return base
 
 
+def section_name(notebook: str | Path) -> str:
+    """The profile section of a notebook (a path, a stem or a section): its stem less the leading number,
+    `training_ab` for 02_training_ab.ipynb. Why not the stem: DVC reads `dvc exp run -S` with Hydra's
+    override grammar, whose keys cannot start with a digit, so `-S 'params/local.yaml:training_ab.seeds=..'`
+    is refused and no notebook's value could be set from an experiment."""
+    return re.sub(r"^\d+_", "", Path(str(notebook)).stem)
+
+
 def parse_override(text: str) -> tuple[str, str, object]:
-    """("04_verifiers", "regimes", ["frozen"]) from "04_verifiers.regimes=[frozen]"; ValueError names the fix."""
+    """("verifiers", "regimes", ["frozen"]) from "verifiers.regimes=[frozen]"; the notebook's stem names its
+    section too ("verifiers.regimes=[frozen]", as runs recorded their overrides before sections lost
+    their number); ValueError names the fix."""
     name, sep, raw = str(text).partition("=")
     section, dot, key = name.strip().rpartition(".")
     if not sep or not dot or not section or not key:
         raise ValueError(
-            f"--set {text!r}: write SECTION.KEY=VALUE, e.g. --set 04_verifiers.regimes=[frozen] "
+            f"--set {text!r}: write SECTION.KEY=VALUE, e.g. --set verifiers.regimes=[frozen] "
             "or --set common.device=cpu (VALUE is read as YAML)"
         )
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as err:
         raise ValueError(f"--set {text!r}: VALUE is not YAML ({err.__class__.__name__}); quote strings") from None
-    return section, key.strip(), value
+    return section_name(section.strip()), key.strip(), value
+
+
+def same_overrides(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether two lists of "SECTION.KEY=VALUE" set the same values, whatever their order and whichever
+    name of a section they use (a run recorded before sections lost their number matches its piece)."""
+
+    def read(texts):
+        return sorted((s, k, yaml.safe_dump(v, sort_keys=True)) for s, k, v in map(parse_override, texts))
+
+    try:
+        return read(a) == read(b)
+    except ValueError:
+        return False
 
 
 def apply_overrides(data: dict, overrides: Sequence[str]) -> dict:
@@ -157,21 +181,27 @@ def _numbers(value):
 
 
 def check_profile_keys(path: Path, data: dict) -> None:
-    """Every section is `common` or a notebook's stem, and every key is a parameter that notebook (for
-    `common`: some notebook) declares; otherwise a misspelt `max_step:` would silently leave the default."""
+    """Every section is `common` or a notebook's section (`section_name`), and every key is a parameter
+    that notebook (for `common`: some notebook) declares; otherwise a misspelt `max_step:` would silently
+    leave the default."""
     folder = params_dir().parent / "notebooks"
-    declared = {
-        nb.stem: set(declared_parameters(nb))
-        for nb in sorted(folder.glob("*.ipynb"))
-        if parameters_cell(nb) is not None
-    }
+    found = [nb for nb in sorted(folder.glob("*.ipynb")) if parameters_cell(nb) is not None]
+    declared = {section_name(nb): set(declared_parameters(nb)) for nb in found}
+    names = {section_name(nb): nb.name for nb in found}
     if not declared:
         return  # no notebooks beside params/ (an installed copy): nothing to check against
     for section, values in data.items():
         if section != "common" and section not in declared:
+            renamed = section_name(section)
+            hint = (
+                f"; it is `{renamed}` now (a section is the notebook's name less its number: DVC's -S cannot "
+                "set a key that starts with a digit)"
+                if renamed in declared and renamed != section
+                else _did_you_mean(section, declared)
+            )
             raise ValueError(
-                f"{path}: unknown section `{section}`{_did_you_mean(section, declared)}; sections are "
-                f"`common` and the notebooks' names: {', '.join(declared)}"
+                f"{path}: unknown section `{section}`{hint}; sections are `common` and the notebooks' names "
+                f"less their number: {', '.join(declared)}"
             )
         if values is None:
             continue
@@ -180,7 +210,7 @@ def check_profile_keys(path: Path, data: dict) -> None:
         known = set().union(*declared.values()) if section == "common" else declared[section]
         for key in values:
             if key not in known:
-                owner = "any notebook" if section == "common" else f"{section}.ipynb"
+                owner = "any notebook" if section == "common" else names[section]
                 raise ValueError(
                     f"{path}: `{section}.{key}` is not a parameter of {owner}{_did_you_mean(key, known)}; "
                     "fix the name, or declare it in the notebook's `parameters` cell"
@@ -226,13 +256,13 @@ def notebook_parameters(profile: str, notebook: str | Path, data: dict | None = 
     """
     notebook = Path(notebook)
     data = load_profile(profile) if data is None else data
-    merged = {**(data.get("common") or {}), **(data.get(notebook.stem) or {})}
+    merged = {**(data.get("common") or {}), **(data.get(section_name(notebook)) or {})}
     declared = declared_parameters(notebook)
     missing = sorted(set(declared) - set(merged))
     if missing:
         raise KeyError(
             f"params/{profile}.yaml does not set {missing} declared by {notebook.name}; "
-            f"add them under `common:` or `{notebook.stem}:`"
+            f"add them under `common:` or `{section_name(notebook)}:`"
         )
     params = {k: merged[k] for k in declared}
     bad = schema.problems(notebook.stem, params)  # what papermill injects is what the schema allows

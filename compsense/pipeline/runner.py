@@ -118,6 +118,22 @@ def code_dependencies(notebook: Path) -> list[Path]:
                 finder.run_script(str(script))
             except SyntaxError:  # not Python (a cell of another kernel's magic): it imports nothing here
                 continue
+    return _reached(finder)
+
+
+def module_dependencies(*modules: str) -> list[Path]:
+    """The compsense source files that the modules at `modules` (repository paths) are and import, read
+    as `code_dependencies` reads a notebook's cells (the report stage's code)."""
+    root = repo_root()
+    finder = modulefinder.ModuleFinder(path=[str(root)])
+    finder.import_hook("compsense")
+    for module in modules:
+        finder.run_script(str(root / module))
+    return sorted({*_reached(finder), *(root / m for m in modules)})
+
+
+def _reached(finder: modulefinder.ModuleFinder) -> list[Path]:
+    root = repo_root()
     found = (m.__file__ for name, m in finder.modules.items() if name.split(".")[0] == "compsense")
     files = (Path(f) for f in found if f and Path(f).is_relative_to(root / "compsense"))
     return sorted(f for f in files if f.relative_to(root).as_posix() not in OPERATIONAL)

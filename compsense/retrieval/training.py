@@ -806,7 +806,7 @@ def check_same_run(previous: dict, current: dict, out: Path) -> None:
         changes = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
         raise ValueError(
             f"{out} holds a run with a different setup ({changes}). Pass force=True to retrain "
-            "it (for one run of the stage: python -m compsense reproduce --only 02 --set 02_training_ab.force=true, "
+            "it (for one run of the stage: python -m compsense reproduce --only 02 --set training_ab.force=true, "
             "which retrains every model of the stage), move the folder aside to keep it, or use another work_dir "
             "to keep both"
         )

@@ -129,8 +129,8 @@ def profile_settings(profile: dict, args) -> dict:
     """What the run reads from the profile, with the command line's overrides: {"04": notebook 04's
     parameters, "05": notebook 05's, and the shared ones (profile, seed, work_dir, data_dir, backbone)}."""
     common = profile.get("common") or {}
-    p04 = {**common, **(profile.get("04_verifiers") or {})}
-    p05 = {**common, **(profile.get("05_reranking") or {})}
+    p04 = {**common, **(profile.get("verifiers") or {})}
+    p05 = {**common, **(profile.get("reranking") or {})}
     return {
         "04": p04,
         "05": p05,
