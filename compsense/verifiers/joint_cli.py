@@ -5,7 +5,7 @@ at the budget curve's budget and the verifier seeds, scores it on notebook 04's 
 the verifiers' table code (held-out families, pairwise accuracy, self-match, copy > near-miss, mean
 scores, CondaQA, SugarCrepe), and reranks notebook 05's SciFact top-100 with it beside frozen MaxSim
 (and any notebook-04 map verifiers named), with ms per query. Rows, sets and settings are the
-profile's (`--profile`, params/<profile>.yaml's 04_verifiers and 05_reranking), so the cross-encoder
+profile's (`--profile`, params/<profile>.yaml's verifiers and reranking sections), so the cross-encoder
 stands beside that profile's verifiers.
 
 A module of its own, apart from `joint`, because the command line builds every subcommand's parser at
@@ -42,7 +42,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="train a real cross-encoder (MiniLM-L6 + a fresh head) on notebook 04's verifier rows and score it "
         "beside the map verifiers: near-miss sets and SciFact reranking (compsense.verifiers.joint)",
     )
-    p.add_argument("--profile", default="local", help="whose 04_verifiers/05_reranking settings (default local)")
+    p.add_argument("--profile", default="local", help="whose verifiers/reranking settings (default local)")
     p.add_argument("--rows", default="balanced,model_b", help="comma-separated training data kinds (verifiers.data)")
     p.add_argument("--seeds", default="42,43,44", help="comma-separated training seeds (the verifier seeds)")
     p.add_argument("--budget", default="8192", help="triplets each model sees; comma-separated for several")
