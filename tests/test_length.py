@@ -399,3 +399,26 @@ def test_length_external_cli_scores_every_exported_step_unless_steps_are_given(m
     assert main(["length", "--external", "--steps", "100,200", "--seed", "43"]) == 0
     assert calls == [(42, ["A", "B-para"], None), (43, ["A", "B", "C"], [100, 200])]
     assert "condaqa" in capsys.readouterr().out
+
+
+def test_nearmiss_seed_tests_pair_variants_within_a_seed():
+    """B - A of a near-miss score is taken within each seed, then a paired t over the seeds: here B
+    gains 0.30, 0.32 and 0.34 at seeds 42-44 (interval around 0.32, excluding 0); Base, one untrained
+    model, never enters; two seeds give no row."""
+    import scipy.stats
+
+    rows = []
+    for i, seed in enumerate((42, 43, 44)):
+        for variant, value in (("A", 0.2 + 0.01 * i), ("B", 0.5 + 0.03 * i), ("Base", 0.1)):
+            rows.append(
+                {"seed": seed, "variant": variant, "step": 0 if variant == "Base" else 200, "dataset": "condaqa"}
+                | {"family": "all", "metric": "auc", "value": value}
+            )
+    t = LC.nearmiss_seed_tests(pd.DataFrame(rows))
+    assert list(t.comparison) == ["B-A"] and t.n_seeds.iloc[0] == 3 and t.step.iloc[0] == 200
+    d = [0.30, 0.32, 0.34]
+    want = scipy.stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert t.mean_delta.iloc[0] == pytest.approx(0.32)
+    assert (t.t_ci_low.iloc[0], t.t_ci_high.iloc[0]) == pytest.approx((want.low, want.high))
+    assert t.t_ci_low.iloc[0] > 0
+    assert LC.nearmiss_seed_tests(pd.DataFrame([r for r in rows if r["seed"] != 44])).empty

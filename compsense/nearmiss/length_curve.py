@@ -174,11 +174,12 @@ def deltas(points: pd.DataFrame, per_query: pd.DataFrame, n: int = 2000) -> pd.D
     return pd.DataFrame(rows)
 
 
-def seed_t_tests(delta_table: pd.DataFrame) -> pd.DataFrame:
+def seed_t_tests(delta_table: pd.DataFrame, by=("step", "dataset", "metric", "comparison")) -> pd.DataFrame:
     """Where a step has three or more seeds: the paired t over seeds of each comparison's per-seed
-    mean difference (a trained model is the unit of a claim about a recipe), with its 95% interval."""
+    mean difference (a trained model is the unit of a claim about a recipe), with its 95% interval
+    (scipy's one-sample t on the per-seed differences), one row per group of `by`."""
     rows = []
-    for (step, dataset, metric, comp), g in delta_table.groupby(["step", "dataset", "metric", "comparison"]):
+    for keys, g in delta_table.groupby(list(by)):
         if g.seed.nunique() < 3:
             continue
         d = g.mean_delta.to_numpy(dtype=float)
@@ -186,10 +187,7 @@ def seed_t_tests(delta_table: pd.DataFrame) -> pd.DataFrame:
         ci = res.confidence_interval(0.95)
         rows.append(
             {
-                "step": step,
-                "dataset": dataset,
-                "metric": metric,
-                "comparison": comp,
+                **dict(zip(by, keys)),
                 "n_seeds": len(d),
                 "mean_delta": float(d.mean()),
                 "t_ci_low": float(ci.low),
@@ -198,6 +196,27 @@ def seed_t_tests(delta_table: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+NEARMISS_KEYS = ("step", "dataset", "family", "metric")
+
+
+def nearmiss_seed_tests(scores: pd.DataFrame) -> pd.DataFrame:
+    """The near-miss scores (AUC, within-anchor pairwise accuracy) of the external sets and the held-out
+    families, compared over seeds: per step, dataset, family and metric, each comparison of
+    `COMPARISONS` between two trained variants scored at the same seed, as a paired t over those seeds
+    (`seed_t_tests`; three seeds or more). Base stands at step 0 and is left out: its score is one model's."""
+    rows = []
+    trained = scores[scores.variant != "Base"]
+    for (seed, *keys), g in trained.groupby(["seed", *NEARMISS_KEYS]):
+        value = g.groupby("variant")["value"].first()
+        for ref, var in COMPARISONS:
+            if ref in value and var in value:
+                key = dict(zip(NEARMISS_KEYS, keys))
+                rows.append({**key, "comparison": f"{var}-{ref}", "seed": seed, "mean_delta": value[var] - value[ref]})
+    if not rows:
+        return pd.DataFrame()
+    return seed_t_tests(pd.DataFrame(rows), by=(*NEARMISS_KEYS, "comparison"))
 
 
 def read_record(path: str | os.PathLike) -> dict:

@@ -310,6 +310,7 @@ TABLES = {  # figures/tables/<name>: what `publish` writes (numbers only)
     "points": "length_curve.csv",  # every model x step x dataset x family x metric
     "deltas": "length_deltas.csv",  # A - Base, B - A, C - A, B - C per seed and step, query bootstrap
     "seed_tests": "length_seed_tests.csv",  # paired t over seeds where a step has three or more
+    "nearmiss_seed_tests": "length_nearmiss_seed_tests.csv",  # the same for the near-miss scores
     "record": "length_record.json",  # what made them: commits, schedule, data counts, wall times, versions
     "parts": "length_parts.csv",  # one row per piece part: seed, variant, steps, precision, seconds, commit
     "external": "length_external.csv",  # CondaQA, SugarCrepe and held-out near-miss tests per model and step
@@ -365,6 +366,12 @@ def publish(root=None, figures_dir=None, work_dir="runs/local", control_root=Non
     external = external_table(root)
     if not external.empty:
         written.append(write_table(external, figures / "tables" / TABLES["external"]))
+    # the held-out families as the point scored them, beside the external sets as `compsense nearmiss` did
+    cols = ["seed", "variant", "step", "dataset", "family", "metric", "value"]
+    heldout = points[points.dataset == "heldout-near-miss"][cols]
+    near = LC.nearmiss_seed_tests(pd.concat([heldout, *([external[cols]] if not external.empty else [])]))
+    if not near.empty:
+        written.append(write_table(near, figures / "tables" / TABLES["nearmiss_seed_tests"]))
     saved = save_figure(length_figure(delta, points), FIGURE, figures)
     return written + list(saved.values())
 
