@@ -201,9 +201,14 @@ def test_deltas_and_figure():
     fig = length_figure(d, points)
     names = {tr.name for tr in fig.data}
     assert {"B-A (seed 42)", "paper B-A (-0.038)", "A negation", "Base binding"} <= names
-    two = length_figure(pd.concat([d, d.assign(seed=43)]), points)  # a later seed is drawn apart from the first
-    styles = {tr.name: (tr.line.dash, tr.marker.symbol) for tr in two.data if tr.name.startswith("B-A (seed")}
-    assert styles == {"B-A (seed 42)": ("solid", "circle"), "B-A (seed 43)": ("dash", "diamond")}
+    # each later seed is drawn apart from the first and from each other
+    seeds = length_figure(pd.concat([d, d.assign(seed=43), d.assign(seed=44)]), points)
+    styles = {tr.name: (tr.line.dash, tr.marker.symbol) for tr in seeds.data if tr.name.startswith("B-A (seed")}
+    assert styles == {
+        "B-A (seed 42)": ("solid", "circle"),
+        "B-A (seed 43)": ("dash", "diamond"),
+        "B-A (seed 44)": ("dot", "square"),
+    }
 
 
 def test_describe_curve_states_each_comparison_with_its_interval_and_the_families():

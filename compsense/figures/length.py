@@ -17,11 +17,14 @@ from compsense.nearmiss.length_curve import PAPER_DROP, PAPER_DROP_PCT
 COLOURS = {"B-A": "#d62728", "A-Base": "#1f77b4", "C-A": "#7f7f7f", "B-C": "#9467bd", "B-para-A": "#ff7f0e"}
 VARIANT_COLOURS = {"A": "#1f77b4", "B": "#d62728", "C": "#7f7f7f", "B-para": "#ff7f0e"}
 DASH = {"negation": "solid", "binding": "dot", "spatial": "dash"}
+# (dash, marker) of the first, second, third ... seed in panel 1
+SEED_STYLES = (("solid", "circle"), ("dash", "diamond"), ("dot", "square"), ("dashdot", "triangle-up"))
 
 
 def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "scifact", metric: str = "ndcg@10"):
-    """Two panels over training triplets (log axis): panel 1 each seed's differences (later seeds dashed,
-    as diamonds), panel 2 each variant's AUC averaged over the seeds scored at each step."""
+    """Two panels over training triplets (log axis): panel 1 each seed's differences (each later seed
+    with a dash and marker of its own, `SEED_STYLES`), panel 2 each variant's AUC averaged over the seeds
+    scored at each step."""
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -35,17 +38,18 @@ def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "sc
     for comp, g in d.groupby("comparison", sort=False):
         if comp not in COLOURS:
             continue
-        first = d.seed.min()
+        order = {seed: i for i, seed in enumerate(sorted(d.seed.unique()))}
         for seed, gs in g.groupby("seed"):
-            later = seed != first  # a later seed: dashed, diamonds, so the two seeds of one comparison part
+            # each later seed its own dash and marker, so the seeds of one comparison part
+            later, style = order[seed] > 0, SEED_STYLES[min(order[seed], len(SEED_STYLES) - 1)]
             fig.add_trace(
                 go.Scatter(
                     x=gs.triplets,
                     y=gs.mean_delta,
                     mode="lines+markers",
                     name=f"{comp} (seed {seed})",
-                    line={"color": COLOURS[comp], "dash": "dash" if later else "solid"},
-                    marker={"symbol": "diamond" if later else "circle"},
+                    line={"color": COLOURS[comp], "dash": style[0]},
+                    marker={"symbol": style[1]},
                     opacity=0.75 if later else 1.0,
                     error_y={
                         "type": "data",
