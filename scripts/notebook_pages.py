@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import posixpath
 import sys
@@ -43,10 +44,12 @@ from compsense.core.storage import write_text
 from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.provenance import run_summary, stage_records
 from compsense.pipeline.runner import Refused
+from compsense.pipeline.stages import stage_key
 
 PAGES_DIR = "docs/notebooks"
 NOTEBOOKS_DIR = "notebooks"  # where the notebooks' own relative links start
 CSS_FILE = "notebook.css"  # JupyterLab's CSS, shared by the pages
+RUN_RECORD = "run_summary.json"  # the run the pages show (`run_record`)
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 PARAMETERS, INJECTED = "parameters", "injected-parameters"  # papermill's cell tags
@@ -206,19 +209,40 @@ def moved_link(link: str, source_dir: Path, page_dir: Path) -> str:
     return urlunsplit(("", "", moved, parts.query, parts.fragment))
 
 
-def page(executed: Path, plotly_src: str, page_dir: Path | None = None, source_dir: Path | None = None):
-    """(html, css) of one executed notebook: a header naming the run (its summary.json beside the
-    notebook: profile, commit), then the notebook as nbconvert's lab template renders it after the
-    preprocessors above; `css` is the template's stylesheets, for the shared file."""
+def page(
+    executed: Path,
+    plotly_src: str,
+    page_dir: Path | None = None,
+    source_dir: Path | None = None,
+    record: dict | None = None,
+    profile: str | None = None,
+):
+    """(html, css) of one executed notebook: a header naming the run, then the notebook as nbconvert's
+    lab template renders it after the preprocessors above; `css` is the template's stylesheets, for the
+    shared file. The run is the runner's (its summary.json beside the notebook: profile, commit) or,
+    with none, the DVC stage of `profile` whose stages.json `record` names the commit."""
     import nbformat
 
     nb = nbformat.read(executed, as_version=4)
     summary = run_summary(executed)
+    if summary or record is None:
+        ran = (
+            f"profile `{summary.get('profile', '?')}`, run `{executed.parent.name}`, commit "
+            f"`{summary.get('commit', '?')}`. The committed notebook is `notebooks/{executed.name}`; run it "
+            "with `python -m compsense reproduce`."
+        )
+    else:
+        stage = f"{profile}-{stage_key(executed)}"
+        minutes = f", {float(record['seconds']) / 60:.0f} min" if record.get("seconds") else ""
+        ran = (
+            f"profile `{profile}`, DVC stage `{stage}` at commit `{record.get('commit', '?')}` (finished "
+            f"{str(record.get('finished', '?'))[:16].replace('T', ' ')} UTC{minutes}). The committed notebook "
+            f"is `notebooks/{executed.name}`; run it with `dvc repro {stage}` (`make reproduce PROFILE={profile}` "
+            "runs the profile)."
+        )
     header = (
-        f"**Executed notebook**: profile `{summary.get('profile', '?')}`, run `{executed.parent.name}`, "
-        f"commit `{summary.get('commit', '?')}`. The committed notebook is `notebooks/{executed.name}`; "
-        "run it with `python -m compsense reproduce`. Shown here: the run's parameters, outputs and figures; "
-        "its warnings, logs and progress bars are in the run folder's notebook."
+        f"**Executed notebook**: {ran} Shown here: the run's parameters, outputs and figures; its warnings, "
+        "logs and progress bars are in the executed notebook the run left."
     )
     record = nbformat.v4.new_markdown_cell(header)
     record.id = "run-record"  # a fixed id: the same notebook gives the same bytes
@@ -234,7 +258,38 @@ def page(executed: Path, plotly_src: str, page_dir: Path | None = None, source_d
     return body, "\n".join(exporter.css + [PAGE_CSS]) if exporter.css else ""
 
 
-def write_pages(work_dir, out: str | os.PathLike = PAGES_DIR, figures: str = "figures", check: bool = False) -> dict:
+def run_record(records: dict, profile: str) -> str:
+    """docs/notebooks/run_summary.json: the run the pages show, in the shape of the runner's summary.json
+    (`estimate` prices the notebook-only stages 00 and 06 from it): per stage its status, seconds, commit
+    and finish time, and the executed notebook as a path under the work_dir's parent (no machine's path)."""
+    stages = {
+        key: {
+            "status": "ok",
+            "seconds": r.get("seconds"),
+            "commit": r.get("commit"),
+            "finished": r.get("finished"),
+            "output": _under_runs(Path(r["output"])),
+        }
+        for key, r in sorted(records.items())
+        if r.get("output")
+    }
+    commits = sorted({r["commit"] for r in stages.values() if r.get("commit")})
+    summary = {"profile": profile, "commit": ", ".join(commits) or "?", "overrides": [], "stages": stages}
+    return json.dumps(summary, indent=2, sort_keys=True) + "\n"
+
+
+def _under_runs(path: Path) -> str:
+    """runs/<profile>/<folder>/<notebook>: a stage's executed notebook without the machine's path."""
+    return path.relative_to(path.parents[3]).as_posix() if len(path.parents) > 3 else path.as_posix()
+
+
+def write_pages(
+    work_dir,
+    out: str | os.PathLike = PAGES_DIR,
+    figures: str = "figures",
+    check: bool = False,
+    profile: str | None = None,
+) -> dict:
     """Write (or, with `check`, compare) one page per stage; returns {"written", "unchanged", "stale",
     "missing"}: "missing" names the stages whose executed notebook is gone, so their pages can be
     neither written nor checked (said, not skipped in silence)."""
@@ -242,14 +297,17 @@ def write_pages(work_dir, out: str | os.PathLike = PAGES_DIR, figures: str = "fi
     plotly_src = Path(os.path.relpath(resolve(figures) / PLOTLY_JS, out_dir)).as_posix()
     done = {"written": [], "unchanged": [], "stale": [], "missing": []}
     files = {}
+    records = stage_records(work_dir)
     for stage, executed in executed_notebooks(work_dir).items():
         if not executed.is_file():
             done["missing"].append(f"{stage} ({executed})")
             continue
-        html, css = page(executed, plotly_src, page_dir=out_dir)
+        html, css = page(executed, plotly_src, page_dir=out_dir, record=records.get(stage), profile=profile)
         files[f"{executed.stem}.html"] = html
         if css:
             files[CSS_FILE] = css
+    if profile is not None and files:
+        files[RUN_RECORD] = run_record(records, profile)
     for name, text in files.items():
         target = out_dir / name
         if target.is_file() and target.read_text(encoding="utf-8") == text:
@@ -275,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
 
         args.work_dir = load_profile(args.profile)["common"]["work_dir"]
     try:
-        done = write_pages(args.work_dir, args.out, check=args.check)
+        done = write_pages(args.work_dir, args.out, check=args.check, profile=args.profile)
     except (FileNotFoundError, Refused) as err:  # Refused: a damaged stages.json, named with its fix
         print(f"notebook-pages: {err}", file=sys.stderr)
         return 2

@@ -67,6 +67,32 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     assert P.main(["--work-dir", str(work), "--out", str(out), "--check"]) == 1
 
 
+def test_a_dvc_stages_page_names_its_stage_and_commit_and_the_pages_run_is_recorded(tmp_path):
+    """A DVC stage leaves its executed notebook in runs/<profile>/notebooks/ with no summary.json: the page
+    names the stage, its `dvc repro` command and the commit stages.json recorded, and run_summary.json
+    (what `estimate` prices 00 and 06 from) is written beside the pages without the machine's path."""
+    work = tmp_path / "runs" / "local"
+    executed = _executed(work / "notebooks")
+    (work / "notebooks" / "summary.json").unlink()
+    record = {"fingerprint": "dvc", "output": str(executed), "commit": "26df8ef", "seconds": 150.0}
+    (work / "stages.json").write_text(json.dumps({"03": {**record, "finished": "2026-12-06T16:30:08+00:00"}}))
+    out = tmp_path / "docs" / "notebooks"
+    done = P.write_pages(work, out, figures=str(tmp_path / "figures"), profile="local")
+    assert P.RUN_RECORD in done["written"]
+    html = (out / "03_pooled_geometry.html").read_text()
+    assert "DVC stage <code>local-03</code> at commit <code>26df8ef</code>" in html
+    assert "<code>dvc repro local-03</code>" in html and "2026-12-06 16:30 UTC, 2 min" in html
+    summary = json.loads((out / P.RUN_RECORD).read_text())
+    assert summary["profile"] == "local" and summary["commit"] == "26df8ef"
+    assert summary["stages"]["03"] == {
+        "commit": "26df8ef",
+        "finished": "2026-12-06T16:30:08+00:00",
+        "output": "runs/local/notebooks/03_pooled_geometry.ipynb",
+        "seconds": 150.0,
+        "status": "ok",
+    }
+
+
 def test_a_work_dir_without_runs_is_a_named_error(tmp_path, capsys):
     with pytest.raises(FileNotFoundError, match="no stage has finished into it"):
         P.executed_notebooks(tmp_path)
