@@ -66,11 +66,11 @@ PAGE_CSS = """
 """
 
 
-def executed_notebooks(work_dir: str | os.PathLike) -> dict[str, Path]:
+def executed_notebooks(work_dir: str | os.PathLike, records: dict | None = None) -> dict[str, Path]:
     """{stage: executed notebook} of each stage's last success writing into `work_dir` (the runner's
     stages.json records, `provenance.stage_records`); a notebook may be gone (a run folder deleted, or
-    records copied from another machine): `write_pages` names those."""
-    records = stage_records(work_dir)
+    records copied from another machine): `write_pages` names those. `records`: stages.json already read."""
+    records = stage_records(work_dir) if records is None else records
     if not records:
         raise FileNotFoundError(
             f"{resolve(work_dir)}: no stage has finished into it (no stages.json records it); run "
@@ -298,7 +298,7 @@ def write_pages(
     done = {"written": [], "unchanged": [], "stale": [], "missing": []}
     files = {}
     records = stage_records(work_dir)
-    for stage, executed in executed_notebooks(work_dir).items():
+    for stage, executed in executed_notebooks(work_dir, records).items():
         if not executed.is_file():
             done["missing"].append(f"{stage} ({executed})")
             continue

@@ -35,10 +35,10 @@ def length_figure(deltas: pd.DataFrame, points: pd.DataFrame, dataset: str = "sc
         horizontal_spacing=0.1,
     )
     d = deltas[(deltas.dataset == dataset) & (deltas.metric == metric)].sort_values("triplets")
+    order = {seed: i for i, seed in enumerate(sorted(d.seed.unique()))}
     for comp, g in d.groupby("comparison", sort=False):
         if comp not in COLOURS:
             continue
-        order = {seed: i for i, seed in enumerate(sorted(d.seed.unique()))}
         for seed, gs in g.groupby("seed"):
             # each later seed its own dash and marker, so the seeds of one comparison part
             later, style = order[seed] > 0, SEED_STYLES[min(order[seed], len(SEED_STYLES) - 1)]

@@ -111,14 +111,14 @@ def _read_extended(path: Path, seen: tuple) -> dict:
 def section_name(notebook: str | Path) -> str:
     """The profile section of a notebook (a path, a stem or a section): its stem less the leading number,
     `training_ab` for 02_training_ab.ipynb. Why not the stem: DVC reads `dvc exp run -S` with Hydra's
-    override grammar, whose keys cannot start with a digit, so `-S 'params/local.yaml:training_ab.seeds=..'`
-    is refused and no notebook's value could be set from an experiment."""
+    override grammar, whose keys cannot start with a digit, so `-S 'params/local.yaml:02_training_ab.seeds=..'`
+    was refused and no notebook's value could be set from an experiment."""
     return re.sub(r"^\d+_", "", Path(str(notebook)).stem)
 
 
 def parse_override(text: str) -> tuple[str, str, object]:
     """("verifiers", "regimes", ["frozen"]) from "verifiers.regimes=[frozen]"; the notebook's stem names its
-    section too ("verifiers.regimes=[frozen]", as runs recorded their overrides before sections lost
+    section too ("04_verifiers.regimes=[frozen]", as runs recorded their overrides before sections lost
     their number); ValueError names the fix."""
     name, sep, raw = str(text).partition("=")
     section, dot, key = name.strip().rpartition(".")
