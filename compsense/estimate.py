@@ -42,6 +42,7 @@ from compsense.nearmiss.length_curve import POINTS
 from compsense.pipeline import screen
 from compsense.pipeline.length_run import length_root
 from compsense.pipeline.profiles import stage_parameters
+from compsense.pipeline.schema import flat
 from compsense.pipeline.stages import STATE_RECOVER, SUMMARY, read_summary, shown, stage_key
 from compsense.retrieval.length import LENGTH_VARIANTS, SCHEDULE_STEPS, finished_steps
 from compsense.retrieval.training import TrainConfig, plan_runs
@@ -121,6 +122,8 @@ def work_units(profile: str, work_dir=None, sizes: dict | None = None, overrides
 
 
 def _units(stage: str, p: dict, sizes: dict) -> list[dict]:
+    p = flat(p)  # notebook 04's grouped settings (`training`, `rows`, ...) by name, as older runs recorded them
+
     def row(component, backbone, units, settings=None, note=""):
         keys = SAME.get((stage, component.split()[0]), []) + NOTED.get((stage, component), [])
         return {

@@ -31,6 +31,7 @@ def test_every_notebook_parameter_has_a_schema_entry_and_every_entry_a_parameter
 
 @pytest.mark.slow  # imports the registries' modules (torch, spaCy): what the schema avoids importing
 def test_the_schemas_names_are_the_registries():
+    from dataclasses import fields
     from typing import get_args
 
     from compsense.data.datasets import STSB_SPLITS, SUGARCREPE_SUBSETS
@@ -51,7 +52,9 @@ def test_the_schemas_names_are_the_registries():
     assert set(get_args(schema.ParaphraseSplit)) == set(STSB_SPLITS)
     assert schema.MAX_K == MAX_K
     assert get_args(schema.Verifiers.model_fields["recipe"].annotation) == config.RECIPES
-    assert get_args(schema.Verifiers.model_fields["hard_negatives"].annotation) == config.HARD_NEGATIVES
+    assert get_args(schema.Training.model_fields["hard_negatives"].annotation) == config.HARD_NEGATIVES
+    # notebook 04's `training` is VerifierTraining's fields, with F2's own f2_learnable (VerifierGrid's)
+    assert set(schema.Training.model_fields) - {"f2_learnable"} < {f.name for f in fields(config.VerifierTraining)}
 
 
 def test_the_shipped_profiles_and_pieces_fit_the_schema():
@@ -64,7 +67,7 @@ def test_the_shipped_profiles_and_pieces_fit_the_schema():
 # and what is allowed. user_sentences_split: the notebook puts anything but "train" on the held-out side.
 BAD_VALUES = [
     ("data_and_negatives.user_sentences_split=tarin", "'tarin'", "one of 'train', 'test'"),
-    ("verifiers.budget_examples=-128", "-128", "a whole number >= 1"),
+    ("verifiers.training.budget_examples=-128", "-128", "a whole number >= 1"),  # a key inside a group
     ("training_ab.seeds=42", "42", "a list of 1+ (a whole number >= 0"),
     ("training_ab.backbones=[nosuch]", "['nosuch']", "a list of 1+ (one of 'minilm-l6', 'minilm-l12'"),
     ("data_and_negatives.mrpc_train_sentences=-5", "-5", "a whole number >= 0 or null"),
@@ -95,11 +98,37 @@ def test_reproduce_and_estimate_refuse_it_in_one_line_before_anything_runs(
 
 def test_a_value_in_the_profile_file_is_named_with_the_file(tmp_path, monkeypatch):
     folder = profiles.params_dir()
-    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"extends": "smoke", "verifiers": {"temperature": 0}}))
+    training = {**profiles.load_profile("smoke")["verifiers"]["training"], "temperature": 0}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"extends": "smoke", "verifiers": {"training": training}}))
     (tmp_path / "smoke.yaml").write_text((folder / "smoke.yaml").read_text())
     monkeypatch.setattr(profiles, "params_dir", lambda: tmp_path)
-    with pytest.raises(ValueError, match=r"bad\.yaml: `verifiers\.temperature` = 0: Input should be greater than 0"):
+    with pytest.raises(ValueError, match=r"bad\.yaml: `verifiers\.training\.temperature` = 0: Input should be greater"):
         profiles.load_profile("bad")
+
+
+def test_a_group_given_whole_must_name_every_key_and_no_other():
+    with pytest.raises(ValueError) as err:
+        profiles.load_profile("smoke", ["verifiers.training={lr: 0.01}"])
+    assert str(err.value).startswith("--set verifiers.training={lr: 0.01}: `verifiers.training.budget_examples`")
+    assert "missing" in str(err.value) and "verifiers.training.hard_negatives" in str(err.value)
+    typo = r"the profile sets no `verifiers\.training\.lrr` \(did you mean `verifiers\.training\.lr`"
+    with pytest.raises(ValueError, match=typo):
+        profiles.load_profile("smoke", ["verifiers.training.lrr=0.01"])
+    assert profiles.load_profile("smoke", ["verifiers.training.lr=0.01"])["verifiers"]["training"]["lr"] == 0.01
+
+
+def test_flat_lifts_notebook_04s_groups_and_leaves_a_flat_record_alone():
+    p = profiles.load_profile("smoke")["verifiers"]
+    lifted = schema.flat(p)
+    assert lifted["budget_examples"] == p["training"]["budget_examples"] and "training" not in lifted
+    assert lifted["condaqa_unit"] == p["near_miss_sets"]["condaqa_unit"] and lifted["verifiers"] == p["verifiers"]
+    assert schema.flat(lifted) == lifted  # parameters recorded before the grouping
+
+
+def test_notebook_04_is_easy_to_follow():
+    """Issue 52 item 8: at most 20 parameters (its settings grouped into mappings, one per idea)."""
+    nb = next(nb for nb in notebooks() if nb.stem == "04_verifiers")
+    assert len(profiles.declared_parameters(nb)) <= 20
 
 
 def test_checks_across_parameters_and_inside_mappings():

@@ -96,6 +96,7 @@ def test_overrides_replace_values_for_one_run(project):
     assert profiles.load_profile("smoke")["training_ab"]["max_steps"] == 5
     assert profiles.parse_override("verifiers.regimes=[frozen]") == ("verifiers", "regimes", ["frozen"])
     assert profiles.parse_override("common.device=") == ("common", "device", None)
+    assert profiles.parse_override("verifiers.training.lr=0.01") == ("verifiers", "training.lr", 0.01)
     # a notebook's stem names its section too, as runs recorded their overrides before sections lost the number
     assert profiles.parse_override("04_verifiers.regimes=[frozen]") == ("verifiers", "regimes", ["frozen"])
     assert profiles.load_profile("smoke", ["02_training_ab.max_steps=7"])["training_ab"]["max_steps"] == 7

@@ -67,8 +67,9 @@ def banner_text(profile: str, backbone: str | Sequence[str] | None = None) -> st
             f"minutes. Its numbers only prove that the code runs; they are not results. {FOR_RESULTS}"
         )
     return (
-        f"Profile {profile}{loaded}: the numbers below are this run's (params/{profile}.yaml); its record "
-        "(commit, parameters, seeds, times) is in the run folder's summary.json."
+        f"Profile {profile}{loaded}: the numbers below are this run's (params/{profile}.yaml). Its record "
+        "(commit, parameters, times) is stages.json in the profile's work folder, and dvc.lock where `dvc repro` "
+        "ran it (`make reproduce-runner` also leaves summary.json in its run folder); each result row names its commit."
     )
 
 

@@ -9,6 +9,7 @@ parameters its `parameters` cell declares (papermill would otherwise inject unkn
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import json
 import re
@@ -64,14 +65,17 @@ def check_values(path: Path, data: dict, overrides: Sequence[str] = ()) -> None:
     """Refuse a profile (with its `overrides` applied) whose values a notebook's schema
     (compsense.pipeline.schema) does not allow: ValueError in one line naming where the value came from
     (the `--set` that gave it, else the profile file), the parameter, the value and what is allowed."""
-    given = {parse_override(o)[:2]: o for o in overrides}
+    given = {(s, k): o for o in overrides for s, k, _ in [parse_override(o)]}
     common = data.get("common") or {}
     found: dict[str, str] = {}
     for stem in schema.SCHEMA:
         section = data.get(section_name(stem)) or {}
         for name, text in schema.problems(stem, {**common, **section}):
-            owner = section_name(stem) if not name or name in section else "common"
-            source = given.get((owner, name)) and f"--set {given[(owner, name)]}"
+            top = name.split(".")[0]  # a key of a group ("training.lr") belongs to its parameter's section
+            owner = section_name(stem) if not name or top in section else "common"
+            # the --set that gave it: the key itself, or the whole mapping it sits in
+            source = given.get((owner, name)) or given.get((owner, top))
+            source = source and f"--set {source}"
             label = f"`{owner}.{name}` = " if name else f"`{owner}`: "
             found.setdefault(f"{owner}.{name}", f"{source or shown(path)}: {label}{text}")
     if found:
@@ -117,15 +121,16 @@ def section_name(notebook: str | Path) -> str:
 
 
 def parse_override(text: str) -> tuple[str, str, object]:
-    """("verifiers", "regimes", ["frozen"]) from "verifiers.regimes=[frozen]"; the notebook's stem names its
-    section too ("04_verifiers.regimes=[frozen]", as runs recorded their overrides before sections lost
-    their number); ValueError names the fix."""
+    """("verifiers", "regimes", ["frozen"]) from "verifiers.regimes=[frozen]"; a key inside a parameter's
+    mapping keeps its path ("verifiers.training.lr=0.01" gives ("verifiers", "training.lr", 0.01)), as DVC's
+    `-S` writes it; the notebook's stem names its section too ("04_verifiers.regimes=[frozen]", as runs
+    recorded their overrides before sections lost their number); ValueError names the fix."""
     name, sep, raw = str(text).partition("=")
-    section, dot, key = name.strip().rpartition(".")
-    if not sep or not dot or not section or not key:
+    section, dot, key = name.strip().partition(".")
+    if not sep or not dot or not section or not key or "" in key.split("."):
         raise ValueError(
-            f"--set {text!r}: write SECTION.KEY=VALUE, e.g. --set verifiers.regimes=[frozen] "
-            "or --set common.device=cpu (VALUE is read as YAML)"
+            f"--set {text!r}: write SECTION.KEY=VALUE, e.g. --set verifiers.regimes=[frozen], "
+            "--set verifiers.training.lr=0.01 or --set common.device=cpu (VALUE is read as YAML)"
         )
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
@@ -148,21 +153,30 @@ def same_overrides(a: Sequence[str], b: Sequence[str]) -> bool:
 
 
 def apply_overrides(data: dict, overrides: Sequence[str]) -> dict:
-    """A copy of the profile `data` with each "SECTION.KEY=VALUE" applied; a key the section does not
-    set is refused (an override replaces a value, it never adds a parameter the profile forgot)."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    """A copy of the profile `data` with each "SECTION.KEY=VALUE" (or "SECTION.KEY.INNER=VALUE", a key of
+    a parameter's mapping) applied; a key the profile does not set is refused (an override replaces a
+    value, it never adds a parameter the profile forgot)."""
+    out = copy.deepcopy(data)
     for text in overrides:
         section, key, value = parse_override(text)
+        *path, last = key.split(".")
         values = out.get(section)
-        if not isinstance(values, dict) or key not in values:
+        for step in path:
+            values = values.get(step) if isinstance(values, dict) else None
+        if not isinstance(values, dict) or last not in values:
             hint = _did_you_mean(f"{section}.{key}", _dotted(out))
             raise ValueError(f"--set {text!r}: the profile sets no `{section}.{key}`{hint}; sections: {', '.join(out)}")
-        values[key] = value
+        values[last] = value
     return out
 
 
-def _dotted(data: dict) -> list[str]:
-    return [f"{s}.{k}" for s, v in data.items() if isinstance(v, dict) for k in v]
+def _dotted(data: dict, prefix: str = "") -> list[str]:
+    """Every key path a profile sets: "verifiers.regimes", "verifiers.training.lr", ..."""
+    return [
+        path
+        for k, v in data.items()
+        for path in ([f"{prefix}{k}"] if prefix else []) + (_dotted(v, f"{prefix}{k}.") if isinstance(v, dict) else [])
+    ]
 
 
 # PyYAML follows YAML 1.1, where `1e-3` (no dot) is a string; in a profile it is always meant as a number.

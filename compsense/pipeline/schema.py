@@ -210,6 +210,44 @@ class BudgetCurve(_Parameters):
         return self
 
 
+class Training(_Parameters):
+    """notebook 04's `training`: how each verifier learns (`verifiers.config.VerifierTraining`'s fields),
+    and whether F2's lam and tau learn."""
+
+    budget_examples: Positive
+    batch_size: Positive
+    lr: Rate
+    encoder_lr: Rate
+    weight_decay: Decay
+    encoder_weight_decay: Optional[Decay]  # None: weight_decay (VerifierTraining.encoder_decay)
+    temperature: Rate
+    in_batch_negatives: Optional[Count]
+    hard_negatives: Literal["all", "own"]  # compsense.verifiers.config.HARD_NEGATIVES
+    f2_learnable: bool
+
+
+class Rows(_Parameters):
+    """notebook 04's `rows`: what `verifiers.data.training_rows` builds the training rows from."""
+
+    train_split: PairSplit
+    retrieval_sources: _list(TrainSource, 0)
+    max_pairs_per_query: Optional[Positive]
+    zero_shot_datasets: _list(Text, 0)
+    max_retrieval_rows: Optional[Positive]
+    structural_share: Share
+    structural_families: StructuralFamilies
+    max_paraphrase_pairs: Optional[Positive]
+
+
+class NearMissSets(_Parameters):
+    """notebook 04's `near_miss_sets`: what `nearmiss.evaluation.eval_sets` scores."""
+
+    heldout_split: PairSplit
+    mrpc_split: ParaphraseSplit
+    condaqa_unit: Literal["sentence", "passage"]  # nearmiss.evaluation.condaqa_pairs
+    max_pairs: Optional[Positive]
+
+
 class Verifiers(_Common):
     """notebooks/04_verifiers.ipynb"""
 
@@ -227,35 +265,32 @@ class Verifiers(_Common):
     size_scope: dict[Size, SizeScope]
     recipe: Literal["equal", "authors"]  # compsense.verifiers.config.RECIPES
     verifier_seeds: _list(Seed)
-    budget_examples: Positive
-    batch_size: Positive
-    lr: Rate
-    encoder_lr: Rate
-    weight_decay: Decay
-    encoder_weight_decay: Optional[Decay]  # None: weight_decay (VerifierTraining.encoder_decay)
-    temperature: Rate
-    in_batch_negatives: Optional[Count]
-    hard_negatives: Literal["all", "own"]  # compsense.verifiers.config.HARD_NEGATIVES
-    f2_learnable: bool
     include_special: bool
-    train_split: PairSplit
-    retrieval_sources: _list(TrainSource, 0)
-    max_pairs_per_query: Optional[Positive]
-    zero_shot_datasets: _list(Text, 0)
-    max_retrieval_rows: Optional[Positive]
-    structural_share: Share
-    structural_families: StructuralFamilies
-    max_paraphrase_pairs: Optional[Positive]
-    heldout_split: PairSplit
-    mrpc_split: ParaphraseSplit
-    condaqa_unit: Literal["sentence", "passage"]  # nearmiss.evaluation.condaqa_pairs
-    max_pairs: Optional[Positive]
+    training: Training
+    rows: Rows
+    near_miss_sets: NearMissSets
     budget_curve: BudgetCurve
 
     @model_validator(mode="after")
     def _scope(self):
         _scope_sizes(self.size_scope, self.sizes, "size_scope")
         return self
+
+
+# Notebook 04 groups its settings into mappings, one per idea (39 flat parameters were too many to
+# follow); code that reads a stage's settings by their own names (estimate, the crossencoder command, runs
+# recorded before the grouping) reads them through `flat`.
+GROUPS = tuple(name for name, f in Verifiers.model_fields.items() if f.annotation in (Training, Rows, NearMissSets))
+
+
+def flat(params: dict) -> dict:
+    """`params` with notebook 04's groups (`GROUPS`) lifted to the top level: {"training": {"lr": ...}} gives
+    {"lr": ...}. Parameters recorded before the grouping (already flat) come back unchanged."""
+    out = {k: v for k, v in params.items() if not (k in GROUPS and isinstance(v, dict))}
+    for group in GROUPS:
+        if isinstance(params.get(group), dict):
+            out.update(params[group])
+    return out
 
 
 class Reranking(_Common):
@@ -317,14 +352,16 @@ SCHEMA: dict[str, type[BaseModel]] = {
 def problems(stem: str, params: dict) -> list[tuple[str, str]]:
     """[(parameter, what is wrong with its value and what is allowed)] of notebook `stem`'s `params` (its
     model's fields only; a field `params` lacks is not a problem here: `profiles.notebook_parameters`
-    names a parameter a profile does not set). [] when the notebook has no model or every value fits."""
+    names a parameter a profile does not set). A key inside one of notebook 04's groups is named by its
+    path ("training.lr"), and one missing from a group is a problem. [] when the notebook has no model or
+    every value fits."""
     model = SCHEMA.get(stem)
     if model is None:
         return []
     try:
         model.model_validate({k: v for k, v in params.items() if k in model.model_fields})
     except ValidationError as err:
-        return _explain(model, params, [e for e in err.errors() if e["type"] != "missing"])
+        return _explain(model, params, [e for e in err.errors() if e["type"] != "missing" or len(e["loc"]) > 1])
     return []
 
 
@@ -333,17 +370,31 @@ def _explain(model: type[BaseModel], params: dict, errors: list[dict]) -> list[t
     gave several) and what the schema allows."""
     by_field: dict[str, list[dict]] = {}
     for e in errors:
-        by_field.setdefault(str(e["loc"][0]) if e["loc"] else "", []).append(e)
+        loc = [str(p) for p in e["loc"]]
+        depth = 2 if loc and loc[0] in GROUPS and len(loc) > 1 else 1  # a group's key by its path
+        by_field.setdefault(".".join(loc[:depth]), []).append({**e, "loc": tuple(e["loc"][depth - 1 :])})
     out = []
+    root = model.model_json_schema()
     for name, errs in by_field.items():
         if not name:  # a check across parameters (model_validator): its message names them
             out.append((name, "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in errs)))
             continue
+        node, value = root, params
+        for part in name.split("."):
+            node = _resolve(root, node).get("properties", {}).get(part, {})
+            value = value.get(part) if isinstance(value, dict) else None
+        if errs[0]["type"] == "missing":
+            out.append((name, f"missing; allowed: {describe(root, node)}"))
+            continue
         # a union's several errors, or a value outside a list of names (which `allowed` spells out): no more to say
         reason = "not allowed" if len(errs) > 1 else _reason(errs[0])
-        allowed = describe(model.model_json_schema(), model.model_json_schema()["properties"][name])
-        out.append((name, f"{params.get(name)!r}: {reason}; allowed: {allowed}"))
+        out.append((name, f"{value!r}: {reason}; allowed: {describe(root, node)}"))
     return out
+
+
+def _resolve(root: dict, node: dict) -> dict:
+    """A JSON Schema node with its $ref followed."""
+    return root["$defs"][node["$ref"].rsplit("/", 1)[-1]] if "$ref" in node else node
 
 
 def _reason(error: dict) -> str:

@@ -127,10 +127,14 @@ def run(args, profile: dict) -> int:
 
 def profile_settings(profile: dict, args) -> dict:
     """What the run reads from the profile, with the command line's overrides: {"04": notebook 04's
-    parameters, "05": notebook 05's, and the shared ones (profile, seed, work_dir, data_dir, backbone)}."""
+    parameters (its `training`, `rows` and `near_miss_sets` mappings lifted to the top: `schema.flat`), "05":
+    notebook 05's, and the shared ones (profile, seed, work_dir, data_dir, backbone)}."""
+    from compsense.pipeline.profiles import section_name  # noqa: PLC0415
+    from compsense.pipeline.schema import flat  # noqa: PLC0415
+
     common = profile.get("common") or {}
-    p04 = {**common, **(profile.get("verifiers") or {})}
-    p05 = {**common, **(profile.get("reranking") or {})}
+    p04 = flat({**common, **(profile.get(section_name("04_verifiers")) or {})})
+    p05 = {**common, **(profile.get(section_name("05_reranking")) or {})}
     return {
         "04": p04,
         "05": p05,
