@@ -42,10 +42,10 @@ from compsense.nearmiss.length_curve import POINTS
 from compsense.pipeline import screen
 from compsense.pipeline.length_run import length_root
 from compsense.pipeline.profiles import stage_parameters
-from compsense.pipeline.schema import flat
 from compsense.pipeline.stages import STATE_RECOVER, SUMMARY, read_summary, shown, stage_key
 from compsense.retrieval.length import LENGTH_VARIANTS, SCHEDULE_STEPS, finished_steps
 from compsense.retrieval.training import TrainConfig, plan_runs
+from compsense.verifiers.groups import flat
 from compsense.verifiers.study import size_plan
 
 UNITS = {

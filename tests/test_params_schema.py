@@ -9,6 +9,7 @@ from compsense.__main__ import main as cli
 from compsense.pipeline import profiles, runner, schema
 from compsense.pipeline.pieces import load_pieces
 from compsense.pipeline.stages import notebooks
+from compsense.verifiers.groups import PARAMETER_GROUPS
 
 
 def _one_line(err: str) -> str:
@@ -123,6 +124,7 @@ def test_flat_lifts_notebook_04s_groups_and_leaves_a_flat_record_alone():
     assert lifted["budget_examples"] == p["training"]["budget_examples"] and "training" not in lifted
     assert lifted["condaqa_unit"] == p["near_miss_sets"]["condaqa_unit"] and lifted["verifiers"] == p["verifiers"]
     assert schema.flat(lifted) == lifted  # parameters recorded before the grouping
+    assert schema.GROUPS == PARAMETER_GROUPS  # the schema's group models are the ones `flat` lifts
 
 
 def test_notebook_04_is_easy_to_follow():

@@ -21,6 +21,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from compsense.core.encoders import BACKBONES
+from compsense.verifiers.groups import flat  # noqa: F401 (re-exported for docs/usage.md)
 from compsense.verifiers.names import TRAIN_DATA
 
 # ---------------------------------------------------------------------------------------------
@@ -277,20 +278,9 @@ class Verifiers(_Common):
         return self
 
 
-# Notebook 04 groups its settings into mappings, one per idea (39 flat parameters were too many to
-# follow); code that reads a stage's settings by their own names (estimate, the crossencoder command, runs
-# recorded before the grouping) reads them through `flat`.
+# Notebook 04's groups, each a model above (`verifiers.groups.flat` lifts them for code that reads the
+# settings by name); tests/test_params_schema.py keeps the two lists equal.
 GROUPS = tuple(name for name, f in Verifiers.model_fields.items() if f.annotation in (Training, Rows, NearMissSets))
-
-
-def flat(params: dict) -> dict:
-    """`params` with notebook 04's groups (`GROUPS`) lifted to the top level: {"training": {"lr": ...}} gives
-    {"lr": ...}. Parameters recorded before the grouping (already flat) come back unchanged."""
-    out = {k: v for k, v in params.items() if not (k in GROUPS and isinstance(v, dict))}
-    for group in GROUPS:
-        if isinstance(params.get(group), dict):
-            out.update(params[group])
-    return out
 
 
 class Reranking(_Common):

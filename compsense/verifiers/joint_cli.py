@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 
+from compsense.verifiers.groups import flat
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, JOINT_LOSSES
 
 DEFAULT_OUT = "runs/crossencoder"
@@ -129,12 +130,9 @@ def profile_settings(profile: dict, args) -> dict:
     """What the run reads from the profile, with the command line's overrides: {"04": notebook 04's
     parameters (its `training`, `rows` and `near_miss_sets` mappings lifted to the top: `schema.flat`), "05":
     notebook 05's, and the shared ones (profile, seed, work_dir, data_dir, backbone)}."""
-    from compsense.pipeline.profiles import section_name  # noqa: PLC0415
-    from compsense.pipeline.schema import flat  # noqa: PLC0415
-
     common = profile.get("common") or {}
-    p04 = flat({**common, **(profile.get(section_name("04_verifiers")) or {})})
-    p05 = {**common, **(profile.get(section_name("05_reranking")) or {})}
+    p04 = flat({**common, **(profile.get("verifiers") or {})})  # notebook 04's section (the pipeline's layer is above)
+    p05 = {**common, **(profile.get("reranking") or {})}
     return {
         "04": p04,
         "05": p05,
