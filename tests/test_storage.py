@@ -86,3 +86,27 @@ def test_a_copied_tree_outside_git_takes_the_commit_its_sender_names(tmp_path, m
     assert paths.git_commit() == "unknown"
     monkeypatch.setenv(paths.ENV_COMMIT, "fadba43")
     assert paths.git_commit() == "fadba43"
+
+
+def test_dvcs_own_lock_does_not_make_a_checkout_dirty(tmp_path, monkeypatch):
+    """`dvc repro` rewrites dvc.lock after each stage: the stages after the first must still be stamped
+    with the clean commit; any other tracked file changed is "-dirty"."""
+    import subprocess
+
+    from compsense.core import paths
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    for name in (paths.DVC_LOCK, "code.py"):
+        (tmp_path / name).write_text("a\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    monkeypatch.setattr(paths, "repo_root", lambda: tmp_path)
+    clean = paths.git_commit()
+    assert clean and "dirty" not in clean and clean != "unknown"
+    (tmp_path / paths.DVC_LOCK).write_text("b\n")
+    assert paths.git_commit() == clean
+    (tmp_path / "code.py").write_text("b\n")
+    assert paths.git_commit() == f"{clean}-dirty"

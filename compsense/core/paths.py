@@ -154,17 +154,22 @@ def workspace(work_dir: str | os.PathLike, *parts: str) -> Path:
     return _ensure(resolve(work_dir).joinpath(*parts))
 
 
+DVC_LOCK = "dvc.lock"  # DVC's record of the stages it ran, rewritten by `dvc repro` between stages
+
+
 def git_commit() -> str:
-    """HEAD's short hash, with "-dirty" when tracked files differ from it. Outside git (a copied working
-    tree, as on a lent GPU machine) the commit the copy was made from, when the sender names it in
-    COMPSENSE_COMMIT; else "unknown"."""
+    """HEAD's short hash, with "-dirty" when tracked files differ from it, dvc.lock aside: `dvc repro`
+    rewrites the lock after each stage, so with the lock counted every stage after the first of a clean
+    checkout was stamped "-dirty" (03 and 04 at ea1c3af). Outside git (a copied working tree, as on a lent
+    GPU machine) the commit the copy was made from, when the sender names it in COMPSENSE_COMMIT; else
+    "unknown"."""
     copied = os.environ.get(ENV_COMMIT) or "unknown"
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){DVC_LOCK}"],
             cwd=repo_root(),
             capture_output=True,
             text=True,
