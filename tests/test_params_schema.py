@@ -9,7 +9,7 @@ from compsense.__main__ import main as cli
 from compsense.pipeline import profiles, runner, schema
 from compsense.pipeline.pieces import load_pieces
 from compsense.pipeline.stages import notebooks
-from compsense.verifiers.groups import PARAMETER_GROUPS
+from compsense.verifiers.groups import PARAMETER_GROUPS, flat
 
 
 def _one_line(err: str) -> str:
@@ -120,11 +120,14 @@ def test_a_group_given_whole_must_name_every_key_and_no_other():
 
 def test_flat_lifts_notebook_04s_groups_and_leaves_a_flat_record_alone():
     p = profiles.load_profile("smoke")["verifiers"]
-    lifted = schema.flat(p)
+    lifted = flat(p)
     assert lifted["budget_examples"] == p["training"]["budget_examples"] and "training" not in lifted
     assert lifted["condaqa_unit"] == p["near_miss_sets"]["condaqa_unit"] and lifted["verifiers"] == p["verifiers"]
-    assert schema.flat(lifted) == lifted  # parameters recorded before the grouping
-    assert schema.GROUPS == PARAMETER_GROUPS  # the schema's group models are the ones `flat` lifts
+    assert flat(lifted) == lifted  # parameters recorded before the grouping
+    # the schema's group models are the ones `flat` lifts (and `problems` names by their keys' paths)
+    groups = (schema.Training, schema.Rows, schema.NearMissSets)
+    models = {name for name, f in schema.Verifiers.model_fields.items() if f.annotation in groups}
+    assert models == set(PARAMETER_GROUPS)
 
 
 def test_notebook_04_is_easy_to_follow():

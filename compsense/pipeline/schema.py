@@ -21,7 +21,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from compsense.core.encoders import BACKBONES
-from compsense.verifiers.groups import flat  # noqa: F401 (re-exported for docs/usage.md)
+from compsense.verifiers.groups import PARAMETER_GROUPS
 from compsense.verifiers.names import TRAIN_DATA
 
 # ---------------------------------------------------------------------------------------------
@@ -278,11 +278,6 @@ class Verifiers(_Common):
         return self
 
 
-# Notebook 04's groups, each a model above (`verifiers.groups.flat` lifts them for code that reads the
-# settings by name); tests/test_params_schema.py keeps the two lists equal.
-GROUPS = tuple(name for name, f in Verifiers.model_fields.items() if f.annotation in (Training, Rows, NearMissSets))
-
-
 class Reranking(_Common):
     """notebooks/05_reranking.ipynb"""
 
@@ -361,7 +356,8 @@ def _explain(model: type[BaseModel], params: dict, errors: list[dict]) -> list[t
     by_field: dict[str, list[dict]] = {}
     for e in errors:
         loc = [str(p) for p in e["loc"]]
-        depth = 2 if loc and loc[0] in GROUPS and len(loc) > 1 else 1  # a group's key by its path
+        # a key of one of notebook 04's groups (the models Training, Rows, NearMissSets) by its path
+        depth = 2 if loc and loc[0] in PARAMETER_GROUPS and len(loc) > 1 else 1
         by_field.setdefault(".".join(loc[:depth]), []).append({**e, "loc": tuple(e["loc"][depth - 1 :])})
     out = []
     root = model.model_json_schema()

@@ -128,7 +128,7 @@ def run(args, profile: dict) -> int:
 
 def profile_settings(profile: dict, args) -> dict:
     """What the run reads from the profile, with the command line's overrides: {"04": notebook 04's
-    parameters (its `training`, `rows` and `near_miss_sets` mappings lifted to the top: `schema.flat`), "05":
+    parameters (its `training`, `rows` and `near_miss_sets` mappings lifted to the top: `verifiers.groups.flat`), "05":
     notebook 05's, and the shared ones (profile, seed, work_dir, data_dir, backbone)}."""
     common = profile.get("common") or {}
     p04 = flat({**common, **(profile.get("verifiers") or {})})  # notebook 04's section (the pipeline's layer is above)
