@@ -15,9 +15,15 @@ kept in the notebook as JSON only, are drawn with the plotly.js `make figures` p
 (no network needed); the notebook's default `parameters` cell is left out where papermill injected the
 run's own; stderr (library warnings, logs, progress bars) and widget views (a headless run saves no
 widget state, so their text is the widget as created: a progress bar frozen at 0%) are left out, the run
-folder's notebook keeps them. The template's CSS (JupyterLab's, the same on every page, ~300 KB) goes
-to one stylesheet the pages link, through the template's own include hook, not by cutting the HTML
-afterwards: a regular expression over the HTML once swallowed cells behind a pandas Styler's <style>.
+folder's notebook keeps them. The template is nbconvert's lab template with each page's <head> reduced
+to the page's own (scripts/page_template/, which extends it): what lab puts in every head goes out of the
+pages through the template's blocks and hooks, not by cutting the HTML afterwards (a regular expression
+over the HTML once swallowed cells behind a pandas Styler's <style>). Its CSS (JupyterLab's, Pygments'
+and lab's own rules, the same on every page, ~260 KB) goes to one stylesheet the pages link, notebook.css;
+require.js and the widget loader, which nothing on the pages uses, are left out; MathJax (from its CDN,
+as lab loads it) and mermaid stay only on a page whose notebook has TeX in its Markdown or a mermaid
+diagram: none does today, and MathJax over the pages' HTML tables would set MRPC's prices ($ 60 to
+$ 120) as formulas. A page's <head> is its title and the stylesheet's link.
 Links in the notebooks are written from notebooks/; on a page they are rewritten to resolve from
 docs/notebooks/. The committed .ipynb files stay without outputs.
 """
@@ -48,7 +54,9 @@ from compsense.pipeline.stages import stage_key
 
 PAGES_DIR = "docs/notebooks"
 NOTEBOOKS_DIR = "notebooks"  # where the notebooks' own relative links start
-CSS_FILE = "notebook.css"  # JupyterLab's CSS, shared by the pages
+CSS_FILE = "notebook.css"  # the template's CSS, shared by the pages
+TEMPLATE = Path(__file__).resolve().parent / "page_template"  # lab, its <head> reduced to the page's own
+MATH_MARKS = ("$", "\\(", "\\[", "\\begin{")  # what the lab template's MathJax typesets
 RUN_RECORD = "run_summary.json"  # the run the pages show (`run_record`)
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -158,27 +166,32 @@ def first_heading(nb) -> str | None:
 
 
 class PageExporter(HTMLExporter):
-    """nbconvert's HTML exporter (lab template) whose template CSS goes to `self.css`, for one shared
-    stylesheet, with a <link> to it in the page; and whose relative links are rewritten from
-    `source_dir` (where the notebook lives) to `page_dir` (where the page is written)."""
+    """nbconvert's HTML exporter with the lab template reduced to each page's own content
+    (`TEMPLATE`): the CSS the template writes into every page's <head> goes to `self.css`, for one
+    shared stylesheet that the page links; and its relative links are rewritten from `source_dir`
+    (where the notebook lives) to `page_dir` (where the page is written)."""
 
     source_dir = Unicode("")
     page_dir = Unicode("")
 
     def __init__(self, **kw):
-        super().__init__(template_name="lab", **kw)
+        super().__init__(template_name=TEMPLATE.name, extra_template_basedirs=[str(TEMPLATE.parent)], **kw)
         self.css: list[str] = []
+        self.register_preprocessor(SharedHighlightCSS(css=self.css), enabled=True)
+        self.register_preprocessor(PageNeeds(), enabled=True)
 
     def _init_resources(self, resources):
         resources = super()._init_resources(resources)
 
-        def include_css(name):  # the template's hook for each of its stylesheets
-            env = self.environment
-            self.css.append(env.loader.get_source(env, name)[0])
-            link = f'<link rel="stylesheet" href="{CSS_FILE}"/>' if len(self.css) == 1 else ""
-            return markupsafe.Markup(link)
+        def share_css(fragment):  # the template's hook for lab's CSS block: its <style>s, a <link> instead
+            block = BeautifulSoup(fragment, features="html.parser")
+            for style in block.find_all("style"):
+                self.css.append(style.string or "")
+                style.decompose()
+            link, rest = f'<link rel="stylesheet" href="{CSS_FILE}"/>', str(block).strip()  # rest: none today
+            return markupsafe.Markup(f"{link}\n{rest}" if rest else link)
 
-        resources["include_css"] = include_css
+        resources["share_css"] = share_css
         return resources
 
     def from_notebook_node(self, nb, resources=None, **kw):
@@ -186,6 +199,49 @@ class PageExporter(HTMLExporter):
         if self.source_dir and self.page_dir:
             html = relink(html, Path(self.source_dir), Path(self.page_dir))
         return html, resources
+
+
+class SharedHighlightCSS(Preprocessor):
+    """The code highlighting CSS (Pygments') that the lab template's own preprocessor leaves for the
+    page's <head>, to `css`, the shared stylesheet's parts. Registered after that preprocessor."""
+
+    def __init__(self, css: list[str], **kw):
+        super().__init__(**kw)
+        self.css = css
+
+    def preprocess(self, nb, resources):
+        inlining = resources.get("inlining") or {}
+        self.css.extend(inlining.get("css", []))
+        inlining["css"] = []
+        return nb, resources
+
+
+class PageNeeds(Preprocessor):
+    """resources["page_needs"]: whether the page needs MathJax (TeX in a Markdown cell or a Markdown
+    or LaTeX output) or mermaid (a mermaid diagram), which the template then loads as the lab template
+    does; the other pages go without. HTML outputs are not typeset: the `$` in them are prices in
+    MRPC's sentences (page 01), which MathJax would set as formulas."""
+
+    def preprocess(self, nb, resources):
+        resources["page_needs"] = page_needs(nb)
+        return nb, resources
+
+
+def page_needs(nb) -> dict[str, bool]:
+    """{"math": ..., "mermaid": ...} of a notebook (`PageNeeds`)."""
+    markdown, mimes = [], set()
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            markdown.append(cell.source)
+        for out in cell.get("outputs", []):
+            data = out.get("data") or {}
+            mimes |= set(data)
+            markdown.append(data.get("text/markdown", ""))
+    text = "\n".join(markdown)
+    return {
+        "math": "text/latex" in mimes or any(mark in text for mark in MATH_MARKS),
+        "mermaid": "text/vnd.mermaid" in mimes or "mermaid" in text,
+    }
 
 
 def relink(html: str, source_dir: Path, page_dir: Path) -> str:
@@ -247,7 +303,7 @@ def page(
     record = nbformat.v4.new_markdown_cell(header)
     record.id = "run-record"  # a fixed id: the same notebook gives the same bytes
     nb.cells.insert(0, record)
-    nb.metadata.pop("widgets", None)
+    nb.metadata.pop("widgets", None)  # the state of widget views the pages leave out
     exporter = PageExporter(
         source_dir=(source_dir or repo_root() / NOTEBOOKS_DIR).as_posix(),
         page_dir=(page_dir or resolve(PAGES_DIR)).as_posix(),
@@ -304,8 +360,8 @@ def write_pages(
             continue
         html, css = page(executed, plotly_src, page_dir=out_dir, record=records.get(stage), profile=profile)
         files[f"{executed.stem}.html"] = html
-        if css:
-            files[CSS_FILE] = css
+        if css and files.setdefault(CSS_FILE, css) != css:  # one stylesheet serves every page
+            raise RuntimeError(f"{executed.name}: its page's CSS differs from the other pages' {CSS_FILE}")
     if profile is not None and files:
         files[RUN_RECORD] = run_record(records, profile)
     for name, text in files.items():

@@ -1,7 +1,9 @@
 """The executed notebooks published as pages (scripts/notebook_pages.py): the run each stage's
 page comes from, figures drawn with the published plotly.js, stale pages found; and (issue 52) every
 cell kept behind pandas Styler tables, the run's log (stderr, frozen progress bars) and the default
-parameters cell left out, the title taken from the notebook and its links resolving from the page."""
+parameters cell left out, the title taken from the notebook and its links resolving from the page; and
+each page's <head> holding only its own (the lab template's CSS in one shared stylesheet, its scripts only
+where the page needs them)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,27 @@ import pytest
 from scripts import load_script
 
 P = load_script("notebook_pages")
+PAGES = Path(__file__).resolve().parents[1] / P.PAGES_DIR
+
+
+def _inlined_head(html: str) -> list[str]:
+    """What a page's <head> carries beyond its title and the shared stylesheet's link: each <style> and
+    <script>, but MathJax's (lab's, which a page with TeX keeps) and, on a page with a mermaid diagram,
+    mermaid's."""
+    from bs4 import BeautifulSoup
+    from nbconvert import HTMLExporter
+
+    soup = BeautifulSoup(html, "html.parser")
+    mathjax = {"src": HTMLExporter().mathjax_url}, {"type": "text/x-mathjax-config"}
+    diagrams = bool(soup.select(".jp-Mermaid"))
+    left = []
+    for elem in soup.head.find_all(["style", "script"]):
+        if any(all(elem.get(k) == v for k, v in attrs.items()) for attrs in mathjax):
+            continue
+        if diagrams and (elem.name == "style" or elem.get("type") == "module") and "Mermaid" in elem.get_text():
+            continue
+        left.append(f"<{elem.name}> of {len(elem.get_text().splitlines())} lines {str(elem)[:80]!r}")
+    return left
 
 
 def _executed(folder, name="03_pooled_geometry.ipynb", commit="abc1234"):
@@ -50,6 +73,9 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     # JupyterLab's CSS lives once beside the pages, not in each (~300 KB a page)
     css = (out / P.CSS_FILE).read_text()
     assert f'href="{P.CSS_FILE}"' in html and len(html) < 60_000 < len(css) and P.PAGE_CSS in css
+    # and so is the rest of what the lab template puts in every page's head: its highlighting and page CSS
+    # in the stylesheet, no script (require.js, MathJax, mermaid: the page has no TeX and no diagram)
+    assert ".highlight .k {" in css and "a.anchor-link {" in css and not _inlined_head(html)
     assert "<title>03 · Pooled geometry</title>" in html
     assert "run <code>20261203-0900</code>" in html and "commit <code>abc1234</code>" in html
     assert 'src="../../figures/plotly.min.js"' in html and 'id="figure-2-0"' in html  # drawn, offline
@@ -211,3 +237,50 @@ def test_first_heading_skips_cells_without_one():
         cells=[v4.new_markdown_cell("**Executed notebook**"), v4.new_markdown_cell("text\n## 05 · Reranking")]
     )
     assert P.first_heading(nb) == "05 · Reranking" and P.first_heading(v4.new_notebook()) is None
+
+
+def test_a_pages_head_loads_mathjax_and_mermaid_only_where_the_notebook_has_them(tmp_path):
+    """lab puts MathJax (from its CDN) and mermaid's loader in every head; a page keeps them, as lab
+    writes them, only where its notebook has TeX in Markdown (or a LaTeX output) or a mermaid diagram."""
+    from bs4 import BeautifulSoup
+    from nbconvert import HTMLExporter
+
+    v4 = nbformat.v4
+    prices = v4.new_code_cell("table")
+    prices.outputs = [  # a table's $ are prices, not TeX: HTML outputs are not typeset
+        v4.new_output("execute_result", {"text/html": "<td>save $ 60 to $ 120 .</td>"}, execution_count=1)
+    ]
+    notebooks = {
+        "plain": [v4.new_markdown_cell("# 03 · Pooled geometry\n\nno formula"), prices],
+        "math": [v4.new_markdown_cell("# 03\n\nthe cosine $\\cos(a, b) = a \\cdot b$")],
+        "latex": [v4.new_code_cell("Math(...)")],
+        "mermaid": [v4.new_markdown_cell("# 03\n\n```mermaid\ngraph LR; A-->B\n```")],
+    }
+    notebooks["latex"][0].outputs = [v4.new_output("display_data", {"text/latex": "$x^2$", "text/plain": "x"})]
+    mathjax_url = HTMLExporter().mathjax_url
+    for name, cells in notebooks.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        nbformat.write(v4.new_notebook(cells=cells), folder / "03_pooled_geometry.ipynb")
+        html, _ = P.page(folder / "03_pooled_geometry.ipynb", "../../figures/plotly.min.js", tmp_path, folder)
+        head = BeautifulSoup(html, "html.parser").head
+        assert head.find("link", href=P.CSS_FILE), name
+        assert bool(head.find("script", src=mathjax_url)) == (name in ("math", "latex")), name
+        assert bool(head.find("script", type="module")) == (name == "mermaid"), name
+        assert not _inlined_head(html), name  # nothing else: no require.js, no CSS
+
+
+@pytest.mark.skipif(not PAGES.is_dir(), reason="no published pages in this checkout")
+def test_the_published_pages_link_the_shared_head_instead_of_inlining_it():
+    """docs/notebooks/: each page links the shared stylesheet, and its <head> inlines none of the lab
+    template's CSS or scripts again (once ~610 lines on every page, the same on each)."""
+    from bs4 import BeautifulSoup
+
+    pages = sorted(PAGES.glob("0*.html"))
+    assert pages and (PAGES / P.CSS_FILE).is_file()
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        head = BeautifulSoup(html, "html.parser").head
+        assert head.find("link", rel="stylesheet", href=P.CSS_FILE), page.name
+        assert _inlined_head(html) == [], page.name
+        assert len(str(head).splitlines()) < 20, f"{page.name}: its <head> is {len(str(head).splitlines())} lines"
