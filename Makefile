@@ -9,7 +9,7 @@ SET     ?=
 # The Hugging Face hub is unreachable on this project's machines; online users: make ... HF_HUB_OFFLINE=0
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install reproduce reproduce-runner test test-unit test-notebooks lab doctor lock clean-notebooks
+.PHONY: install reproduce test test-unit test-notebooks lab doctor lock clean-notebooks
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,6 @@ ifeq ($(SET),)
 else
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc exp run $(foreach s,$(SET),-S 'params/$(PROFILE).yaml:$(s)') $(if $(ONLY),$(NAMED),$(shell $(BIN)/dvc stage list --name-only 2>/dev/null | grep '^$(PROFILE)-'))
 endif
-
-# The runner dvc.yaml replaces (kept while published runs are moved over: runs/<profile>/<timestamp>/ with a report).
-reproduce-runner: install
-	$(BIN)/python -m compsense reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY)) $(foreach s,$(SET),--set '$(s)')
 
 # Runs write figures into their profile's figures_dir (under runs/); figures/ (committed) changes only here:
 # the latest run's figures, tables and report, then the README's result tables from them.

@@ -1,4 +1,5 @@
-"""Command line: `python -m compsense doctor [--profile local]`, `python -m compsense reproduce --profile smoke`,
+"""Command line: `python -m compsense doctor [--profile local]`, `python -m compsense stage 02 --profile smoke`
+(one notebook as a DVC stage runs it; `make reproduce` is `dvc repro`),
 `python -m compsense evaluate MODEL DATASET...` (retrieval metrics, tidy parquet and MTEB-shaped JSON),
 `python -m compsense nearmiss MODEL` (near-miss AUC and pairwise accuracy on CondaQA, SugarCrepe and
 the held-out pairs),
@@ -6,7 +7,7 @@ the held-out pairs),
 cross-encoder on the verifiers' rows, scored beside them: compsense.verifiers.joint),
 `python -m compsense estimate --profile paper --from runs/local` (a profile's time from a run's
 measured throughput), `python -m compsense piece NAME | --list` (the declared pieces of
-params/pieces.yaml). The GPU bundle is a script: `python scripts/bundle.py`."""
+params/pieces.yaml, each a DVC experiment). The GPU bundle is a script: `python scripts/bundle.py`."""
 
 from __future__ import annotations
 
@@ -76,19 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     nm.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/pairs.parquet (heldout)")
     nm.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
-    rep = sub.add_parser("reproduce", help="run the notebooks in order with papermill")
-    rep.add_argument("--profile", default="local", help="smoke, local or paper (params/<profile>.yaml)")
-    rep.add_argument("--only", default=None, help="comma-separated notebook prefixes, e.g. 02,03")
-    rep.add_argument("--force", action="store_true", help="re-run stages even when nothing changed")
-    rep.add_argument("--out", default=None, help="run folder (default runs/<profile>/<timestamp>)")
-    rep.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="replace one profile value for this run (YAML), e.g. --set verifiers.regimes=[frozen]; repeatable",
-    )
     stg = sub.add_parser("stage", help="run one notebook of a profile (what each stage of dvc.yaml runs)")
     stg.add_argument("key", help="the notebook's prefix, e.g. 02; `libraries` writes the library versions record")
     stg.add_argument("--profile", default="local", help="params/<profile>.yaml")
@@ -98,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     pie.add_argument(
         "--verbose", action="store_true", help="with --list: each piece's command and what it makes in full"
     )
-    pie.add_argument("--force", action="store_true", help="re-run its stages even when nothing changed")
+    pie.add_argument(
+        "--force", action="store_true", help="re-run its stages even when nothing changed (dvc exp run --force)"
+    )
     est = sub.add_parser("estimate", help="a profile's time from the throughput a run measured")
     est.add_argument("--profile", default="paper", help="the profile to estimate (params/<profile>.yaml)")
     est.add_argument(
@@ -114,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
-        help="a parameter as `reproduce --set` gives it (repeatable): estimate a narrowed profile or a piece",
+        help="a parameter by its path, as `dvc exp run -S` gives it (repeatable): estimate a narrowed profile",
     )
-    est.add_argument("--only", default=None, help="comma-separated notebook prefixes, as `reproduce --only`")
+    est.add_argument("--only", default=None, help="comma-separated notebook prefixes, e.g. 02,03")
     est.add_argument("--piece", default=None, help="estimate a declared piece (its profile, stages and --set)")
     est.add_argument("--bench", default=None, help="a benchmarks/bench_training.py --out JSON (02 train rate)")
     est.add_argument(
@@ -293,27 +283,16 @@ def _dispatch(args) -> int:
             nanobeir_dataset_id=args.nanobeir_dataset_id,
             subsets=subsets,
         )
-    from compsense.pipeline.runner import Refused, reproduce
-
     if args.command == "stage":
         from compsense.pipeline import stage
 
         return stage.main(args.profile, args.key, debug=args.debug)
-    try:
-        if args.command == "piece":
-            from compsense.pipeline.pieces import list_pieces, run_piece
+    from compsense.pipeline.pieces import list_pieces, run_piece
 
-            if args.list or not args.name:
-                print(list_pieces(verbose=args.verbose))
-                return 0
-            return run_piece(args.name, force=args.force)
-        only = [s.strip() for s in args.only.split(",")] if args.only else None
-        return reproduce(args.profile, only=only, force=args.force, out=args.out, overrides=args.overrides)
-    except Refused as err:
-        if args.debug:
-            raise
-        print(f"compsense {args.command}: {err}", file=sys.stderr)
-        return 2
+    if args.list or not args.name:
+        print(list_pieces(verbose=args.verbose))
+        return 0
+    return run_piece(args.name, force=args.force)
 
 
 def _length(args) -> int:
@@ -352,7 +331,7 @@ def _length(args) -> int:
 
 def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
     """The datasets given by name whose files are not the release data/MANIFEST.json describes (cut or
-    altered, as `reproduce` checks): refused before anything loads, so half a corpus is never reported
+    altered, as a stage checks): refused before anything loads, so half a corpus is never reported
     under the dataset's name; with --allow-subset, returned, and evaluate names their results
     <name>-subset."""
     from pathlib import Path
@@ -381,7 +360,7 @@ def _estimate(args) -> int:
     from compsense.pipeline.runner import select_stages
     from compsense.pipeline.stages import stage_key
 
-    # stage keys as `reproduce --only` selects them (an --only that names no stage is refused, not ignored)
+    # stage keys as --only selects them (an --only that names no stage is refused, not ignored)
     profile, overrides = args.profile, list(args.overrides)
     only = [stage_key(nb) for nb in select_stages(args.only.split(","))] if args.only else None
     if args.piece:

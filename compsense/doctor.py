@@ -73,7 +73,7 @@ def _said(done: subprocess.CompletedProcess | None) -> str:
 def tool_checks(notebook_paths) -> list[Check]:
     """papermill (the runner), `pip check`, and for each kernel the notebooks name, `jupyter kernelspec list`."""
     found = importlib.util.find_spec("papermill") is not None
-    needed_for = "runs the notebooks headless (compsense reproduce)"
+    needed_for = "runs the notebooks headless (each DVC stage)"
     checks = [Check("papermill", found, needed_for if found else f"not installed ({needed_for})", NOTEBOOKS_EXTRA)]
     pip = _tool("pip", "check")
     fix = "install the versions it names (pip install -c constraints.txt -e '.[notebooks]' pins them all)"

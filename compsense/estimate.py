@@ -111,7 +111,7 @@ def stage_params(profile: str, overrides=()) -> dict[str, dict]:
 
 
 def work_units(profile: str, work_dir=None, sizes: dict | None = None, overrides=(), only=None) -> pd.DataFrame:
-    """The work `profile` (with `overrides`, as `reproduce --set` gives them; `only`: these stage keys)
+    """The work `profile` (with `overrides`, as `dvc exp run -S` gives them; `only`: these stage keys)
     asks for, per stage, component and backbone (see UNITS). Dataset sizes come from the result tables
     of the run in `work_dir` (or `sizes`); unknown sizes give NaN units."""
     if sizes is None:

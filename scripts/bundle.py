@@ -1,4 +1,4 @@
-"""What a GPU machine with no network needs to run `python -m compsense reproduce` (issue #9).
+"""What a GPU machine with no network needs to run the notebooks' stages, `python -m compsense stage KEY` (issue #9).
 
 `python scripts/bundle.py [--out .bundle] [--weights int8|fp16] [--data scifact,mrpc]` writes a
 git-ignored folder that travels beside the working tree (a script, not part of the compsense
@@ -319,7 +319,7 @@ def get_model_path() -> Path:
 
 RUN_SCRIPT = """#!/usr/bin/env bash
 # Written by `python scripts/bundle.py`. On the GPU machine (no network), from the repo root:
-#   bash {rel}/run_on_gpu.sh python -m compsense reproduce --profile paper
+#   for k in 01 02 03 04 05; do bash {rel}/run_on_gpu.sh python -m compsense stage $k --profile paper; done
 # Installs the carried wheels into /tmp/site (once per machine), then runs the command given.
 set -euo pipefail
 B="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
@@ -529,7 +529,7 @@ def main(out: str = ".bundle", weights: str = "int8", data: str = "", python_ver
     print(f"  total {mib(check['total'])} of {mib(check['limit'])} (headroom {mib(check['headroom'])})")
     print(
         f"On the GPU machine carry {out!r} and run: "
-        f"bash {out}/run_on_gpu.sh python -m compsense reproduce --profile paper"
+        f"for k in 01 02 03 04 05; do bash {out}/run_on_gpu.sh python -m compsense stage $k --profile paper; done"
     )
     return 0
 

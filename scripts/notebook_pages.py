@@ -4,7 +4,7 @@ HTML page under docs/notebooks/, so a reader sees the real numbers where the arg
     python scripts/notebook_pages.py --profile local            # -> docs/notebooks/
     python scripts/notebook_pages.py --profile local --check    # exit 1 when a page is stale
 
-Which run: the runner's stages.json records (one per profile, `provenance.stage_records`) name, per
+Which run: the stages.json records (one per profile, `provenance.stage_records`) name, per
 stage, the executed notebook of its last success writing into the work_dir (a declared piece runs some
 stages; the pages follow each stage's own run). Each page opens with the profile, the run folder and
 the commit that made it, and is titled with the notebook's first heading.
@@ -75,7 +75,7 @@ PAGE_CSS = """
 
 
 def executed_notebooks(work_dir: str | os.PathLike, records: dict | None = None) -> dict[str, Path]:
-    """{stage: executed notebook} of each stage's last success writing into `work_dir` (the runner's
+    """{stage: executed notebook} of each stage's last success writing into `work_dir` (the
     stages.json records, `provenance.stage_records`); a notebook may be gone (a run folder deleted, or
     records copied from another machine): `write_pages` names those. `records`: stages.json already read."""
     records = stage_records(work_dir) if records is None else records
@@ -284,8 +284,8 @@ def page(
     if summary or record is None:
         ran = (
             f"profile `{summary.get('profile', '?')}`, run `{executed.parent.name}`, commit "
-            f"`{summary.get('commit', '?')}`. The committed notebook is `notebooks/{executed.name}`; run it "
-            "with `python -m compsense reproduce`."
+            f"`{summary.get('commit', '?')}` (the retired runner). The committed notebook is "
+            f"`notebooks/{executed.name}`; run it with `make reproduce`."
         )
     else:
         stage = f"{profile}-{stage_key(executed)}"

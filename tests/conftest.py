@@ -26,17 +26,12 @@ SLOW_TESTS = {
     "tests/test_plots.py::test_dose_response_figure_sweep_line_controls_and_seed_bars",
     "tests/test_report.py::test_report_shows_the_separation_table_with_seeds_and_families",
     "tests/test_report.py::test_long_tables_say_how_many_rows_they_leave_out_and_link_all_of_them",
-    # each runs `reproduce` on tests/miniproject.py's project, a kernel per stage (the same runs in
-    # tests/test_faults.py took 8-60 s)
-    "tests/test_runner.py::test_runs_skips_and_reruns_on_change",
-    "tests/test_runner.py::test_failure_stops_dependents_and_names_the_cell",
+    # each runs the stages of tests/miniproject.py's project, a kernel per stage (8-60 s each)
+    "tests/test_runner.py::test_stages_run_with_the_profiles_values_and_record_their_success",
+    "tests/test_runner.py::test_a_failing_stage_is_named_in_one_line_with_its_cell",
     "tests/test_runner.py::test_killed_mid_stage_then_rerun_resumes",
-    "tests/test_runner.py::test_a_deleted_or_cut_output_reruns_its_stage_and_says_why",
-    "tests/test_runner.py::test_changed_data_dir_or_libraries_rerun_and_say_why",
-    "tests/test_runner.py::test_a_held_lock_refuses_a_second_run",
-    "tests/test_runner.py::test_a_damaged_stages_json_is_refused_naming_it",
-    "tests/test_runner.py::test_figures_go_to_the_run_folder_and_the_report_shows_them",
-    "tests/test_runner.py::test_without_figures_dir_figures_default_to_the_work_dir",
+    "tests/test_runner.py::test_a_damaged_stages_json_is_refused_naming_it_before_the_kernel_starts",
+    "tests/test_runner.py::test_figures_go_to_the_stages_own_folder_beside_the_work_dir",
     # Chromium draws each committed figure (13 s for the first, ~1 s each after)
     "tests/browser/test_figures_offline.py",
     "tests/test_verifier_training.py::test_frozen_training_never_re_encodes",

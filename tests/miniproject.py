@@ -1,5 +1,6 @@
-"""A miniature project for runner tests (tests/test_runner.py, tests/test_faults.py): tiny notebooks
-written by the test, a smoke profile, a stand-in data dir, and repo_root pointed at it all."""
+"""A miniature project for the stage tests (tests/test_runner.py, tests/test_faults.py): tiny notebooks
+written by the test, a smoke profile, a stand-in data dir, and repo_root pointed at it all. Its stages
+run as DVC runs them, one `compsense stage` each (`run_stages`); DVC itself is tested in test_dvcfile."""
 
 import json
 import os
@@ -15,7 +16,7 @@ from compsense.pipeline import profiles, runner, stages
 
 CODE = Path(runner.__file__).resolve().parents[2]  # the real checkout (repo_root is the miniature)
 
-# Runs `reproduce` in another process against the miniature at argv[1] (run folder argv[2]).
+# Runs the miniature's stages in another process (its root argv[1]), as `dvc repro` would, one by one.
 DRIVER = """
 import sys
 from pathlib import Path
@@ -24,12 +25,37 @@ from compsense.core import paths
 from compsense.pipeline import profiles, runner, stages
 for module in (paths, profiles, runner, stages):
     module.repo_root = lambda: root
+sys.path.insert(0, sys.argv[2])
+from miniproject import run_stages
 try:
-    sys.exit(runner.reproduce("smoke", out=sys.argv[2] if len(sys.argv) > 2 else None))
+    sys.exit(run_stages("smoke"))
 except runner.Refused as err:
     print(f"REFUSED: {err}")
     sys.exit(2)
 """
+
+
+def run_stages(profile: str = "smoke", keys=None) -> int:
+    """The miniature's stages in order, each as its DVC stage runs it (`stage.run`): 0 when every one
+    succeeded, 1 at the first whose notebook failed (the rest do not run, as under `dvc repro`).
+    Refused (a guard) propagates."""
+    from compsense.pipeline import stage
+
+    for nb in runner.select_stages(keys):
+        try:
+            stage.run(profile, stages.stage_key(nb))
+        except runner.Refused:
+            raise
+        except Exception as err:
+            if not hasattr(err, "ename"):  # not a cell's error: a bug
+                raise
+            return 1
+    return 0
+
+
+def records(root: Path, profile: str = "smoke") -> dict:
+    """runs/<profile>/stages.json: each stage's last success."""
+    return json.loads((root / "runs" / profile / "stages.json").read_text())
 
 
 def write_notebook(path, body):
@@ -61,20 +87,12 @@ def make_project(root: Path, monkeypatch) -> Path:
     return root
 
 
-def summary(root: Path, name: str) -> dict:
-    return json.loads((root / "runs" / "smoke" / name / "summary.json").read_text())
-
-
-def statuses(root: Path, name: str) -> dict:
-    return {k: v["status"] for k, v in summary(root, name)["stages"].items()}
-
-
-def start_driver(root: Path, out: str | None = None, **kw) -> subprocess.Popen:
-    """`reproduce` on the miniature in a new process (and session, so a test can kill the group)."""
+def start_driver(root: Path, **kw) -> subprocess.Popen:
+    """The miniature's stages in a new process (and session, so a test can kill the group)."""
     (root / "driver.py").write_text(DRIVER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CODE), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen(
-        [sys.executable, str(root / "driver.py"), str(root), *([out] if out else [])],
+        [sys.executable, str(root / "driver.py"), str(root), str(Path(__file__).parent)],
         cwd=root,
         env=env,
         start_new_session=True,

@@ -15,14 +15,14 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from miniproject import CODE, make_project, start_driver, statuses, summary, write_notebook
+from miniproject import CODE, make_project, records, run_stages, write_notebook
 
 from compsense.__main__ import main as cli
 from compsense.core import storage as io
 from compsense.core.layout import results_file
 from compsense.data import datasets as data
 from compsense.data.datasets import DataError
-from compsense.pipeline import runner
+from compsense.pipeline import runner, stage
 from scripts import load_script
 
 bundle = load_script("bundle")  # scripts/bundle.py
@@ -70,13 +70,13 @@ def test_project_files_cut_or_corrupt_are_named_with_the_fix(tmp_path, fault):
 @pytest.mark.parametrize("fault", [_cut, lambda p: p.write_text('{"01": ')], ids=["truncate", "corrupt"])
 @pytest.mark.slow
 def test_stages_json_cut_or_corrupt_refuses_the_run_with_the_recovery(project, fault):
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+    assert run_stages("smoke") == 0
     state = project / "runs/smoke/stages.json"
     fault(state)
-    with pytest.raises(runner.Refused, match=r"stages\.json: .*Fix: delete it .*every stage then runs once more"):
-        runner.reproduce("smoke", out="runs/smoke/b")
+    with pytest.raises(runner.Refused, match=r"stages\.json: .*Fix: delete it .*dvc repro --force"):
+        stage.run("smoke", "01")
     state.unlink()  # the recovery the message gives
-    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
+    assert run_stages("smoke") == 0 and set(records(project)) == {"01", "02"}
 
 
 def test_a_release_cut_at_a_line_boundary_is_refused(tmp_path):
@@ -99,23 +99,6 @@ def test_a_lone_surrogate_is_refused_at_load(tmp_path):
 # delete and change: a skip is only taken when outputs and data are as recorded
 
 
-@pytest.mark.parametrize(
-    "fault, reason",
-    [
-        (lambda root: (root / "runs/smoke/negatives/pairs.txt").unlink(), "pairs.txt is missing"),
-        (lambda root: _cut(root / "runs/smoke/negatives/pairs.txt"), "pairs.txt changed since the stage wrote it"),
-        (lambda root: _cut(root / "data/mrpc/msr_paraphrase_train.txt"), "data changed"),
-        (lambda root: (root / "data/mrpc/msr_paraphrase_train.txt").unlink(), "data changed"),
-    ],
-)
-@pytest.mark.slow
-def test_deleted_or_changed_outputs_and_data_rerun_the_stage(project, fault, reason):
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
-    fault(project)
-    assert runner.reproduce("smoke", out="runs/smoke/b") == 0
-    assert statuses(project, "b")["01"] == "ok" and reason in summary(project, "b")["stages"]["01"]["reason"]
-
-
 def test_bundle_never_deletes_the_data_dir(tmp_path):
     data_dir = tmp_path / "shared" / "data"
     path = _mrpc(data_dir, 3)
@@ -133,27 +116,6 @@ def test_bundle_never_deletes_the_data_dir(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # run twice at once, kill mid-write
-
-
-@pytest.mark.slow
-def test_two_runs_at_once_one_refuses_the_other_completes(project):
-    write_notebook(project / "notebooks" / "01_first.ipynb", SLOW_STAGE)
-    first = start_driver(project, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    lock = project / "runs/smoke" / runner.LOCK_NAME
-    deadline = time.time() + 60
-    while not (lock.exists() and lock.read_text().startswith("pid")):
-        assert first.poll() is None and time.time() < deadline, "the first run never took the lock"
-        time.sleep(0.05)
-    second = start_driver(project, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    out2, _ = second.communicate(timeout=120)
-    out1, _ = first.communicate(timeout=120)
-    assert (first.returncode, second.returncode) == (0, 2), (out1[-2000:], out2[-2000:])
-    assert f"REFUSED: another `compsense reproduce` is running on profile smoke (pid {first.pid}" in out2
-    state = json.loads((project / "runs/smoke/stages.json").read_text())
-    assert set(state) == {"01", "02"} and list(state["01"]["outputs"]) == ["negatives/pairs.txt"]
-    assert state["01"]["outputs"]["negatives/pairs.txt"].startswith("10:")
-    runs = [p for p in (project / "runs/smoke").iterdir() if p.is_dir() and p.name[:1].isdigit()]
-    assert len(runs) == 1 and set(json.loads((runs[0] / "summary.json").read_text())["stages"]) == {"01", "02"}
 
 
 WRITER = """
@@ -214,26 +176,16 @@ def _one_line(err: str) -> str:
     return err
 
 
-@pytest.mark.parametrize("where", ["work_dir", "--out", "--set work_dir"])
-def test_a_read_only_work_dir_or_out_refuses_reproduce_in_one_line(project, tmp_path, capsys, where):
+def test_a_read_only_work_dir_refuses_the_stage_in_one_line(project, tmp_path, capsys):
     folder = _unwritable(tmp_path)
-    args = ["reproduce", "--profile", "smoke"]
-    if where == "--out":
-        args += ["--out", str(folder / "run")]
-    elif where == "--set work_dir":
-        args += ["--set", f"common.work_dir={folder}"]
-    else:
-        (project / "params" / "smoke.yaml").write_text(
-            yaml.safe_dump({"common": {"value": 2, "work_dir": str(folder)}})
-        )
-    assert cli(args) == 2
+    (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": 2, "work_dir": str(folder)}}))
+    assert cli(["stage", "01", "--profile", "smoke"]) == 2
     err = _one_line(capsys.readouterr().err)
     assert f"cannot write in {folder}" in err and "Fix: make it writable" in err, err
-    if where == "--set work_dir":  # the error names where the folder came from: the --set, not the profile
-        assert f"--set common.work_dir={folder}" in err and "smoke.yaml" not in err, err
+    assert f"params/smoke.yaml: `work_dir: {folder}`" in err, err  # where the folder came from
     assert not (project / "runs" / "smoke" / "stages.json").exists()  # no stage ran
     with pytest.raises(runner.Refused, match="cannot write in"):  # --debug: the error itself
-        cli(["--debug", *args])
+        stage.run("smoke", "01")
 
 
 def test_a_read_only_out_refuses_evaluate_in_one_line_before_the_model_loads(tmp_path, monkeypatch, capsys):
@@ -317,7 +269,7 @@ def test_reranking_or_exploring_with_a_missing_end_to_end_encoder_names_the_fold
 
     folder = verifier_dir(tmp_path, "identity-small", 42, "F3-end2end")
     V.save(V.create("F3", seed=0), folder, extra={"encoder": "encoder/"})  # as training saves it, minus encoder/
-    fix = r"F3-end2end/encoder: missing .* Fix: re-train it: re-run notebook 04 .*--only 04"
+    fix = r"F3-end2end/encoder: missing .* Fix: re-train it: re-run notebook 04 .*PROFILE-04"
     with pytest.raises(V.MissingEncoder, match=fix):
         rerank.find_methods(tmp_path, ["F1", "F3"], ["frozen", "end2end"], tiny_encoder)
     found = discover_verifiers(tmp_path)  # never offered to score maps of the selected encoder instead
@@ -414,27 +366,6 @@ def test_profiles_that_share_a_work_dir_are_numbered_together_and_publish_their_
     assert publish.latest_run("study", runs) == newer and publish.latest_run("smoke", runs).name == "20261201-110000"
 
 
-@pytest.mark.slow
-def test_the_runner_numbers_runs_in_the_order_they_ran_whatever_the_clock(project, monkeypatch):
-    from datetime import datetime
-
-    from compsense.pipeline import publish
-
-    class Ahead(datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return datetime(2099, 1, 1, tzinfo=tz)
-
-    monkeypatch.setattr(runner, "datetime", Ahead)
-    assert runner.reproduce("smoke") == 0
-    monkeypatch.setattr(runner, "datetime", datetime)  # the clock put right
-    assert runner.reproduce("smoke") == 0
-    runs = sorted((p for p in (project / "runs" / "smoke").iterdir() if p.name[:1].isdigit()), key=lambda p: p.name)
-    assert len(runs) == 2 and runs[1].name.startswith("2099")  # the first run's folder sorts last
-    assert [json.loads((p / "summary.json").read_text())["sequence"] for p in runs] == [2, 1]
-    assert publish.latest_run("smoke", project / "runs") == runs[0]
-
-
 # ---------------------------------------------------------------------------------------------
 # evaluate: a dataset named under the data folder is checked against data/MANIFEST.json
 
@@ -524,25 +455,6 @@ def test_a_profile_dataset_given_by_path_is_checked_against_the_release(tmp_path
 # issue 51: every writer behind one guard; the runner's own errors in one line with the fix
 
 
-def test_an_out_holding_an_earlier_run_is_refused_and_the_run_kept(project, capsys):
-    earlier = project / "runs/smoke/done"
-    earlier.mkdir(parents=True)
-    record = {"profile": "smoke", "stages": {k: {"status": "ok"} for k in ("01", "02", "03", "04", "05", "06", "07")}}
-    (earlier / "summary.json").write_text(json.dumps(record))
-    (earlier / "report.md").write_text("# the earlier run's report\n")
-    assert cli(["reproduce", "--profile", "smoke", "--only", "01", "--out", str(earlier)]) == 2
-    err = _one_line(capsys.readouterr().err)
-    assert f"--out {earlier}: {earlier} holds an earlier run's records (summary.json, report.md)" in err, err
-    assert "Fix: leave --out out" in err
-    assert json.loads((earlier / "summary.json").read_text()) == record  # seven stages, untouched
-    assert not (project / "runs/smoke/stages.json").exists()  # refused before any stage ran
-    # a folder of runs (runs/smoke itself) is refused too; a new folder is not
-    (project / "runs/smoke/other").mkdir()
-    with pytest.raises(runner.Refused, match=r"holds earlier runs \(done\)"):
-        runner.check_new_run_folder(str(project / "runs/smoke"), "smoke")
-    runner.check_new_run_folder(str(project / "runs/smoke/new"), "smoke")
-
-
 def _unwritable_inside(folder: Path) -> Path:
     """`folder` made a place nothing can be written in: read-only, or, as root (whom file modes do not
     stop), a link to sysfs, which refuses new entries to everyone."""
@@ -559,7 +471,7 @@ def _unwritable_inside(folder: Path) -> Path:
 
 def test_a_read_only_folder_a_stage_writes_under_the_work_dir_refuses_the_run_up_front(project, capsys):
     negatives = _unwritable_inside(project / "runs/smoke/negatives")  # stage 01 writes negatives/pairs.txt
-    assert cli(["reproduce", "--profile", "smoke"]) == 2
+    assert cli(["stage", "01", "--profile", "smoke"]) == 2
     err = _one_line(capsys.readouterr().err)
     assert f"{negatives} (stage 01 writes there): cannot write in {negatives}" in err and "Fix: make it" in err, err
     assert not (project / "runs/smoke/stages.json").exists()  # refused before any stage ran
@@ -570,7 +482,7 @@ def test_a_read_only_folder_a_stage_writes_under_the_work_dir_refuses_the_run_up
         negatives.unlink()
     deep = _unwritable_inside(project / "runs/smoke/negatives/old/deeper")
     with pytest.raises(runner.Refused, match=rf"{deep} \(stage 01 writes there\): cannot write in {deep}"):
-        runner.reproduce("smoke")
+        stage.run("smoke", "01")
 
 
 def test_a_work_dir_inside_the_profiles_own_data_dir_is_refused(project, tmp_path, monkeypatch):
@@ -588,14 +500,14 @@ def test_a_work_dir_inside_the_profiles_own_data_dir_is_refused(project, tmp_pat
         common.update({"figures_dir": figures_dir} if figures_dir else {})
         (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": common}))
         with pytest.raises(runner.Refused, match=rf"is inside {data}, which a run must not write into"):
-            runner.reproduce("smoke")
+            stage.run("smoke", "01")
     assert sorted(p.name for p in data.iterdir()) == ["mrpc"]  # nothing written into the data folder
 
 
 def test_a_full_disk_is_named_with_its_path_before_a_stage_runs(project, monkeypatch, capsys):
     full = shutil.disk_usage(project)._replace(free=4096)
     monkeypatch.setattr(runner.shutil, "disk_usage", lambda path: full)
-    assert cli(["reproduce", "--profile", "smoke"]) == 2
+    assert cli(["stage", "01", "--profile", "smoke"]) == 2
     err = _one_line(capsys.readouterr().err)
     work = project / "runs/smoke"
     assert f"the disk that holds {work} has 0.0 MiB free" in err and "Fix: free space on that disk" in err, err
@@ -620,19 +532,15 @@ FULL_DISK_STAGE = (
 
 
 @pytest.mark.slow
-def test_a_stage_failing_on_a_full_disk_names_where_it_writes_and_the_hint_repeats_every_set(project, capsys):
+def test_a_stage_failing_on_a_full_disk_names_where_it_writes(project, capsys):
     write_notebook(project / "notebooks" / "02_second.ipynb", FULL_DISK_STAGE)
-    sets = ["common.value=-1", "common.work_dir=runs/smoke"]
-    assert runner.reproduce("smoke", out="runs/smoke/full", overrides=sets) == 1
-    failed = summary(project, "full")["stages"]["02"]
-    assert failed["status"] == "failed" and "No space left on device" in failed["error"]
+    (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": -1, "work_dir": "runs/smoke"}}))
+    assert cli(["stage", "02", "--profile", "smoke"]) == 1
+    err = capsys.readouterr().err.splitlines()[-1]  # papermill's cell bar goes to stderr before it
+    assert err.startswith("compsense stage 02 --profile smoke: FAILED in cell ") and "No space left on device" in err
     work = project / "runs/smoke"
-    assert f"the disk is full where the stage writes: {work} (" in failed["error"] and "MiB free)" in failed["error"]
-    hint = (
-        "python -m compsense reproduce --profile smoke --only 02 --set common.value=-1 --set common.work_dir=runs/smoke"
-    )
-    assert failed["rerun"] == hint
-    assert f"re-run from here: {hint}" in capsys.readouterr().out
+    assert f"the disk is full where the stage writes: {work} (" in err and "MiB free)" in err, err
+    assert "Fix: free space on that disk" in err
 
 
 def test_a_damaged_summary_json_names_the_command_that_writes_it(tmp_path):
@@ -650,7 +558,7 @@ def test_a_damaged_summary_json_names_the_command_that_writes_it(tmp_path):
         with pytest.raises(io.CorruptFile) as err:
             read()
         text = str(err.value)
-        assert "summary.json: not readable JSON" in text and "python -m compsense reproduce" in text, text
+        assert "summary.json: not readable JSON" in text and "make reproduce" in text, text
         assert "re-run the notebook" not in text  # no notebook writes it
 
 

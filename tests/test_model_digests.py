@@ -66,7 +66,7 @@ def test_an_intact_model_loads_and_a_damaged_one_is_refused_naming_the_file_and_
         load_encoder(final)
     message = str(err.value)
     assert str(weights) in message and "DONE.json" in message and _one_line(message)
-    assert "reproduce --profile PROFILE --only 02 --force" in message and str(tmp_path) in message
+    assert "dvc repro --force --single-item PROFILE-02" in message and str(tmp_path) in message
     # the layout's loaders (notebooks 03-05's Base/A/B) refuse it rather than note it as missing
     with pytest.raises(DamagedModel):
         layout.load_model(tmp_path, "tiny-bert", "A", 42)
@@ -174,7 +174,7 @@ def test_compsense_evaluate_refuses_a_damaged_model_in_one_line(tmp_path, capsys
     capsys.readouterr()  # saving the model printed a progress bar
     assert cli(["evaluate", str(final), str(data), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "model.safetensors" in err and "--only 02 --force" in err and _one_line(err), err
+    assert "model.safetensors" in err and "--single-item PROFILE-02" in err and _one_line(err), err
     assert not (tmp_path / "out" / "mteb").exists()
 
 
@@ -207,7 +207,7 @@ def test_an_end_to_end_verifiers_damaged_encoder_is_refused_by_rerank_and_retrai
     methods, _ = find_methods(tmp_path, ["F1"], ["end2end"], base)
     assert [m.regime for m in methods] == ["end2end"]
     weights = _damage(folder / V.ENCODER_DIR)
-    with pytest.raises(DamagedModel, match=f"{weights}.*verifier.json.*--only 04 --force"):
+    with pytest.raises(DamagedModel, match=f"{weights}.*verifier.json.*--single-item PROFILE-04"):
         find_methods(tmp_path, ["F1"], ["end2end"], base)
     with pytest.warns(UserWarning, match="training it again"):  # notebook 04 trains it again rather than reuse it
         fit_verifier(*args, **kwargs)

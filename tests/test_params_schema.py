@@ -1,5 +1,5 @@
 """compsense.pipeline.schema: every notebook parameter has a type, a range or its allowed values, checked
-before anything runs (`reproduce`, `piece`, `estimate`, and what the runner injects); the schema and the
+before anything runs (a DVC stage, `piece`, `estimate`, and what a stage injects); the schema and the
 notebooks' `parameters` cells stay in step, and so do its names and the registries that own them."""
 
 import pytest
@@ -87,14 +87,23 @@ def test_a_bad_value_is_refused_naming_the_parameter_the_value_and_what_is_allow
 
 
 @pytest.mark.parametrize("override, value, allowed", BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
-def test_reproduce_and_estimate_refuse_it_in_one_line_before_anything_runs(
-    override, value, allowed, monkeypatch, capsys
-):
-    monkeypatch.setattr(runner, "check_run_folders", lambda *a, **k: pytest.fail("reproduce got past the schema"))
-    for command in (["reproduce", "--profile", "smoke", "--only", "01"], ["estimate", "--profile", "smoke"]):
-        assert cli([*command, "--set", override]) == 2
-        err = _one_line(capsys.readouterr().err)
-        assert f"--set {override}: `{override.partition('=')[0]}` = {value}: " in err and allowed in err, err
+def test_estimate_refuses_it_in_one_line_before_anything_runs(override, value, allowed, capsys):
+    assert cli(["estimate", "--profile", "smoke", "--set", override]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert f"--set {override}: `{override.partition('=')[0]}` = {value}: " in err and allowed in err, err
+
+
+def test_a_stage_refuses_a_bad_value_in_its_params_file_before_the_kernel_starts(tmp_path, monkeypatch, capsys):
+    """What `dvc exp run -S` leaves: the value written into params/<profile>.yaml, read by the stage."""
+    folder = profiles.params_dir()
+    data = yaml.safe_load((folder / "smoke.yaml").read_text())
+    data["verifiers"]["training"]["temperature"] = 0
+    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(profiles, "params_dir", lambda: tmp_path)
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("the stage got past the schema"))
+    assert cli(["stage", "04", "--profile", "smoke"]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert "smoke.yaml" in err and "verifiers.training.temperature" in err, err
 
 
 def test_a_value_in_the_profile_file_is_named_with_the_file(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
-"""compsense.pipeline.pieces: the declared pieces load and check, a run is found by what it ran, and
-`piece NAME` is exactly the runner with the piece's profile, stages and overrides."""
+"""compsense.pipeline.pieces: the declared pieces load and check, a run is found by what it ran (a DVC
+report's recorded values, or a retired runner run's overrides), and `piece NAME` is exactly its DVC
+experiment."""
 
 import json
 
@@ -8,7 +9,6 @@ import yaml
 
 from compsense.__main__ import main as cli
 from compsense.pipeline import pieces as P
-from compsense.pipeline import runner
 
 
 def test_the_committed_pieces_load_and_name_real_stages_and_keys():
@@ -20,10 +20,13 @@ def test_the_committed_pieces_load_and_name_real_stages_and_keys():
     assert seeds.stages == ["01", "04"] and "tables/verifier_budget.csv" in seeds.publishes
     two = pieces["local-02"]
     assert two.stages == ["02"] and two.profile == "local"
-    assert two.command() == (
-        "python -m compsense reproduce --profile local --only 02 "
-        "--set 'training_ab.seeds=[42, 43, 44]' --set 'training_ab.variants=[base, A, B, C-identity]'"
-    )
+    assert two.dvc_args() == [
+        "dvc exp run -n local-02",
+        "-S 'params/local.yaml:training_ab.seeds=[42, 43, 44]'",
+        "-S 'params/local.yaml:training_ab.variants=[base, A, B, C-identity]'",
+        "local-02",
+        "local-report",
+    ]
     # the study table's pieces are self-contained and publish the tables `make figures` merges
     for name in ("study-02-sweep-a", "study-02-sweep-b"):
         assert pieces[name].stages == ["01", "02"] and "tables/dose_response.csv" in pieces[name].publishes
@@ -99,17 +102,38 @@ def test_a_run_counts_for_a_piece_by_its_profile_overrides_and_finished_stages(t
     assert P.last_run(piece, runs)["commit"] == "second"
 
 
-def test_piece_runs_the_runner_with_its_settings_and_lists(monkeypatch, capsys):
+def test_piece_runs_its_dvc_experiment_and_lists(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(runner, "reproduce", lambda profile, **kw: calls.append((profile, kw)) or 0)
+    monkeypatch.setattr(P.subprocess, "call", lambda args, cwd, env: calls.append(args) or 0)
     assert cli(["piece", "local-04-frozen"]) == 0
-    assert calls == [("local", {"only": ["04"], "force": False, "overrides": ["verifiers.regimes=[frozen]"]})]
+    assert calls == [
+        ["dvc", "exp", "run", "-n", "local-04-frozen", "local-04", "local-report"]  # local's values: no -S
+    ]
+    assert cli(["piece", "local-04-frozen", "--force"]) == 0
+    assert calls[-1][:6] == ["dvc", "exp", "run", "--force", "-n", "local-04-frozen"]
     assert cli(["piece", "no-such-piece"]) == 2
     assert "no piece 'no-such-piece'" in capsys.readouterr().err
     assert cli(["piece", "--list"]) == 0
     assert "local-04-frozen " in capsys.readouterr().out
     assert cli(["piece", "--list", "--verbose"]) == 0
     assert "local-04-frozen, ~0.4 h: the separation table's frozen rows" in capsys.readouterr().out
+
+
+def test_a_dvc_report_counts_for_a_piece_when_it_recorded_the_pieces_values(tmp_path):
+    from compsense.pipeline.profiles import load_profile
+
+    seeds = "training_ab.seeds=[42, 43, 44]"
+    spec = {"profile": "local", "only": "02", "set": [seeds]}
+    (tmp_path / "pieces.yaml").write_text(yaml.safe_dump({"pieces": {"seeds": spec}}))
+    piece = P.load_pieces(tmp_path / "pieces.yaml")["seeds"]
+    ok = {"02": {"status": "ok", "seconds": 60.0}}
+    report = {"profile": "local", "stages": ok, "overrides": [], "commit": "abc"}
+    assert not piece.made({**report, "params": load_profile("local")})  # the profile unnarrowed
+    assert piece.made({**report, "params": load_profile("local", [seeds])})
+    assert not piece.made({**report, "params": load_profile("local", [seeds]), "stages": {}})  # 02 not run
+    assert not piece.made({**report, "params": load_profile("local", [seeds]), "profile": "smoke"})
+    # a value of a stage the piece does not run does not matter
+    assert piece.made({**report, "params": load_profile("local", [seeds, "pooled_geometry.seeds=[43]"])})
 
 
 def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_behind_verbose(tmp_path):
@@ -135,7 +159,7 @@ def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_beh
     assert "--set" not in short and long.strip() not in short and "…" in short  # cut to fit
     full = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml", verbose=True)
     assert long.strip() in " ".join(full.split())
-    assert "python -m compsense reproduce --profile local --only 01,02 \\\n    --set 'training_ab.seeds=[42]'" in full
+    assert "dvc exp run -n long \\\n  local-01 \\\n  local-02 \\\n  local-report" in full
     _run(tmp_path / "runs", "r1", 1, [], {"01": {"status": "ok", "seconds": 540.0}}, commit="c0ffee1")
     short = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml")
     assert "c0ffee1, 9 min" in short and "It has a finished run here (commit c0ffee1)" in " ".join(short.split())
@@ -210,6 +234,7 @@ def test_each_piece_is_also_a_dvc_experiment_on_the_stages_of_its_profile_or_the
         "-S 'params/local.yaml:training_ab.seeds=[42, 43, 44]'",
         "-S 'params/local.yaml:training_ab.variants=[base, A, B, C-identity]'",
         "local-02",
+        "local-report",
     ]
     # a study piece runs on local's stages with what study changes there, never the runner's profile label
     assert P.dvc_profile("study") == "local" and P.dvc_profile("smoke") == "smoke"

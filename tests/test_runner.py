@@ -1,15 +1,18 @@
-"""The runner on a miniature project: two stages, skip when unchanged, stop dependents on failure."""
+"""The pipeline's stage command on a miniature project (what each DVC stage runs: `compsense stage`):
+values injected, successes recorded, failures named in one line, the guards before a kernel starts,
+the code key each stage's deps are generated from, and the kernel's progress. DVC's own skipping,
+locking and caching are tested on a real DVC miniature in test_dvcfile."""
 
 import json
 import os
 
 import pytest
 import yaml
-from miniproject import make_project, start_driver
-from miniproject import summary as _summary
+from miniproject import make_project, records, run_stages, start_driver
 from miniproject import write_notebook as _notebook
 
-from compsense.pipeline import runner
+from compsense.__main__ import main as cli
+from compsense.pipeline import runner, stage
 
 
 @pytest.fixture
@@ -17,54 +20,25 @@ def project(tmp_path, monkeypatch):
     return make_project(tmp_path, monkeypatch)
 
 
-def test_runs_skips_and_reruns_on_change(project, capsys):
-    assert runner.reproduce("smoke", out="runs/smoke/first") == 0
+def test_stages_run_with_the_profiles_values_and_record_their_success(project):
+    assert run_stages("smoke") == 0
     assert (project / "marker.txt").read_text() == "2"  # the profile's value was injected
-    assert {k: v["status"] for k, v in _summary(project, "first")["stages"].items()} == {"01": "ok", "02": "ok"}
-    assert "commit" in _summary(project, "first")  # taken at the start: the code the stages ran
-    assert (project / "runs/smoke/first/01_first.ipynb").exists()
-    report = (project / "runs/smoke/first/report.md").read_text()
-    assert "## Stages" in report and "| 01 | ok |" in report
-    assert "No results yet" in report  # stages that write no tables are named, not silently missing
-    assert (project / "runs/smoke/first/report.html").exists()
-
-    assert runner.reproduce("smoke", out="runs/smoke/second") == 0
-    assert {k: v["status"] for k, v in _summary(project, "second")["stages"].items()} == {
-        "01": "skipped",
-        "02": "skipped",
-    }
-    assert "skipped" in capsys.readouterr().out
-
+    state = records(project)
+    assert set(state) == {"01", "02"} and {r["fingerprint"] for r in state.values()} == {"dvc"}
+    assert all("commit" in r and r["seconds"] >= 0 for r in state.values())
+    assert (project / "runs/smoke/notebooks/01_first.ipynb").exists()  # the executed copy DVC keeps
     (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": 3, "work_dir": "runs/smoke"}}))
-    assert runner.reproduce("smoke", out="runs/smoke/third", only=["02"]) == 0
-    assert _summary(project, "third")["stages"]["02"]["status"] == "ok"
-    assert "01" not in _summary(project, "third")["stages"]
+    assert run_stages("smoke", ["01"]) == 0 and (project / "marker.txt").read_text() == "3"
 
 
-def test_an_override_reaches_the_stage_reruns_it_and_is_recorded(project):
-    assert runner.reproduce("smoke", out="runs/smoke/first") == 0
-    assert runner.reproduce("smoke", out="runs/smoke/narrow", overrides=["common.value=5"]) == 0
-    assert (project / "marker.txt").read_text() == "5"
-    assert {k: v["status"] for k, v in _summary(project, "narrow")["stages"].items()} == {"01": "ok", "02": "ok"}
-    assert _summary(project, "narrow")["overrides"] == ["common.value=5"]
-    assert (project / "params" / "smoke.yaml").read_text().count("value: 2") == 1  # the profile is untouched
-    with pytest.raises(runner.Refused, match="sets no `common.valeu`"):
-        runner.reproduce("smoke", out="runs/smoke/typo", overrides=["common.valeu=5"])
-
-
-def test_failure_stops_dependents_and_names_the_cell(project):
+def test_a_failing_stage_is_named_in_one_line_with_its_cell(project, capsys):
     (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": -1, "work_dir": "runs/smoke"}}))
-    _notebook(project / "notebooks" / "03_third.ipynb", "print('never')")
-    _notebook(project / "notebooks" / "05_fifth.ipynb", "print('never either')")
-    assert runner.reproduce("smoke", out="runs/smoke/bad") == 1
-    stages = _summary(project, "bad")["stages"]
-    assert stages["01"]["status"] == "ok"
-    assert stages["02"]["status"] == "failed"
-    assert "value must be positive" in stages["02"]["error"]
-    assert stages["02"]["cell"].startswith("cell ")
-    assert stages["02"]["rerun"] == "python -m compsense reproduce --profile smoke --only 02"
-    assert stages["03"]["status"] == "not run" and "02" in stages["03"]["reason"]
-    assert stages["05"]["status"] == "not run"  # 05 needs 02 too
+    assert run_stages("smoke") == 1
+    assert set(records(project)) == {"01"}  # 02 failed: not recorded as a success
+    assert cli(["stage", "02", "--profile", "smoke"]) == 1
+    err = capsys.readouterr().err.splitlines()[-1]  # papermill's cell bar goes to stderr before it
+    assert err.startswith("compsense stage 02 --profile smoke: FAILED in cell "), err
+    assert "AssertionError: value must be positive" in err and "runs/smoke/notebooks/" in err
 
 
 RESUMABLE = """
@@ -85,15 +59,14 @@ for step in range(6):
 
 
 def test_killed_mid_stage_then_rerun_resumes(project):
-    """SIGKILL the whole run (runner and kernel) in the middle of stage 02; the re-run skips 01, re-runs
-    02, and 02's own checkpoints mean finished steps are not redone."""
-    import os
+    """SIGKILL the stages (process and kernel) in the middle of stage 02: stages.json keeps 01 only,
+    never half-written, and the re-run's 02 finds its own checkpoints, so finished steps are not redone."""
     import signal
     import subprocess
     import time
 
     _notebook(project / "notebooks" / "02_second.ipynb", RESUMABLE)
-    proc = start_driver(project, "runs/smoke/killed", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_driver(project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not (project / "steps" / "2.done").exists():
         assert proc.poll() is None, "the run ended before it could be killed"
@@ -109,22 +82,17 @@ def test_killed_mid_stage_then_rerun_resumes(project):
     time.sleep(0.2)
     before = sorted(p.name for p in (project / "steps").glob("*.done"))
     assert 3 <= len(before) < 6  # killed mid-stage, with some steps done
-    state = json.loads((project / "runs/smoke/stages.json").read_text())  # never half-written
-    assert set(state) == {"01"}  # 02 did not finish, so it is not recorded as a success
-    assert not (project / "runs/smoke/killed/summary.json").exists()
+    assert set(records(project)) == {"01"}  # 02 did not finish, so it is not recorded as a success
 
-    assert runner.reproduce("smoke", out="runs/smoke/resumed") == 0
-    stages = _summary(project, "resumed")["stages"]
-    assert stages["01"]["status"] == "skipped" and stages["02"]["status"] == "ok"
+    assert run_stages("smoke", ["02"]) == 0
+    assert set(records(project)) == {"01", "02"}
     assert sorted(p.name for p in (project / "steps").glob("*.done")) == [f"{i}.done" for i in range(6)]
     ran = [int(x) for x in (project / "ran.log").read_text().split()]
     assert sorted(set(ran)) == list(range(6))
     assert len(ran) - len(set(ran)) <= 1  # at most the step in flight at the kill ran twice
-    assert runner.reproduce("smoke", out="runs/smoke/again") == 0
-    assert {v["status"] for v in _summary(project, "again")["stages"].values()} == {"skipped"}
 
 
-def test_fingerprint_leaves_out_operational_modules_but_follows_their_imports(project):
+def test_the_code_key_leaves_out_operational_modules_but_follows_their_imports(project):
     pkg = project / "compsense"
     (pkg / "__init__.py").write_text("")
     (pkg / "core").mkdir(exist_ok=True)
@@ -135,11 +103,6 @@ def test_fingerprint_leaves_out_operational_modules_but_follows_their_imports(pr
     _notebook(nb, "from compsense.core.paths import r")
     deps = {p.relative_to(pkg).as_posix() for p in runner.code_dependencies(nb)}
     assert deps == {"__init__.py", "core/__init__.py", "core/rows.py"}
-    before = runner.fingerprint(nb, {}, [])
-    (pkg / "core" / "paths.py").write_text("from compsense.core.rows import r  # where files go\n")
-    assert runner.fingerprint(nb, {}, []) == before
-    (pkg / "core" / "rows.py").write_text("r = 2\n")
-    assert runner.fingerprint(nb, {}, []) != before
 
 
 def test_notebook_00_does_not_reach_the_near_miss_rules():
@@ -156,7 +119,7 @@ def test_notebook_00_does_not_reach_the_near_miss_rules():
     assert not set(runner.OPERATIONAL) & deps
 
 
-def test_fingerprint_follows_the_code_a_notebook_imports(project):
+def test_the_code_key_follows_the_code_a_notebook_imports(project):
     pkg = project / "compsense"
     (pkg / "__init__.py").write_text("")
     (pkg / "sub").mkdir()
@@ -171,126 +134,14 @@ def test_fingerprint_follows_the_code_a_notebook_imports(project):
     deps = {p.relative_to(pkg).as_posix() for p in runner.code_dependencies(nb)}
     assert deps == {"__init__.py", "a.py", "b.py", "sub/__init__.py", "sub/deep.py", "io_like.py"}
 
-    before = runner.fingerprint(nb, {"value": 1}, [])
-    (pkg / "unrelated.py").write_text("y = 4\n")
-    assert runner.fingerprint(nb, {"value": 1}, []) == before  # code the notebook never reaches
-    (pkg / "io_like.py").write_text("x = 5\n")  # reached through a -> sub.deep (inside a function)
-    changed = runner.fingerprint(nb, {"value": 1}, [])
-    assert changed != before
-    assert runner.fingerprint(nb, {"value": 2}, []) != changed
-    assert runner.fingerprint(nb, {"value": 1}, ["upstream-changed"]) != changed
 
-
-WRITES_OUTPUT = (
-    "from pathlib import Path\nout = Path('..') / work_dir / 'negatives'\n"
-    "out.mkdir(parents=True, exist_ok=True)\n"
-    "(out / 'pairs.txt').write_text('p' * value)\n"
-    "(Path('..') / work_dir / 'cache').mkdir(exist_ok=True)\n"
-    "(Path('..') / work_dir / 'cache' / 'c.bin').write_text('c')"
-)
-
-
-def _reasons(project, name):
-    return {k: v.get("reason") for k, v in _summary(project, name)["stages"].items()}
-
-
-def test_a_deleted_or_cut_output_reruns_its_stage_and_says_why(project, capsys):
-    _notebook(project / "notebooks" / "01_first.ipynb", WRITES_OUTPUT)
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
-    state = json.loads((project / "runs/smoke/stages.json").read_text())
-    assert list(state["01"]["outputs"]) == ["negatives/pairs.txt"]  # cache/ and run folders are not outputs
-    assert state["01"]["outputs"]["negatives/pairs.txt"].startswith("2:")  # size and sha256
-    (project / "runs/smoke/cache/c.bin").unlink()
-    assert runner.reproduce("smoke", out="runs/smoke/b") == 0
-    assert set(_reasons(project, "b").values()) == {"unchanged since its last success"}
-
-    (project / "runs/smoke/negatives/pairs.txt").unlink()
-    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
-    assert "output" in _reasons(project, "c")["01"] and "pairs.txt is missing" in _reasons(project, "c")["01"]
-    assert _summary(project, "c")["stages"]["02"]["status"] == "skipped"  # 01's results are the same ones
-    assert "pairs.txt is missing" in capsys.readouterr().out
-
-    (project / "runs/smoke/negatives/pairs.txt").write_text("p")  # cut short
-    assert runner.reproduce("smoke", out="runs/smoke/d") == 0
-    assert "pairs.txt changed since the stage wrote it" in _reasons(project, "d")["01"]
-
-    (project / "runs/smoke/negatives/pairs.txt").write_text("px")  # same size, other bytes
-    assert runner.reproduce("smoke", out="runs/smoke/e") == 0
-    assert "pairs.txt changed since the stage wrote it" in _reasons(project, "e")["01"]
-
-
-def test_an_upstream_output_changed_after_it_was_written_reruns_the_stages_that_read_it(project):
-    _notebook(project / "notebooks" / "01_first.ipynb", WRITES_OUTPUT)
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
-    (project / "runs/smoke/negatives/pairs.txt").write_text("x")  # cut by hand, 01 not asked to run
-    assert runner.reproduce("smoke", only=["02"], out="runs/smoke/b") == 0
-    assert "upstream stage(s) 01" in _reasons(project, "b")["02"]
-
-
-def test_changed_data_dir_or_libraries_rerun_and_say_why(project, monkeypatch):
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
-    data = project / "data" / "mrpc" / "msr_paraphrase_train.txt"
-    data.write_text(data.read_text()[:4])  # a truncated copy
-    assert runner.reproduce("smoke", out="runs/smoke/b") == 0
-    reasons = _reasons(project, "b")
-    assert reasons["01"] == f"data changed: {data}"
-    assert reasons["02"].startswith("upstream stage(s) 01 produced new results")
-
-    other = project / "data2"
-    (other / "mrpc").mkdir(parents=True)
-    (other / "mrpc" / "msr_paraphrase_train.txt").write_text(data.read_text())
-    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(other))
-    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
-    assert _reasons(project, "c")["01"].startswith("data dir changed")
-
-    real = runner.library_versions
-    monkeypatch.setattr(runner, "library_versions", lambda: {**real(), "torch": "0.0.1"})
-    assert runner.reproduce("smoke", out="runs/smoke/d") == 0
-    assert "library versions changed: torch" in _reasons(project, "d")["01"]
-
-
-def test_a_parameter_naming_a_file_or_dataset_is_an_input(project):
-    nq = project / "nq.jsonl"
-    nq.write_text('{"query": "q", "answer": "a"}\n')
-    inputs = runner.stage_inputs(
-        "02", {"nq_path": "nq.jsonl", "eval_datasets": ["mrpc", "nanoscifact"], "work_dir": "runs/smoke"}, {}
-    )
-    assert set(inputs["files"]) == {str(nq), str(project / "data/mrpc/msr_paraphrase_train.txt")}
-    assert inputs["data_dir"] == str((project / "data").resolve())
-    # a dataset named by its path: its files are inputs (an edit re-runs the stage); work_dir is not one
-    (project / "runs/smoke").mkdir(parents=True)
-    (project / "runs/smoke/junk.txt").write_text("x")
-    by_path = runner.stage_inputs("02", {"eval_datasets": ["data/mrpc"], "work_dir": "runs/smoke"}, {})
-    assert str(project / "data/mrpc/msr_paraphrase_train.txt") in by_path["files"]
-    assert not any("junk.txt" in f for f in by_path["files"])
-
-
-def test_only_that_matches_no_stage_is_refused(project):
+def test_a_stage_that_names_no_notebook_or_a_profile_with_a_path_is_refused(project, capsys):
     with pytest.raises(runner.Refused, match=r"--only 99: no stage matches \['99'\]; the stages are 01, 02"):
-        runner.reproduce("smoke", only=["99"])
-    from compsense.__main__ import main
-
-    assert main(["reproduce", "--profile", "smoke", "--only", "99"]) == 2
-    assert not (project / "runs").exists() or not any((project / "runs").rglob("summary.json"))
-
-
-def test_profile_name_with_a_path_is_refused_before_writing(project, tmp_path):
+        stage.run("smoke", "99")
+    assert cli(["stage", "99", "--profile", "smoke"]) == 2
     with pytest.raises(runner.Refused, match="no '/', no '..'"):
-        runner.reproduce("../escape")
+        stage.run("../escape", "01")
     assert not (project / "runs").exists() and not (project.parent / "escape").exists()
-
-
-def test_a_held_lock_refuses_a_second_run(project):
-    with runner.run_lock(project / "runs" / "smoke", "profile smoke"):
-        with pytest.raises(runner.Refused, match=r"another `compsense reproduce` is running on profile smoke \(pid "):
-            runner.reproduce("smoke", out="runs/smoke/second")
-    assert not (project / "runs/smoke/second").exists()
-    assert runner.reproduce("smoke", out="runs/smoke/after") == 0  # released on exit
-
-
-def test_run_folders_are_unique_within_a_second(tmp_path):
-    folders = {runner.new_run_dir(tmp_path) for _ in range(3)}
-    assert len(folders) == 3 and all(p.is_dir() for p in folders)
 
 
 def test_stages_json_is_merged_not_overwritten(tmp_path):
@@ -303,15 +154,17 @@ def test_stages_json_is_merged_not_overwritten(tmp_path):
     assert state["01"]["outputs"] == {}  # a.txt now belongs to 02, which rewrote it last
 
 
-def test_a_damaged_stages_json_is_refused_naming_it(project):
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
+def test_a_damaged_stages_json_is_refused_naming_it_before_the_kernel_starts(project):
+    assert run_stages("smoke") == 0
     path = project / "runs/smoke/stages.json"
     path.write_text(path.read_text()[:25])
+    (project / "marker.txt").unlink()
     with pytest.raises(runner.Refused, match=r"stages\.json: not readable JSON .*Fix: delete it"):
-        runner.reproduce("smoke", out="runs/smoke/b")
+        stage.run("smoke", "01")
+    assert not (project / "marker.txt").exists()  # refused before the notebook ran
     path.write_text("[1, 2]")
     with pytest.raises(runner.Refused, match=r"stages\.json: not a stage record"):
-        runner.reproduce("smoke", out="runs/smoke/b")
+        stage.run("smoke", "01")
 
 
 def _figure_notebook(project, figures_dir):
@@ -336,14 +189,10 @@ def _figure_notebook(project, figures_dir):
     )
 
 
-def test_figures_go_to_the_run_folder_and_the_report_shows_them(project):
+def test_figures_go_to_the_stages_own_folder_beside_the_work_dir(project):
     _figure_notebook(project, "runs/smoke/figures")
-    assert runner.reproduce("smoke", out="runs/smoke/first") == 0
-    assert (project / "runs/smoke/figures/01_drawn.html").exists() and not (project / "figures").exists()
-    assert _summary(project, "first")["figures_dir"] == str(project / "runs/smoke/figures")
-    md = (project / "runs/smoke/first/report.md").read_text()
-    assert "- [01_drawn](../figures/01_drawn.html)" in md
-    assert md.index("## Figures") < md.index("## Run metadata")  # the answer before how it was run
+    assert run_stages("smoke", ["01"]) == 0
+    assert (project / "runs/smoke/figures/01/01_drawn.html").exists() and not (project / "figures").exists()
 
 
 def test_a_profile_writing_into_the_committed_figures_is_refused_before_running(project):
@@ -353,50 +202,22 @@ def test_a_profile_writing_into_the_committed_figures_is_refused_before_running(
         match=r"params/smoke.yaml: `figures_dir: ./figures`: .*figures is inside .*figures.*"
         r"Fix: set `figures_dir: runs/smoke/figures`.*make figures",
     ):
-        runner.reproduce("smoke", out="runs/smoke/first")
-    assert not (project / "figures").exists() and not (project / "runs").exists()
+        stage.run("smoke", "01")
+    assert not (project / "figures").exists() and not (project / "marker.txt").exists()
 
 
 @pytest.mark.parametrize("where", ["figures", "data/smoke/scifact", "compsense", "."])
-def test_out_or_a_figures_dir_in_committed_or_data_folders_is_refused_symlinks_too(project, where, tmp_path):
-    with pytest.raises(runner.Refused, match=r"--out .*must not write into.*Fix:"):
-        runner.reproduce("smoke", out=where)
+def test_a_work_dir_or_figures_dir_in_committed_or_data_folders_is_refused_symlinks_too(project, where, tmp_path):
+    (project / "params" / "smoke.yaml").write_text(yaml.safe_dump({"common": {"value": 2, "work_dir": where}}))
+    with pytest.raises(runner.Refused, match=r"`work_dir: .*must not write into.*Fix:"):
+        stage.run("smoke", "01")
     link = tmp_path / "innocent"
     (project / "figures").mkdir(exist_ok=True)
     link.symlink_to(project / "figures")
     _figure_notebook(project, str(link))
     with pytest.raises(runner.Refused, match=r"figures_dir: .*innocent`: .*is inside .*figures"):
-        runner.reproduce("smoke", out="runs/smoke/first")
-    assert not (project / "runs").exists() and not any((project / "figures").iterdir())
-    # given on the command line, the refusal names the --set, not the profile file
-    with pytest.raises(runner.Refused, match=r"^--set common.figures_dir=.*innocent: .*is inside .*figures"):
-        runner.reproduce("smoke", out="runs/smoke/first", overrides=[f"common.figures_dir={link}"])
-
-
-def test_without_figures_dir_figures_default_to_the_work_dir(project):
-    assert runner.reproduce("smoke", out="runs/smoke/first") == 0
-    assert _summary(project, "first")["figures_dir"] == str(project / "runs/smoke/figures")
-    assert "runs/smoke/figures` yet." in (project / "runs/smoke/first/report.md").read_text()  # said, not skipped
-
-
-REUSES_MODEL = (
-    "from pathlib import Path\nmodel = Path('..') / work_dir / 'models' / 'm.bin'\n"
-    "model.parent.mkdir(parents=True, exist_ok=True)\n"
-    "if not model.exists():\n    model.write_text('weights')\n"
-    "(Path('..') / work_dir / 'models' / 'scores.txt').write_text(str(value))"
-)
-
-
-def test_an_output_a_rerun_reused_stays_in_the_record_and_its_loss_reruns_the_stage(project):
-    _notebook(project / "notebooks" / "01_first.ipynb", REUSES_MODEL)
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0
-    (project / "params" / "smoke.yaml").write_text("common:\n  value: 3\n  work_dir: runs/smoke\n")
-    assert runner.reproduce("smoke", out="runs/smoke/b") == 0  # re-runs, reuses m.bin, rewrites scores
-    state = json.loads((project / "runs/smoke/stages.json").read_text())
-    assert set(state["01"]["outputs"]) == {"models/m.bin", "models/scores.txt"}  # the reused file too
-    (project / "runs/smoke/models/m.bin").unlink()
-    assert runner.reproduce("smoke", out="runs/smoke/c") == 0
-    assert "m.bin is missing" in _reasons(project, "c")["01"]
+        stage.run("smoke", "01")
+    assert not any((project / "figures").iterdir()) and not (project / "marker.txt").exists()
 
 
 def test_a_dataset_cut_or_altered_against_the_manifest_refuses_the_run(project):
@@ -413,27 +234,26 @@ def test_a_dataset_cut_or_altered_against_the_manifest_refuses_the_run(project):
         }
     }
     (project / "data" / "MANIFEST.json").write_text(json.dumps(manifest))
-    assert runner.reproduce("smoke", out="runs/smoke/a") == 0  # the release as listed: runs
+    assert run_stages("smoke") == 0  # the release as listed: runs
     data.write_bytes(raw[: len(raw) // 2])  # half the file
     with pytest.raises(runner.Refused, match=r"data mrpc: .*msr_paraphrase_train.txt has .* bytes, expected.*Fix"):
-        runner.reproduce("smoke", out="runs/smoke/b")
-    assert not (project / "runs/smoke/b").exists()
+        stage.run("smoke", "01")
 
 
 @pytest.mark.slow
-def test_the_stages_kernels_get_the_commit_the_run_started_at(project, monkeypatch):
-    # what their result rows record (compsense.core.paths.code_commit), however HEAD moves meanwhile
+def test_the_stages_kernel_gets_the_commit_the_stage_started_at(project, monkeypatch):
+    # what its result rows record (compsense.core.paths.code_commit), however HEAD moves meanwhile
     from compsense.core.paths import ENV_COMMIT
 
     monkeypatch.delenv(ENV_COMMIT, raising=False)
-    monkeypatch.setattr(runner, "git_commit", lambda: "abc1234-dirty")
+    monkeypatch.setattr(stage, "git_commit", lambda: "abc1234-dirty")
     _notebook(
         project / "notebooks" / "01_first.ipynb",
         f"import os\nfrom pathlib import Path\nPath('../commit.txt').write_text(os.environ['{ENV_COMMIT}'])",
     )
-    assert runner.reproduce("smoke", out="runs/smoke/first", only=["01"]) == 0
-    assert (project / "commit.txt").read_text() == _summary(project, "first")["commit"] == "abc1234-dirty"
-    assert ENV_COMMIT not in os.environ  # set for the stages only
+    assert run_stages("smoke", ["01"]) == 0
+    assert (project / "commit.txt").read_text() == records(project)["01"]["commit"] == "abc1234-dirty"
+    assert ENV_COMMIT not in os.environ  # set for the stage only
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,7 +342,7 @@ def test_the_runner_side_prints_a_line_when_the_bars_move_and_not_more_often_tha
 @pytest.mark.slow
 def test_a_stage_shows_its_own_training_steps_not_only_cells(project, monkeypatch, capsys):
     """A cell that counts steps with tqdm (as every training and encoding loop does) is seen counting
-    while it runs: the runner prints the kernel's bar, which papermill's cell count never shows."""
+    while it runs: the stage prints the kernel's bar, which papermill's cell count never shows."""
     from compsense.pipeline import progress
 
     monkeypatch.setattr(progress, "PRINT_EVERY", 0.5)
@@ -532,7 +352,7 @@ def test_a_stage_shows_its_own_training_steps_not_only_cells(project, monkeypatc
         "import time\nfrom tqdm.auto import tqdm\nfor step in tqdm(range(8), desc='train', unit='step'):\n"
         "    time.sleep(0.6)",
     )
-    assert runner.reproduce("smoke", out="runs/smoke/first", only=["01"]) == 0
+    assert run_stages("smoke", ["01"]) == 0
     out = capsys.readouterr().out
     seen = [line for line in out.splitlines() if line.startswith("  [01] ") and " · train " in line]
     assert seen and all("/8 step" in line for line in seen), out

@@ -69,7 +69,7 @@ def banner_text(profile: str, backbone: str | Sequence[str] | None = None) -> st
     return (
         f"Profile {profile}{loaded}: the numbers below are this run's (params/{profile}.yaml). Its record "
         "(commit, parameters, times) is stages.json in the profile's work folder, and dvc.lock where `dvc repro` "
-        "ran it (`make reproduce-runner` also leaves summary.json in its run folder); each result row names its commit."
+        "ran it; each result row names its commit."
     )
 
 

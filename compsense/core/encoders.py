@@ -311,14 +311,14 @@ def _retrain_fix(folder: Path) -> str:
         run = folder.parent
         if len(run.parents) > 2 and run.parents[1].name == "models":  # <work_dir>/models/<backbone>/<run>
             return (
-                f"retrain it: python -m compsense reproduce --profile PROFILE --only 02 --force, with the "
+                f"retrain it: dvc repro --force --single-item PROFILE-02, with the "
                 f"profile whose work_dir is {run.parents[2]} (notebook 02 trains {run.name} again), or restore "
                 "the file"
             )
         return f"retrain it (training.train_model into {run} trains it again), or restore the file"
     return (
-        f"re-train the verifier {folder.parent.name}: python -m compsense reproduce --profile PROFILE --only 04 "
-        f"--force (notebook 04 trains it again), or save it again with VerifierReranker.save_pretrained, or "
+        f"re-train the verifier {folder.parent.name}: dvc repro --force --single-item PROFILE-04 "
+        f"(notebook 04 trains it again), or save it again with VerifierReranker.save_pretrained, or "
         "restore the file"
     )
 

@@ -109,7 +109,7 @@ def external_sets(
             except FileNotFoundError:
                 notes.append(
                     f"heldout: skipped, no {work_dir}/negatives/pairs.parquet (notebook 01 writes it: "
-                    f"python -m compsense reproduce --only 01, or pass --work-dir)"
+                    f"make reproduce ONLY=01, or pass --work-dir)"
                 )
                 continue
             pos = heldout_positives(heldout, data_dir=data_dir, seed=seed)

@@ -1,15 +1,22 @@
-"""The published runs as declared pieces (params/pieces.yaml): a profile, its stages and the `--set`
-overrides that narrow it, one command each that fits in about two hours on 2 CPU cores.
+"""The published runs as declared pieces (params/pieces.yaml): a profile, its stages and the overrides
+that narrow it, one command each that fits in about two hours on 2 CPU cores.
 
-`python -m compsense piece NAME` runs one (it is `reproduce --profile P --only S --set ...`, nothing
-more), `python -m compsense piece --list` says where to start and which have a finished run and at
-which commit, in 100 columns (`--verbose`: each piece's command and what it makes in full). A run
-counts as a piece's when its summary.json has the piece's profile and overrides and every stage of
-the piece finished "ok" in it, so runs made with the same command before the list existed count too.
+A piece is a DVC experiment: `python -m compsense piece NAME` runs `dvc exp run -n NAME -S ... <stages>
+<profile>-report` (`Piece.dvc_args`: each value it changes as one `-S`, on the DVC stages of its profile
+or of the profile it extends), so DVC re-runs only the stages whose values it changes and caches the
+rest. `python -m compsense piece --list` says where to start and which have a finished run and at which
+commit, in 100 columns (`--verbose`: each piece's command and what it makes in full). A run counts as a
+piece's when its record has the piece's values: the report stage's summary.json records the profile's
+values it ran with (`stage.report`); a run the retired runner made (summary.json with `--set` overrides)
+counts when it has the piece's profile and overrides, so the published runs still name their pieces.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +28,7 @@ from compsense.core.storage import CorruptFile
 from compsense.pipeline import screen
 from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir, same_overrides, section_name
 from compsense.pipeline.runner import Refused, select_stages
+from compsense.pipeline.stage import REPORT
 from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
 
 PIECES_FILE = "pieces.yaml"
@@ -49,8 +57,21 @@ class Piece:
         return [stage_key(nb) for nb in select_stages(list(self.only))]
 
     def runs_as(self, summary: dict) -> bool:
-        """Whether a run's summary.json (or a stage's) was made with this piece's profile and overrides."""
+        """Whether a run's summary.json was made with this piece's values: a DVC report's recorded `params`
+        equal the piece's in `common` and the sections of its stages (the runner's label
+        `common.profile` aside), on the profile whose DVC stages run it; a runner run's profile and
+        `--set` overrides equal the piece's."""
+        if "params" in summary:
+            if summary.get("profile") != dvc_profile(self.profile):
+                return False
+            mine = load_profile(self.profile, self.overrides)
+            return all(_values(mine, s) == _values(summary["params"] or {}, s) for s in self.sections)
         return summary.get("profile") == self.profile and same_overrides(summary.get("overrides") or [], self.overrides)
+
+    @cached_property
+    def sections(self) -> list[str]:
+        """The params sections the piece's stages read: common and one per notebook."""
+        return ["common", *(section_name(nb) for nb in select_stages(list(self.only)))]
 
     def made(self, summary: dict) -> bool:
         """Whether a run's summary.json is a finished run of this piece: its profile and overrides, and every
@@ -60,10 +81,6 @@ class Piece:
         done = ("ok", "skipped")
         return self.runs_as(summary) and all(stages.get(key, {}).get("status") in done for key in self.stages)
 
-    def command(self) -> str:
-        sets = "".join(f" --set '{o}'" for o in self.overrides)
-        return f"python -m compsense reproduce --profile {self.profile} --only {','.join(self.only)}{sets}"
-
     def dvc_args(self) -> list[str]:
         """The piece as a DVC experiment: `dvc exp run -n NAME -S ... <profile>-<key>`, one argument an item.
         A profile with no DVC stages of its own (study, which shares local's work_dir) runs on the profile
@@ -71,15 +88,19 @@ class Piece:
         followed by the piece's own overrides: the same values the runner injects."""
         base = dvc_profile(self.profile)
         mine, theirs = load_profile(self.profile, self.overrides), load_profile(base)
-        sections = ["common", *(section_name(nb) for nb in select_stages(list(self.only)))]
         sets = []
-        for section in sections:
-            ours, base_values = (
-                {k: v for k, v in (d.get(section) or {}).items() if (section, k) != ("common", "profile")}
-                for d in (mine, theirs)
-            )
-            sets += [f"-S 'params/{base}.yaml:{o}'" for o in overrides(section, ours, base_values)]
-        return [f"dvc exp run -n {self.name}", *sets, *(f"{base}-{key}" for key in self.stages)]
+        for section in self.sections:
+            sets += [
+                f"-S 'params/{base}.yaml:{o}'"
+                for o in overrides(section, _values(mine, section), _values(theirs, section))
+            ]
+        stages = [f"{base}-{key}" for key in self.stages]
+        return [f"dvc exp run -n {self.name}", *sets, *stages, f"{base}-{REPORT}"]
+
+
+def _values(profile: dict, section: str) -> dict:
+    """A profile's values in `section`, less the runner's label `common.profile` (not a value a stage reads)."""
+    return {k: v for k, v in (profile.get(section) or {}).items() if (section, k) != ("common", "profile")}
 
 
 def overrides(key: str, mine, theirs) -> list[str]:
@@ -165,7 +186,8 @@ def last_run(piece: Piece, runs_dir="runs") -> dict | None:
     """The latest run (highest `sequence`, then `finished`) that made `piece`: same profile and
     overrides, every stage of the piece "ok". {"run", "commit", "finished", "seconds"} or None."""
     found = []
-    for summary in sorted((resolve(runs_dir) / piece.profile).glob("*/summary.json")):
+    folders = {resolve(runs_dir) / piece.profile, resolve(runs_dir) / dvc_profile(piece.profile)}
+    for summary in sorted(p for folder in folders for p in folder.glob("*/summary.json")):
         try:
             record = read_summary(summary)
         except (CorruptFile, ValueError):
@@ -267,13 +289,10 @@ def _piece_block(piece: Piece, run: dict | None) -> list[str]:
         if run
         else "no finished run here"
     )
-    command = f"python -m compsense reproduce --profile {piece.profile} --only {','.join(piece.only)}"
     # the command one argument a line, never cut inside one: it is copied into a shell as it stands
-    args = [command, *(f"  --set '{o}'" for o in piece.overrides)]
-    lines = [screen.wrap(f"{piece.name}{hours}: {piece.makes}", indent="    ", first="")]
-    lines += [f"  {a}" + (" \\" if i < len(args) - 1 else "") for i, a in enumerate(args)]
     dvc = piece.dvc_args()
-    lines += ["  as a DVC experiment:"] + [f"  {a}" + (" \\" if i < len(dvc) - 1 else "") for i, a in enumerate(dvc)]
+    lines = [screen.wrap(f"{piece.name}{hours}: {piece.makes}", indent="    ", first="")]
+    lines += [f"  {a}" + (" \\" if i < len(dvc) - 1 else "") for i, a in enumerate(dvc)]
     lines.append(screen.wrap(made, indent="    ", first="  "))
     return lines
 
@@ -287,8 +306,13 @@ def get_piece(name: str, path=None) -> Piece:
 
 
 def run_piece(name: str, force: bool = False, path=None) -> int:
-    """Run piece `name` with the runner (the same as its `command()`)."""
-    from compsense.pipeline import runner
-
-    piece = get_piece(name, path)
-    return runner.reproduce(piece.profile, only=list(piece.only), force=force, overrides=list(piece.overrides))
+    """Run piece `name` as its DVC experiment (`Piece.dvc_args`; `force`: `dvc exp run --force`, every
+    stage of it runs again). Returns dvc's exit status."""
+    args = shlex.split(" ".join(get_piece(name, path).dvc_args()))
+    if force:
+        args.insert(3, "--force")
+    print("$ " + " ".join(shlex.quote(a) for a in args), flush=True)
+    # this interpreter's folder first: its dvc, and the `python` each stage's command names, are the ones
+    # that have compsense, with or without an activated environment (as `make reproduce` sets PATH)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return subprocess.call(args, cwd=resolve("."), env={**os.environ, "PATH": path})

@@ -65,7 +65,7 @@ def run_summary(executed_notebook: Path) -> dict:
 def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None = None) -> pd.DataFrame:
     """One row per stage with a recorded success in {work_dir}/stages.json (see the module doc), or per
     stage of `records` ({stage: record}, as stages.json holds them: one run's, `run_records`)."""
-    from compsense.pipeline.pieces import Piece, load_pieces
+    from compsense.pipeline.pieces import load_pieces
 
     pieces = load_pieces() if pieces is None else pieces
     rows = []
@@ -80,8 +80,9 @@ def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None 
             command = f"dvc repro {profile}-{stage}"
         elif piece:
             command = f"python -m compsense piece {piece.name}"
-        else:
-            command = Piece("", profile, (stage,), tuple(overrides)).command()
+        else:  # a run of the retired runner with overrides no piece declares: the command that made it
+            sets = "".join(f" --set '{o}'" for o in overrides)
+            command = f"python -m compsense reproduce --profile {profile} --only {stage}{sets}"
         rows.append(
             {
                 "stage": stage,

@@ -144,7 +144,7 @@ def publish(
         if not needed.exists():
             raise NothingToPublish(
                 f"{needed}: missing, so {run_dir} is not a finished run. Fix: publish a run "
-                "that `python -m compsense reproduce` finished (it writes both)."
+                "that `make reproduce` finished (its report stage writes both)."
             )
     summary = read_summary(summary_path)
     profile = profile or summary.get("profile") or run_dir.parent.name

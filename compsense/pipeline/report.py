@@ -67,8 +67,7 @@ VARIANT_TESTS_NOTE = (
     "flips: perm_p, whose floor at S seeds is perm_p_floor = 2 / 2^S)."
 )
 SEPARATION_MISSING = (
-    "No separation table: notebook 04 did not write {file} ({where}). "
-    "Fix: run notebook 04 (`python -m compsense reproduce --only 04`)."
+    "No separation table: notebook 04 did not write {file} ({where}). Fix: run notebook 04 (`make reproduce ONLY=04`)."
 )
 BUDGET_NOTE = (
     "As notebook 04 wrote it: per scorer, size, recipe and budget (triplets seen; 0 is frozen MaxSim and its "

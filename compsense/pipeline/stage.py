@@ -6,7 +6,7 @@ its upstream stages' outputs, skips a stage whose inputs are unchanged, holds on
 repository, and caches what a stage wrote so that a second machine can pull it. This command is what
 DVC runs: the profile's values are checked against the notebooks' schema, the folders against the one
 guard (`runner.check_run_folders`), the data against data/MANIFEST.json, then papermill executes the
-notebook into runs/<profile>/notebooks/ exactly as `compsense reproduce` does (`runner.execute`).
+notebook into runs/<profile>/notebooks/ (`runner.execute`).
 
 Each stage writes its figures into a folder of its own (<figures_dir>/<key>/), so that no two stages'
 DVC outputs overlap (DVC refuses a pipeline where they do).
@@ -74,8 +74,9 @@ def run(profile: str, key: str, overrides=()) -> Path:
     common = dict(data["common"])
     figures = figures_folder(common, profile, stage_key(nb))
     data_dirs = [v.get("data_dir") for v in data.values() if isinstance(v, dict)]
-    runner.check_run_folders(profile, {**common, "figures_dir": figures}, None, overrides, data_dirs, [stage_key(nb)])
+    runner.check_run_folders(profile, common, data_dirs, [stage_key(nb)])  # the stage's figures go below
     runner.check_stage_data(profile, [nb], data)
+    runner.read_state(resolve(Path("runs") / profile / "stages.json"))  # damaged: refused before the kernel starts
     try:
         params = notebook_parameters(profile, nb, data)
     except KeyError as err:
@@ -136,6 +137,7 @@ def report(profile: str) -> Path:
     shutil.rmtree(run_dir, ignore_errors=True)  # a DVC output, cached by DVC: rebuilt whole
     figures.mkdir(parents=True)
     stages = {}
+    records = runner.read_state(resolve(Path("runs") / profile / "stages.json"))
     for nb in runner.notebooks():
         key = stage_key(nb)
         for drawn in sorted(resolve(figures_folder(common, profile, key)).glob("*")):
@@ -143,7 +145,9 @@ def report(profile: str) -> Path:
                 shutil.copy2(drawn, figures / drawn.name)
         executed = resolve(executed_notebook(profile, nb))
         if executed.is_file():
+            done = records.get(key, {})
             stages[key] = {"status": "ok", "output": str(executed), "reason": "dvc repro"}
+            stages[key].update({k: done[k] for k in ("seconds", "commit", "finished") if k in done})
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     summary = {
         "profile": profile,
@@ -153,6 +157,9 @@ def report(profile: str) -> Path:
         "started": REPORT,
         "finished": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
         "overrides": [],
+        # the values the stages ran with (a `dvc exp run -S` writes them into params/<profile>.yaml):
+        # how a declared piece recognises its run (`pieces.Piece.runs_as`)
+        "params": data,
         "stages": stages,
         "work_dir": str(work_dir) if work_dir else None,
         "figures_dir": str(figures),
@@ -188,6 +195,13 @@ def libraries_record(profile: str) -> Path:
     return path
 
 
+def written_folders(profile: str) -> list[Path]:
+    """The folders a stage of `profile` writes into: its work_dir, its figures and runs/<profile>."""
+    common = load_profile(profile)["common"]
+    work = resolve(common.get("work_dir", f"runs/{profile}"))
+    return [work, resolve(common.get("figures_dir") or work / "figures"), resolve(Path("runs") / profile)]
+
+
 def main(profile: str, key: str, debug: bool = False) -> int:
     try:
         if key == LIBRARIES:
@@ -206,6 +220,7 @@ def main(profile: str, key: str, debug: bool = False) -> int:
             raise
         # a cell failed: one line naming it, the error and where to read it whole, not the kernel's traceback
         where, error = runner.failed_cell(err)
+        error += runner.disk_full_note(err, error, written_folders(profile))
         print(
             f"compsense stage {key} --profile {profile}: FAILED in {where}: {error} "
             f"(the executed notebook shows the cell and its traceback: runs/{profile}/{EXECUTED}/; --debug: here)",

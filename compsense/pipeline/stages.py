@@ -79,20 +79,20 @@ STAGE_WRITES = {
 }
 
 # ---------------------------------------------------------------------------------------------
-# The runner's records: stages.json (each stage's last success, per profile) and a run's summary.json
-# (in its run folder, written when the run ends). How to recover from a damaged one, said once here.
+# The pipeline's records: stages.json (each stage's last success, per profile) and the report's
+# summary.json (runs/<profile>/report/, written by the report stage; the retired runner left one in each
+# run folder). How to recover from a damaged one, said once here.
 
 STATE_RECOVER = (
-    "delete it (or restore a copy): every stage then runs once more, and stages that keep their own "
-    "checkpoints (training) resume from them"
+    "delete it (or restore a copy), then `dvc repro --force` the profile's stages: each records itself "
+    "again, and stages that keep their own checkpoints or models (training) reuse them"
 )
 
 SUMMARY = "summary.json"
 DVC_RUN = "dvc"  # a stages.json record's fingerprint when a DVC stage wrote it (compsense.pipeline.stage)
 SUMMARY_RECOVER = (
-    "it is the record `python -m compsense reproduce` writes when a run ends (no notebook writes it): "
-    "restore a copy, or run that command again (a new run folder; stages that are unchanged are skipped) "
-    "and use the new run"
+    "it is the record the report stage writes when a run ends (no notebook writes it): restore a copy, "
+    "or run `make reproduce` again (stages that are unchanged are skipped) and use the new record"
 )
 
 

@@ -293,7 +293,7 @@ def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFr
         raise FileNotFoundError(
             f"{path} does not exist: the structural triplets come from notebook 01. Run it first, e.g.\n"
             f"  papermill notebooks/01_data_and_negatives.ipynb /tmp/01.ipynb -p work_dir {work_dir}\n"
-            "or `python -m compsense reproduce --profile <profile> --only 01`"
+            "or `make reproduce PROFILE=<profile> ONLY=01` (the DVC stage <profile>-01)"
         )
     df = read_table(path)
     missing = [c for c in STRUCTURAL_COLUMNS if c not in df.columns]
@@ -806,8 +806,8 @@ def check_same_run(previous: dict, current: dict, out: Path) -> None:
         changes = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
         raise ValueError(
             f"{out} holds a run with a different setup ({changes}). Pass force=True to retrain "
-            "it (for one run of the stage: python -m compsense reproduce --only 02 --set training_ab.force=true, "
-            "which retrains every model of the stage), move the folder aside to keep it, or use another work_dir "
+            "it (for one run of the stage: make reproduce ONLY=02 SET=training_ab.force=true, an experiment "
+            "that retrains every model of the stage), move the folder aside to keep it, or use another work_dir "
             "to keep both"
         )
 

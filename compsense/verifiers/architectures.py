@@ -593,7 +593,7 @@ def own_encoder_dir(directory: str | os.PathLike, info: dict | None = None, end2
         raise MissingEncoder(
             f"{folder}: missing (no modules.json), so the end-to-end verifier {directory.name} cannot score: it "
             "reads only the maps of the encoder it was fine-tuned with. Fix: re-train it: re-run notebook 04 "
-            "(`python -m compsense reproduce --profile PROFILE --only 04`, or notebooks/04_verifiers.ipynb), "
+            "(`dvc repro --force --single-item PROFILE-04`, or notebooks/04_verifiers.ipynb), "
             "which trains a verifier whose encoder is missing again"
         )
     return folder
