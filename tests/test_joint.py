@@ -4,7 +4,9 @@ verifiers' own table and reranking code, on the offline tiny BERT and the smoke 
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +16,13 @@ import torch
 
 from compsense.__main__ import main as cli
 from compsense.core.encoders import load_encoder
-from compsense.core.storage import read_table, write_table
+from compsense.core.storage import read_json, read_table, write_table
 from compsense.data.structural import heldout_paraphrase_pairs
 from compsense.nearmiss import evaluation as N
 from compsense.nearmiss.geometry import positive_pairs
 from compsense.retrieval.harness import load_eval_datasets
 from compsense.verifiers import joint as J
+from compsense.verifiers import joint_cli
 from compsense.verifiers import rerank as R
 from compsense.verifiers.architectures import create
 from compsense.verifiers.training import _sample_batches
@@ -165,6 +168,114 @@ def test_the_grid_keeps_each_loss_apart_in_folders_rows_and_tables(tmp_path):
     assert sorted(N.separation_table(tidy).index.get_level_values("size")) == ["joint", "joint-bce"]
 
 
+@pytest.mark.slow
+def test_bf16_trains_with_the_trainers_bf16_on_the_cpu_and_records_its_precision(tmp_path, monkeypatch):
+    """As the bi-encoder's `length --precision bf16` trains (`retrieval.training.build_trainer`): the trainer's
+    bf16=True with use_cpu, fp32 weights saved; the precision is in joint.json's settings and the history."""
+    made = []
+    real = J.CrossEncoderTrainingArguments
+    monkeypatch.setattr(J, "CrossEncoderTrainingArguments", lambda **k: made.append(k) or real(**k))
+    bf16 = TRAINING.replace(budget_examples=16, loss="bce", precision="bf16")
+    model, history = J.fit_joint("tiny-bert", ROWS, tmp_path / "bf16", bf16, seed=1)
+    assert made[-1]["bf16"] is True and made[-1]["use_cpu"] is True
+    assert history["precision"] == "bf16" and history["settings"]["precision"] == "bf16" and history["steps"] == 2
+    assert history["loss"] and all(np.isfinite(history["loss"]))
+    assert not torch.equal(_head(model), _head(J.joint_model("tiny-bert", seed=1, max_length=64)))
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # autocast: the weights stay fp32
+    recorded = read_json(tmp_path / "bf16" / J.JOINT_FILE)
+    assert recorded["precision"] == "bf16" and recorded["settings"] == bf16.settings()
+    J.fit_joint("tiny-bert", ROWS, tmp_path / "fp32", bf16.replace(precision="fp32"), seed=1)
+    assert made[-1]["bf16"] is False  # fp32 is fp32
+
+
+def test_a_bf16_run_never_loads_an_fp32_runs_folder_nor_shares_its_name(trained, tmp_path, monkeypatch):
+    _, _, folder = trained
+    fp32 = tmp_path / "fp32"
+    shutil.copytree(folder, fp32)
+    monkeypatch.setattr(J, "train_joint", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("would train")))
+    with pytest.raises(RuntimeError, match="would train"):
+        J.fit_joint("tiny-bert", ROWS, fp32, TRAINING.replace(precision="bf16"), seed=1)
+    assert J.fit_joint("tiny-bert", ROWS, fp32, TRAINING, seed=1)[1]["loaded"]
+    # a run recorded before the option (no precision) trained fp32 on a CPU: loaded as fp32, not as bf16
+    record = json.loads((fp32 / J.JOINT_FILE).read_text())
+    del record["settings"]["precision"], record["precision"]
+    (fp32 / J.JOINT_FILE).write_text(json.dumps(record))
+    assert J.fit_joint("tiny-bert", ROWS, fp32, TRAINING, seed=1)[1]["loaded"]
+    with pytest.raises(RuntimeError, match="would train"):
+        J.fit_joint("tiny-bert", ROWS, fp32, TRAINING.replace(precision="bf16"), seed=1)
+    # ... and on a GPU in bf16 where supported: neither precision's, so trained again
+    (fp32 / J.JOINT_FILE).write_text(json.dumps({**record, "device": "cuda:0"}))
+    with pytest.raises(RuntimeError, match="would train"):
+        J.fit_joint("tiny-bert", ROWS, fp32, TRAINING, seed=1)
+    # the grid's folders and sizes keep them apart; fp32, the default, names nothing (folders as before)
+    assert [J.joint_size(loss, "fp32") for loss in J.JOINT_LOSSES] == ["joint", "joint-mnrl", "joint-bce"]
+    assert [J.joint_size(loss, "bf16") for loss in J.JOINT_LOSSES] == [
+        "joint-bf16",
+        "joint-mnrl-bf16",
+        "joint-bce-bf16",
+    ]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TRAINING.replace(precision="fp16"),
+        lambda: J.JointTraining(precision="BF16"),
+        lambda: J.JointScorer(None, precision="fp16"),
+        lambda: J.precision_context("half", "cpu"),
+    ],
+)
+def test_an_unknown_precision_is_one_clear_line(make):
+    with pytest.raises(ValueError, match=r"precision must be one of fp32, bf16, got '") as err:
+        make()
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_the_command_lines_precisions_are_joints():
+    assert joint_cli.PRECISIONS == J.PRECISIONS and J.PRECISIONS[0] == J.DEFAULT_PRECISION == "fp32"
+    assert J.JointTraining().precision == "fp32"
+
+
+def test_a_bf16_scorer_scores_in_bf16_autocast_close_to_fp32(trained):
+    model, _, _ = trained
+    pairs = list(zip(ROWS.anchor, ROWS.positive)) + list(zip(ROWS.anchor, ROWS.negative))
+    fp32, bf16 = (J.JointScorer(model, batch_size=4, precision=p)(pairs) for p in ("fp32", "bf16"))
+    assert bf16.dtype == np.float64 and not np.array_equal(fp32, bf16)  # autocast was on
+    np.testing.assert_allclose(bf16, fp32, atol=0.05 * max(1.0, np.abs(fp32).max()))
+    assert J.JointScorer(model, precision="bf16")([]).shape == (0,)
+
+
+def test_the_grid_keeps_each_precision_apart_in_folders_rows_and_tables(tmp_path):
+    positives = ROWS[["anchor", "positive"]].set_axis(["sentence1", "sentence2"], axis=1)
+    near = ROWS[["anchor", "negative", "family"]].set_axis(["sentence1", "sentence2", "family"], axis=1)
+    sets = {"toy": (positives, near, "sentence1")}
+    for precision in ("fp32", "bf16"):
+        at = TRAINING.replace(budget_examples=8, precision=precision)
+        _, _, fitted = J.run_joint_grid(
+            {"toy": ROWS}, sets, "tiny-bert", tmp_path, at, seeds=[1], budgets=[8], results_dir=tmp_path
+        )
+        assert fitted[0].precision == fitted[0].scorer.precision == precision
+    runs = pd.read_csv(tmp_path / f"{J.RUNS}.csv")
+    assert sorted(zip(runs.precision, runs.verifier_variant)) == [
+        ("bf16", "toy-joint-bf16-b8"),
+        ("fp32", "toy-joint-b8"),
+    ]
+    assert (tmp_path / "verifiers" / "toy-joint-bf16-b8" / "seed1" / J.LABEL / J.JOINT_FILE).is_file()
+    tidy = read_table(tmp_path / f"{J.RESULTS}.parquet")
+    assert set(zip(tidy["size"], tidy["precision"])) == {("joint", "fp32"), ("joint-bf16", "bf16")}
+    assert sorted(N.separation_table(tidy).index.get_level_values("size")) == ["joint", "joint-bf16"]
+
+
+def test_rerank_rows_name_the_cross_encoders_precision_and_a_bf16_label_its_folder():
+    runs = [J.JointRun("toy", 8, 1, v, None, p) for v, p in (("toy-joint-b8", "fp32"), ("toy-joint-bf16-b8", "bf16"))]
+    assert joint_cli._joint_label(runs[0], ["toy-joint-b8"], J.LABEL) == "CE-end2end"
+    assert joint_cli._joint_label(runs[1], ["toy-joint-bf16-b8"], J.LABEL) == "CE-end2end@toy-joint-bf16-b8"
+    table = pd.DataFrame({"verifier_variant": ["toy-joint-bf16-b8", "toy-joint-b8", "", None, "toy-small"]})
+    got = joint_cli._with_precision(table, {r.variant: r.precision for r in runs})
+    assert got.precision.tolist() == ["bf16", "fp32", "fp32", "fp32", "fp32"]
+    assert joint_cli._with_precision(table.iloc[:0], {}).columns.tolist() == ["verifier_variant", "precision"]
+
+
 def test_the_scorer_gives_logits_in_pair_order_to_the_verifiers_table_code(trained):
     model, _, _ = trained
     scorer = J.JointScorer(model, batch_size=4)
@@ -267,6 +378,25 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     assert cli(["crossencoder", *common, "--rows", "model_b", "--no-rerank"]) == 0
     runs = pd.read_csv(results / "crossencoder_runs.csv").set_index("train_data")
     assert bool(runs.loc["model_b", "loaded"]) and not bool(runs.loc["balanced", "loaded"])
+    # bf16: its own folder, trained (not the fp32 model loaded), and a precision on every row of every table
+    args = ["crossencoder", *common, "--rows", "model_b", "--precision", "bf16", "--ks", "5", "--cost-queries", "2"]
+    assert cli(args) == 0
+    runs = pd.read_csv(results / "crossencoder_runs.csv").set_index("verifier_variant")
+    assert (
+        runs.loc["model_b-joint-bf16-b16", "precision"] == "bf16" and not runs.loc["model_b-joint-bf16-b16", "loaded"]
+    )
+    assert runs.loc["model_b-joint-b16", "precision"] == "fp32" and len(runs) == 3
+    table = read_table(results / "crossencoder.parquet")
+    assert set(zip(table.verifier_variant, table.precision)) == {
+        ("model_b-joint-b16", "fp32"),
+        ("balanced-joint-b16", "fp32"),
+        ("model_b-joint-bf16-b16", "bf16"),
+    }
+    for name in ("crossencoder_rerank", "crossencoder_rerank_per_query", "crossencoder_rerank_cost"):
+        rows = read_table(results / f"{name}.parquet")
+        precision = rows.set_index("variant").precision.groupby(level=0).first()
+        assert precision["CE-end2end@model_b-joint-bf16-b16"] == "bf16", name
+        assert precision["CE-end2end@model_b-joint-b16"] == "fp32" and precision["base"] == "fp32", name
 
 
 @pytest.mark.parametrize(
@@ -275,6 +405,7 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
         (["--rows", "nothing"], ["--rows nothing", "choose from"]),
         (["--seeds", "x"], ["--seeds", "whole numbers"]),
         (["--mini-batch-size", "0"], ["mini_batch_size", ">= 1"]),
+        (["--precision", "fp16"], ["ValueError", "precision must be one of fp32, bf16, got 'fp16'"]),
         (["--out", "figures/ce"], ["PermissionError", "--out figures/ce"]),
         (["--backbone", "./no-such-model"], ["FileNotFoundError", "no such model folder", "Fix"]),
         (["--backbone", "no-such-model"], ["BackboneUnavailable", "cannot load 'no-such-model'"]),

@@ -18,7 +18,10 @@ verifiers' in-batch contrast in memory-bounded mini-batches (`CachedMultipleNega
 the classic cross-encoder objective, binary cross-entropy on (anchor, positive) = 1, (anchor, negative) = 0.
 
 - `JointTraining`: how it trains, from notebook 04's verifier settings (`from_verifier_params`).
-- `joint_loss`, `joint_size`: the training objective, and the `size` column that names it in the tables.
+- `joint_loss`, `joint_size`: the training objective, and the `size` column that names it (and a bf16
+  run's precision) in the tables.
+- `PRECISIONS`, `precision_context`: fp32, or bf16 autocast in training and scoring, as the bi-encoder's
+  training-length curve (`pipeline.length_run`, `retrieval.training.build_trainer`) runs it.
 - `joint_model`: the backbone, loaded by `core.encoders.load_encoder`, with a fresh head.
 - `budget_rows`: exactly the triplets a map verifier of the same seed and budget sees, in its order.
 - `train_joint`, `fit_joint`: train one (or load a finished run from its folder).
@@ -32,6 +35,7 @@ import math
 import shutil
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -63,11 +67,17 @@ from compsense.verifiers.training import _sample_batches, variant_name  # the ve
 SCORER = "CE"  # the scorer's name in the verifier tables, beside F0-F4
 REGIME = "end2end"  # the whole transformer learns, as an end-to-end verifier's encoder does
 LABEL = f"{SCORER}-{REGIME}"  # `nearmiss.evaluation.split_variant` reads it as ("CE", "end2end")
-SIZE = "joint"  # the `size` column (the verifiers' is "small" or "paper"), "joint-<loss>" off the default loss
+SIZE = "joint"  # the `size` column (verifiers: "small", "paper"); `joint_size` adds the loss and bf16
 JOINT_FILE = "joint.json"  # a finished run's settings and history, written last: its presence means done
 RESULTS = "crossencoder"  # results/<this>.parquet: the near-miss rows, in notebook 04's verifiers.parquet shape
 RUNS = "crossencoder_runs"  # results/<this>.parquet and .csv: one row per trained model
 RESULTS_KEY = [*N.NEARMISS_KEY, "budget"]
+# Training and scoring precision. fp32: fp32 weights and arithmetic (on a GPU too). bf16: fp32 weights with
+# bf16 autocast, the trainer's `bf16=True` (with `use_cpu` on a CPU, as `retrieval.training.build_trainer`
+# trains the length curve's bf16 pieces) and `torch.autocast` around scoring (as `pipeline.length_run`
+# scores them): 1.56x faster a MiniLM-L6 bi-encoder step on an AVX-512/AMX CPU (benchmarks/README.md).
+PRECISIONS = ("fp32", "bf16")
+DEFAULT_PRECISION = "fp32"  # what every run before the option trained in on a CPU: their folders and rows keep it
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,8 @@ class JointTraining:
                      so the cross-encoder reads as many tokens as a verifier's map has rows and columns
     loss             the objective, one of `names.JOINT_LOSSES` (`joint_loss` says why each exists)
     mini_batch_size  (query, document) pairs a forward pass of "cmnrl" holds: what bounds its memory
+    precision        "fp32" or "bf16" (`PRECISIONS`): autocast in training and scoring; part of the run's
+                     identity (its settings, its folder and `size` through `joint_size`)
     """
 
     budget_examples: int = 8192
@@ -95,6 +107,7 @@ class JointTraining:
     max_length: int = 256
     loss: str = DEFAULT_JOINT_LOSS
     mini_batch_size: int = 16
+    precision: str = DEFAULT_PRECISION
 
     def __post_init__(self):
         if int(self.budget_examples) < 1 or int(self.batch_size) < 1 or int(self.max_length) < 8:
@@ -106,6 +119,8 @@ class JointTraining:
             raise ValueError(f"loss must be one of {', '.join(JOINT_LOSSES)}, got {self.loss!r}")
         if int(self.mini_batch_size) < 1:
             raise ValueError(f"mini_batch_size must be >= 1, got {self.mini_batch_size}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
     def replace(self, **changes) -> "JointTraining":
         return replace(self, **changes)
@@ -175,11 +190,24 @@ def joint_loss(model, training: JointTraining):
     )
 
 
-def joint_size(loss: str = DEFAULT_JOINT_LOSS) -> str:
-    """The `size` column of a cross-encoder trained with `loss` ("joint", "joint-bce", "joint-mnrl"): the
-    tables group runs by scorer x train_data x size, so runs of two objectives never average together,
-    and the folder verifiers/<train_data>-<size>-b<budget>/ keeps each apart."""
-    return SIZE if loss == DEFAULT_JOINT_LOSS else f"{SIZE}-{loss}"
+def joint_size(loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISION) -> str:
+    """The `size` column of a cross-encoder trained with `loss` at `precision` ("joint", "joint-bce",
+    "joint-mnrl"; "joint-bf16", "joint-bce-bf16" in bf16): the tables group runs by scorer x train_data x
+    size, so runs of two objectives or two precisions never average together, and the folder
+    verifiers/<train_data>-<size>-b<budget>/ keeps each apart (a bf16 run never loads or replaces an fp32
+    one). fp32, the default, adds nothing: the folders and rows of runs before the option stay as they were."""
+    size = SIZE if loss == DEFAULT_JOINT_LOSS else f"{SIZE}-{loss}"
+    return size if precision == DEFAULT_PRECISION else f"{size}-{precision}"
+
+
+def precision_context(precision: str, device):
+    """What a forward pass at `precision` runs in on `device` (a torch device or its name): bf16 autocast
+    for "bf16", as `pipeline.length_run` scores the length curve's bf16 models; nothing for "fp32"."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "fp32":
+        return nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
 def _labelled_pairs(columns: dict) -> dict:
@@ -216,7 +244,9 @@ def train_joint(
     positive against its hard negative and `num_negatives` other candidates of the batch, the loss the
     map verifiers train with, `verifiers.training.contrastive_loss`). "bce" sees the same triplets in the
     same steps, each as its two labelled pairs. `batch`: those triplets when the caller has them already
-    (`fit_joint`), so they are drawn once. Returns a JSON-ready history."""
+    (`fit_joint`), so they are drawn once. `training.precision` "bf16" is the trainer's `bf16=True` (bf16
+    autocast over fp32 weights, on a CPU with `use_cpu`, as `retrieval.training.build_trainer` trains the
+    length curve); "fp32" is fp32 on a GPU too. Returns a JSON-ready history."""
     if batch is None:
         batch = budget_rows(rows, training.budget_examples, training.batch_size, seed)
     steps = math.ceil(len(batch) / training.batch_size)
@@ -226,6 +256,9 @@ def train_joint(
         dataset = dataset.map(_labelled_pairs, batched=True, remove_columns=MNRL_COLUMNS)
         per_step = 2 * training.batch_size
     gpu = torch.cuda.is_available() and str(model.device) != "cpu"
+    bf16 = training.precision == "bf16"
+    if bf16 and gpu and not torch.cuda.is_bf16_supported():
+        raise ValueError(f"precision bf16: this GPU ({torch.cuda.get_device_name()}) has no bf16; use fp32")
     with tempfile.TemporaryDirectory(prefix="joint-train-") as tmp:
         args = CrossEncoderTrainingArguments(
             output_dir=tmp,
@@ -237,7 +270,7 @@ def train_joint(
             warmup_steps=math.ceil(training.warmup_ratio * steps),
             seed=seed,
             data_seed=seed,
-            bf16=gpu and torch.cuda.is_bf16_supported(),
+            bf16=bf16,
             use_cpu=not gpu,
             # In order, not NO_DUPLICATES: that sampler reorders and may shorten batches, and the budget
             # would then not be the verifiers' triplets.
@@ -257,6 +290,7 @@ def train_joint(
     model.eval()
     return {
         "settings": training.settings(),
+        "precision": training.precision,
         "seed": int(seed),
         "n_rows": len(rows),
         "rows_sha1": data_sha1(batch[MNRL_COLUMNS]),
@@ -279,12 +313,14 @@ def fit_joint(
     show_progress: bool = False,
 ):
     """(CrossEncoder, history): trained as `train_joint` and saved in `folder`, or loaded from there
-    when a finished run with the same settings, seed and triplets is there (a cut grid resumes)."""
+    when a finished run with the same settings (precision included), seed and triplets is there (a cut
+    grid resumes); a run of other settings there is trained again, never loaded."""
     folder = Path(folder)
     batch = budget_rows(rows, training.budget_examples, training.batch_size, seed)
     expected = {"settings": training.settings(), "seed": int(seed), "rows_sha1": data_sha1(batch[MNRL_COLUMNS])}
     if (folder / JOINT_FILE).exists():
         history = read_json(folder / JOINT_FILE, recover=f"delete {folder} and run the command again")
+        history = {**history, "settings": _recorded_settings(history)}
         if {k: history.get(k) for k in expected} == expected:
             with quiet_transformers():
                 model = CrossEncoder(str(folder), device=device)
@@ -302,26 +338,42 @@ def fit_joint(
     return model, {**history, "loaded": False}
 
 
+def _recorded_settings(history: dict) -> dict | None:
+    """A finished run's recorded settings with its precision: a run recorded before the option has none
+    and trained fp32 on a CPU; on a GPU it trained in bf16 where supported, so it matches neither (None)."""
+    settings = history.get("settings")
+    if not isinstance(settings, dict) or "precision" in settings:
+        return settings
+    if str(history.get("device", "cpu")) != "cpu":
+        return {**settings, "precision": None}
+    return {**settings, "precision": DEFAULT_PRECISION}
+
+
 class JointScorer:
     """A trained CrossEncoder as a scorer of (query, document) pairs: its head's logit, higher = more
     alike. Callable, as `nearmiss.evaluation.near_miss_table` calls its scorers; `score_texts` is what
-    `verifiers.rerank.Reranker` calls for a scorer that reads the two texts together rather than a map."""
+    `verifiers.rerank.Reranker` calls for a scorer that reads the two texts together rather than a map.
+    `precision`: the one it trained in (`precision_context`), so a bf16 model is scored in bf16 autocast,
+    as the length curve scores its bf16 models, and an fp32 one in fp32."""
 
-    def __init__(self, model, batch_size: int = 64, name: str = SCORER):
+    def __init__(self, model, batch_size: int = 64, name: str = SCORER, precision: str = DEFAULT_PRECISION):
         self.model, self.batch_size, self.name = model, int(batch_size), name
+        self.precision = precision
+        precision_context(precision, "cpu")  # an unknown precision fails here, not at the first score
 
     def score_texts(self, pairs: Sequence) -> np.ndarray:
         """One score per pair. The raw logit, not the sigmoid `predict` applies by default: a saturated
         sigmoid ties high scores, and AUC and pairwise accuracy read ties as half right."""
         if not len(pairs):
             return np.zeros(0)
-        scores = self.model.predict(
-            [[str(a), str(b)] for a, b in pairs],
-            batch_size=self.batch_size,
-            activation_fn=torch.nn.Identity(),
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        with precision_context(self.precision, self.model.device):
+            scores = self.model.predict(
+                [[str(a), str(b)] for a, b in pairs],
+                batch_size=self.batch_size,
+                activation_fn=torch.nn.Identity(),
+                convert_to_numpy=True,  # as float32: predict casts the logits before numpy
+                show_progress_bar=False,
+            )
         return np.asarray(scores, dtype=float).reshape(-1)
 
     __call__ = score_texts
@@ -334,8 +386,10 @@ class JointRun:
     train_data: str
     budget: int
     seed: int
-    variant: str  # its folder, verifiers/<variant>/seed<seed>/CE-end2end/ (balanced-joint-b8192, ...-joint-bce-b8192)
+    # its folder, verifiers/<variant>/seed<seed>/CE-end2end/ (balanced-joint-b8192, ...-joint-bce-bf16-b8192)
+    variant: str
     scorer: JointScorer
+    precision: str = DEFAULT_PRECISION
 
 
 def run_joint_grid(
@@ -356,21 +410,22 @@ def run_joint_grid(
     near-miss sets (`sets`: `nearmiss.evaluation.eval_sets`) with `evaluate_sets`, the verifiers' own
     table code. Seed by seed, as `verifiers.study.run_study`, so a cut run has every kind at the first seeds.
 
-    Returns (runs, tidy, fitted): one row per model (train_data, loss, budget, seed, steps, examples_seen,
-    train_seconds, eval_seconds, ...), the tidy near-miss rows in notebook 04's verifiers.parquet shape
-    (variant CE-end2end, size `joint_size(training.loss)`, `loss`, `budget`, `labels` such as profile),
+    Returns (runs, tidy, fitted): one row per model (train_data, loss, precision, budget, seed, steps,
+    examples_seen, train_seconds, eval_seconds, ...), the tidy near-miss rows in notebook 04's verifiers.parquet
+    shape (variant CE-end2end, size `joint_size(training.loss, training.precision)`, `loss`, `precision`,
+    `budget`, `labels` such as profile), scored at the training's precision,
     and the `JointRun`s for reranking. With `results_dir`, both tables are appended there after each
     model (`RESULTS`, `RUNS`)."""
     runs, tidies, fitted = [], [], []
     for seed in seeds:
         for budget in budgets:
             for train_data, rows in rows_by_data.items():
-                size = joint_size(training.loss)
+                size = joint_size(training.loss, training.precision)
                 variant = variant_name(train_data, size) + budget_suffix(budget)
                 folder = verifier_dir(work_dir, variant, seed, LABEL)
                 at = training.replace(budget_examples=int(budget))
                 model, history = fit_joint(backbone, rows, folder, at, seed=seed, device=device)
-                scorer = JointScorer(model)
+                scorer = JointScorer(model, precision=training.precision)
                 start = time.perf_counter()
                 table = N.evaluate_sets({LABEL: scorer}, sets)
                 eval_seconds = time.perf_counter() - start
@@ -378,6 +433,7 @@ def run_joint_grid(
                     "backbone": backbone,
                     "train_data": train_data,
                     "loss": training.loss,
+                    "precision": training.precision,
                     "budget": int(budget),
                     "seed": int(seed),
                     "verifier_variant": variant,
@@ -401,6 +457,7 @@ def run_joint_grid(
                     train_data=train_data,
                     size=size,
                     loss=training.loss,
+                    precision=training.precision,
                     recipe="equal",
                     budget=int(budget),
                     parameters=history["parameters"],
@@ -412,15 +469,16 @@ def run_joint_grid(
                     write_runs(pd.DataFrame([run]), results_dir)
                 runs.append(run)
                 tidies.append(tidy)
-                fitted.append(JointRun(train_data, int(budget), int(seed), variant, scorer))
+                fitted.append(JointRun(train_data, int(budget), int(seed), variant, scorer, training.precision))
     return pd.DataFrame(runs), pd.concat(tidies, ignore_index=True), fitted
 
 
 def write_runs(runs: pd.DataFrame, results_dir) -> pd.DataFrame:
     """Append one row per model to results/crossencoder_runs.parquet (a model trained again replaces
-    its row) and write the whole table beside it as CSV, for reading without pandas."""
-    merged = append_results(
-        runs, Path(results_dir) / f"{RUNS}.parquet", key=["backbone", "train_data", "loss", "budget", "seed"]
-    )
+    its row) and write the whole table beside it as CSV, for reading without pandas. A model is its
+    folder (`verifier_variant`: rows, loss, precision and budget) at a backbone and seed, so a bf16 model's
+    row stands beside the fp32 one's; rows written before the `precision` column have it blank (fp32)."""
+    key = ["backbone", "train_data", "loss", "budget", "seed", "verifier_variant"]
+    merged = append_results(runs, Path(results_dir) / f"{RUNS}.parquet", key=key)
     write_table(merged, Path(results_dir) / f"{RUNS}.csv")
     return merged

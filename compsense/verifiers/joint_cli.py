@@ -18,12 +18,19 @@ for a GPU), bce (binary cross-entropy on labelled pairs, the classic cross-encod
 off the default loss goes to <rows>-joint-<loss>-b<budget>/, and every row names its loss (`loss`
 column; `size` joint-<loss>), so the tables never average two objectives together.
 
+`--precision bf16` trains with bf16 autocast over fp32 weights (the trainer's `bf16=True`, on a CPU with
+`use_cpu`, as the bi-encoder's `length --precision bf16` trains) and scores in it (`joint.JointScorer`);
+fp32, the default, is fp32 on a GPU too. A bf16 model goes to <rows>-joint[-<loss>]-bf16-b<budget>/ (size
+joint[-<loss>]-bf16), and every row has a `precision` column, so a bf16 model never loads, replaces or
+averages with an fp32 one; its rerank rows are labelled CE-end2end@<its folder>.
+
 Writes under --out/results/ (each atomically, rows of a model run again replaced):
-crossencoder.parquet (near-miss rows, notebook 04's verifiers.parquet shape, with budget, loss and
-commit), crossencoder_runs.parquet/.csv (one row per model: commit, seed, rows, loss, budget, steps, train
-and scoring seconds), crossencoder_rerank.parquet, crossencoder_rerank_per_query.parquet and
-crossencoder_rerank_cost.parquet (`verifiers.rerank`'s three tables). Models go beside the map
-verifiers: <work-dir>/verifiers/<rows>-joint[-<loss>]-b<budget>/seed<seed>/CE-end2end/, loaded when finished.
+crossencoder.parquet (near-miss rows, notebook 04's verifiers.parquet shape, with budget, loss, precision
+and commit), crossencoder_runs.parquet/.csv (one row per model: commit, seed, rows, loss, precision, budget,
+steps, train and scoring seconds), crossencoder_rerank.parquet, crossencoder_rerank_per_query.parquet and
+crossencoder_rerank_cost.parquet (`verifiers.rerank`'s three tables, with `precision`: the cross-encoder's,
+fp32 for the encoder and map verifiers). Models go beside the map verifiers:
+<work-dir>/verifiers/<rows>-joint[-<loss>][-bf16]-b<budget>/seed<seed>/CE-end2end/, loaded when finished.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ from compsense.verifiers.groups import flat
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, JOINT_LOSSES
 
 DEFAULT_OUT = "runs/crossencoder"
+# `joint.PRECISIONS`, written out so that the parser imports no torch; `joint.JointTraining` checks the
+# value (one clear line for an unknown one) and a test keeps the two equal.
+PRECISIONS = ("fp32", "bf16")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -67,6 +77,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="with --loss cmnrl: (query, document) pairs a forward pass holds, which bounds memory (default: "
         "joint.JointTraining's, 16; a batch of 32 triplets is 192 pairs)",
     )
+    p.add_argument(
+        "--precision",
+        default=PRECISIONS[0],
+        help=f"training and scoring precision, one of {', '.join(PRECISIONS)} (default {PRECISIONS[0]}): bf16 is "
+        "bf16 autocast over fp32 weights, as `length --precision bf16` trains the bi-encoder; its models and rows "
+        "are kept apart from fp32 ones",
+    )
     p.add_argument("--ks", default="100", help="comma-separated rerank depths (default 100)")
     p.add_argument(
         "--map-verifiers",
@@ -93,7 +110,9 @@ def run(args, profile: dict) -> int:
     kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
     _check_kinds(kinds)
     training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0]).replace(
-        loss=args.loss, **({} if args.mini_batch_size is None else {"mini_batch_size": args.mini_batch_size})
+        loss=args.loss,
+        precision=args.precision,
+        **({} if args.mini_batch_size is None else {"mini_batch_size": args.mini_batch_size}),
     )
     # before anything loads: results never go into the committed figures/, data/ or the data folder
     check_not_protected(args.out, f"--out {args.out}", f"pass --out a folder under runs/ (default {DEFAULT_OUT})",
@@ -120,7 +139,9 @@ def run(args, profile: dict) -> int:
         if not args.no_rerank:
             print(rerank(fitted, inputs["encoder"], settings, args, results_dir).to_string())
     print(
-        runs[["train_data", "loss", "budget", "seed", "steps", "train_seconds", "eval_seconds", "loaded"]].to_string()
+        runs[
+            ["train_data", "loss", "precision", "budget", "seed", "steps", "train_seconds", "eval_seconds", "loaded"]
+        ].to_string()
     )
     print(f"results: {results_dir}")
     return 0
@@ -198,7 +219,10 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
     """Notebook 05's SciFact top-K reranked by every trained cross-encoder, beside the encoder alone and
     `--map-verifiers` (`verifiers.rerank.find_methods`: notebook 04's, or an untrained frozen F1),
     through `rerank_grid`, the one reranking path. Tables go to `results_dir`; returns the summary
-    (nDCG@10 per method and K) joined with the cost table (ms per query)."""
+    (nDCG@10 per method and K) joined with the cost table (ms per query). Every row carries `precision`:
+    the cross-encoder's own, fp32 for the encoder and the map verifiers. A bf16 cross-encoder's label always
+    names its folder (CE-end2end@<rows>-joint-bf16-b<budget>): an fp32 and a bf16 model written to the same
+    tables by two commands never share a label, so neither a key nor an average."""
     from compsense.core.storage import append_results  # noqa: PLC0415
     from compsense.retrieval.harness import load_eval_datasets  # noqa: PLC0415
     from compsense.verifiers import rerank as R  # noqa: PLC0415
@@ -233,7 +257,7 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
     source = "cross-encoder (compsense.verifiers.joint)"
     methods += [
         R.Method(
-            R.method_label(LABEL, run.variant, joint_variants),
+            _joint_label(run, joint_variants, LABEL),
             SCORER,
             REGIME,
             run.scorer,
@@ -260,11 +284,32 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
         write=False,
         profile=settings["profile"],
     )
-    append_results(grid.results, results_dir / "crossencoder_rerank.parquet", key=R.RERANK_KEY)
-    append_results(grid.per_query, results_dir / "crossencoder_rerank_per_query.parquet", key=R.PER_QUERY_KEY)
-    append_results(grid.cost, results_dir / "crossencoder_rerank_cost.parquet", key=["dataset", "variant", "k"])
+    precisions = {run.variant: run.precision for run in fitted}
+    results, per_query, cost = (_with_precision(t, precisions) for t in (grid.results, grid.per_query, grid.cost))
+    append_results(results, results_dir / "crossencoder_rerank.parquet", key=R.RERANK_KEY)
+    append_results(per_query, results_dir / "crossencoder_rerank_per_query.parquet", key=R.PER_QUERY_KEY)
+    append_results(cost, results_dir / "crossencoder_rerank_cost.parquet", key=["dataset", "variant", "k"])
     summary = R.rerank_summary(grid.results).groupby("variant", sort=False).first()
     return summary.join(R.cost_table(grid.cost).set_index("variant").drop(columns=["regime"]), how="left")
+
+
+def _joint_label(run, variants: list[str], label: str) -> str:
+    """A cross-encoder's rerank label: `rerank.method_label`'s (CE-end2end, or CE-end2end@<folder> beside
+    other folders), always with its folder in bf16, so that an fp32 and a bf16 run written to the same
+    --out by two commands never share a label."""
+    from compsense.verifiers import rerank as R  # noqa: PLC0415
+
+    if run.precision != PRECISIONS[0]:
+        return f"{label}@{run.variant}"
+    return R.method_label(label, run.variant, variants)
+
+
+def _with_precision(table, precisions: dict):
+    """`table` (rerank rows with `verifier_variant`) with a `precision` column: each cross-encoder folder's
+    precision, fp32 for every other row (the first-stage encoder and the map verifiers run in fp32)."""
+    from compsense.verifiers.rerank import variant_folders  # noqa: PLC0415
+
+    return table.assign(precision=variant_folders(table).map(precisions).fillna(PRECISIONS[0]))
 
 
 def _check_model_path(backbone: str) -> None:
