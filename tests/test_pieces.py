@@ -25,7 +25,6 @@ def test_the_committed_pieces_load_and_name_real_stages_and_keys():
         "-S 'params/local.yaml:training_ab.seeds=[42, 43, 44]'",
         "-S 'params/local.yaml:training_ab.variants=[base, A, B, C-identity]'",
         "local-02",
-        "local-report",
     ]
     # the study table's pieces are self-contained and publish the tables `make figures` merges
     for name in ("study-02-sweep-a", "study-02-sweep-b"):
@@ -103,12 +102,14 @@ def test_a_run_counts_for_a_piece_by_its_profile_overrides_and_finished_stages(t
 
 
 def test_piece_runs_its_dvc_experiment_and_lists(monkeypatch, capsys):
-    calls = []
+    calls, reports = [], []
     monkeypatch.setattr(P.subprocess, "call", lambda args, cwd, env: calls.append(args) or 0)
+    monkeypatch.setattr(P.stage, "report", lambda profile: reports.append(profile) or f"runs/{profile}/report")
     assert cli(["piece", "local-04-frozen"]) == 0
     assert calls == [
-        ["dvc", "exp", "run", "-n", "local-04-frozen", "local-04", "local-report"]  # local's values: no -S
+        ["dvc", "exp", "run", "-n", "local-04-frozen", "local-04"]  # local's values: no -S
     ]
+    assert reports == ["local"]  # the report of what it ran, which records its values
     assert cli(["piece", "local-04-frozen", "--force"]) == 0
     assert calls[-1][:6] == ["dvc", "exp", "run", "--force", "-n", "local-04-frozen"]
     assert cli(["piece", "no-such-piece"]) == 2
@@ -159,7 +160,7 @@ def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_beh
     assert "--set" not in short and long.strip() not in short and "…" in short  # cut to fit
     full = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml", verbose=True)
     assert long.strip() in " ".join(full.split())
-    assert "dvc exp run -n long \\\n  local-01 \\\n  local-02 \\\n  local-report" in full
+    assert "dvc exp run -n long \\\n  local-01 \\\n  local-02" in full
     _run(tmp_path / "runs", "r1", 1, [], {"01": {"status": "ok", "seconds": 540.0}}, commit="c0ffee1")
     short = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml")
     assert "c0ffee1, 9 min" in short and "It has a finished run here (commit c0ffee1)" in " ".join(short.split())
@@ -234,7 +235,6 @@ def test_each_piece_is_also_a_dvc_experiment_on_the_stages_of_its_profile_or_the
         "-S 'params/local.yaml:training_ab.seeds=[42, 43, 44]'",
         "-S 'params/local.yaml:training_ab.variants=[base, A, B, C-identity]'",
         "local-02",
-        "local-report",
     ]
     # a study piece runs on local's stages with what study changes there, never the runner's profile label
     assert P.dvc_profile("study") == "local" and P.dvc_profile("smoke") == "smoke"

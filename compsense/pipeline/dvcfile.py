@@ -57,7 +57,7 @@ def data_deps(nb: Path, params: dict) -> list[str]:
     """What notebook `nb` reads of the datasets, by the runner's own reading (`stages.data_needs`): the
     project's own data/smoke/<name> folders when the profile reads data/smoke, else data/MANIFEST.json
     (the release it checks its data folder against); and any file inside the repository a parameter
-    names (a user's sentences), as the runner's skip check counts it (`runner.stage_inputs`)."""
+    names (a user's sentences): an edit to such a file re-runs the stage."""
     names = set(data_needs({nb: params})[0])
     found = [MANIFEST] if names else []
     if params.get("data_dir") == SMOKE_DATA_DIR:

@@ -1,14 +1,15 @@
 """The published runs as declared pieces (params/pieces.yaml): a profile, its stages and the overrides
 that narrow it, one command each that fits in about two hours on 2 CPU cores.
 
-A piece is a DVC experiment: `python -m compsense piece NAME` runs `dvc exp run -n NAME -S ... <stages>
-<profile>-report` (`Piece.dvc_args`: each value it changes as one `-S`, on the DVC stages of its profile
-or of the profile it extends), so DVC re-runs only the stages whose values it changes and caches the
-rest. `python -m compsense piece --list` says where to start and which have a finished run and at which
-commit, in 100 columns (`--verbose`: each piece's command and what it makes in full). A run counts as a
-piece's when its record has the piece's values: the report stage's summary.json records the profile's
-values it ran with (`stage.report`); a run the retired runner made (summary.json with `--set` overrides)
-counts when it has the piece's profile and overrides, so the published runs still name their pieces.
+A piece is a DVC experiment: `python -m compsense piece NAME` runs `dvc exp run -n NAME -S ... <stages>`
+(`Piece.dvc_args`: each value it changes as one `-S`, on the DVC stages of its profile or of the profile
+it extends), so DVC re-runs only the stages whose values it changes (and what they need) and caches the
+rest, then writes the profile's report of what it ran. `python -m compsense piece --list` says where to
+start and which have a finished run and at which commit, in 100 columns (`--verbose`: each piece's
+command and what it makes in full). A run counts as a piece's when its record has the piece's values:
+the report stage's summary.json records the profile's values it ran with (`stage.report`); a run the
+retired runner made (summary.json with `--set` overrides) counts when it has the piece's profile and
+overrides, so the published runs still name their pieces.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ import yaml
 
 from compsense.core.paths import resolve
 from compsense.core.storage import CorruptFile
-from compsense.pipeline import screen
+from compsense.pipeline import screen, stage
 from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir, same_overrides, section_name
 from compsense.pipeline.runner import Refused, select_stages
-from compsense.pipeline.stage import REPORT
 from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
 
 PIECES_FILE = "pieces.yaml"
@@ -94,8 +94,7 @@ class Piece:
                 f"-S 'params/{base}.yaml:{o}'"
                 for o in overrides(section, _values(mine, section), _values(theirs, section))
             ]
-        stages = [f"{base}-{key}" for key in self.stages]
-        return [f"dvc exp run -n {self.name}", *sets, *stages, f"{base}-{REPORT}"]
+        return [f"dvc exp run -n {self.name}", *sets, *(f"{base}-{key}" for key in self.stages)]
 
 
 def _values(profile: dict, section: str) -> dict:
@@ -307,12 +306,19 @@ def get_piece(name: str, path=None) -> Piece:
 
 def run_piece(name: str, force: bool = False, path=None) -> int:
     """Run piece `name` as its DVC experiment (`Piece.dvc_args`; `force`: `dvc exp run --force`, every
-    stage of it runs again). Returns dvc's exit status."""
-    args = shlex.split(" ".join(get_piece(name, path).dvc_args()))
+    stage of it runs again), then write the report of what the workspace now holds
+    (runs/<profile>/report/, `stage.report`), which records the values the piece ran with, so that
+    `make figures PIECE=NAME` finds it. Not the report's DVC stage: that one depends on every stage's
+    outputs, and DVC would run the whole profile first. Returns dvc's exit status."""
+    piece = get_piece(name, path)
+    args = shlex.split(" ".join(piece.dvc_args()))
     if force:
         args.insert(3, "--force")
     print("$ " + " ".join(shlex.quote(a) for a in args), flush=True)
     # this interpreter's folder first: its dvc, and the `python` each stage's command names, are the ones
     # that have compsense, with or without an activated environment (as `make reproduce` sets PATH)
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return subprocess.call(args, cwd=resolve("."), env={**os.environ, "PATH": path})
+    status = subprocess.call(args, cwd=resolve("."), env={**os.environ, "PATH": path})
+    if status == 0:
+        print(f"report: {stage.report(dvc_profile(piece.profile))}")
+    return status

@@ -28,7 +28,7 @@ from compsense.core.paths import git_commit, resolve
 from compsense.core.storage import file_digest, write_json
 from compsense.pipeline import runner
 from compsense.pipeline.profiles import load_profile, notebook_parameters
-from compsense.pipeline.stages import DVC_RUN, STAGE_WRITES, stage_key
+from compsense.pipeline.stages import DVC_RUN, STAGE_WRITES, SUMMARY, stage_key
 
 EXECUTED = "notebooks"  # runs/<profile>/notebooks/<notebook>.ipynb: the executed copy DVC keeps
 
@@ -165,7 +165,7 @@ def report(profile: str) -> Path:
         "figures_dir": str(figures),
         "dvc_lock": _locked(profile),
     }
-    write_json(run_dir / runner.SUMMARY, summary)
+    write_json(run_dir / SUMMARY, summary)
     if work_dir is not None:
         build_report(work_dir, figures, run_dir, summary)
     return run_dir
