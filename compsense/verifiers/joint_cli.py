@@ -31,6 +31,10 @@ steps, train and scoring seconds), crossencoder_rerank.parquet, crossencoder_rer
 crossencoder_rerank_cost.parquet (`verifiers.rerank`'s three tables, with `precision`: the cross-encoder's,
 fp32 for the encoder and map verifiers). Models go beside the map verifiers:
 <work-dir>/verifiers/<rows>-joint[-<loss>][-bf16]-b<budget>/seed<seed>/CE-end2end/, loaded when finished.
+
+`--publish` trains nothing: it reads those tables under --out and writes them, their summary over seeds,
+the comparison with the best map verifier, the record of each model and the figure beside the map verifiers
+and the noise line into the committed figures/ (`compsense.figures.crossencoder`), then stops.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ DEFAULT_OUT = "runs/crossencoder"
 # `joint.PRECISIONS`, written out so that the parser imports no torch; `joint.JointTraining` checks the
 # value (one clear line for an unknown one) and a test keeps the two equal.
 PRECISIONS = ("fp32", "bf16")
+# results/<name>.parquet: `joint.RESULTS` and `joint.RUNS` (written out for the same reason; a test keeps them
+# equal), and the three rerank tables `rerank` writes.
+RESULTS, RUNS = "crossencoder", "crossencoder_runs"
+RERANK_FILES = ("crossencoder_rerank", "crossencoder_rerank_per_query", "crossencoder_rerank_cost")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -93,12 +101,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     p.add_argument("--cost-queries", type=int, default=20, help="queries the ms-per-query cost is timed on")
     p.add_argument("--no-rerank", action="store_true", help="skip SciFact reranking (near-miss sets only)")
+    p.add_argument(
+        "--publish",
+        action="store_true",
+        help="train nothing: write the results under --out (per seed, the summary over seeds, the rerank table, "
+        "each model's record) into figures/tables/crossencoder*, the figure figures/04_crossencoder.*, and stop",
+    )
     return p
 
 
 def run(args, profile: dict) -> int:
     """Run the grid as `args` say on `profile` (params/<profile>.yaml as `pipeline.profiles.load_profile`
-    read it) and print the separation table, the rerank table and where the files went."""
+    read it) and print the separation table, the rerank table and where the files went. With
+    `--publish`, only `publish`."""
+    if getattr(args, "publish", False):
+        return publish(args)
     # torch, sentence-transformers and the training code load only when the command runs
     import pandas as pd  # noqa: PLC0415
 
@@ -144,6 +161,19 @@ def run(args, profile: dict) -> int:
         ].to_string()
     )
     print(f"results: {results_dir}")
+    return 0
+
+
+def publish(args, dest=None) -> int:
+    """`--publish`: the results under `args.out` into `dest` (default the committed figures/) through
+    `figures.crossencoder.publish`; prints each file written."""
+    from compsense.figures import crossencoder  # noqa: PLC0415 - plotly and the tables only when publishing
+
+    written = crossencoder.publish(args.out, dest=dest, command=crossencoder.publish_command(args.out))
+    for path in written:
+        print(f"wrote {path}")
+    if crossencoder.TABLES["rerank"] not in {p.name for p in written}:
+        print(f"{args.out}: no rerank tables (a --no-rerank run): {crossencoder.TABLES['rerank']} not written")
     return 0
 
 
@@ -286,9 +316,9 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
     )
     precisions = {run.variant: run.precision for run in fitted}
     results, per_query, cost = (_with_precision(t, precisions) for t in (grid.results, grid.per_query, grid.cost))
-    append_results(results, results_dir / "crossencoder_rerank.parquet", key=R.RERANK_KEY)
-    append_results(per_query, results_dir / "crossencoder_rerank_per_query.parquet", key=R.PER_QUERY_KEY)
-    append_results(cost, results_dir / "crossencoder_rerank_cost.parquet", key=["dataset", "variant", "k"])
+    keys = (R.RERANK_KEY, R.PER_QUERY_KEY, ["dataset", "variant", "k"])
+    for table, name, key in zip((results, per_query, cost), RERANK_FILES, keys, strict=True):
+        append_results(table, results_dir / f"{name}.parquet", key=key)
     summary = R.rerank_summary(grid.results).groupby("variant", sort=False).first()
     return summary.join(R.cost_table(grid.cost).set_index("variant").drop(columns=["regime"]), how="left")
 

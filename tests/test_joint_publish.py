@@ -1,0 +1,237 @@
+"""`compsense crossencoder --publish` (compsense.figures.crossencoder): the cross-encoder's results under
+--out/results/ into figures/, from tables a real run of the command made on the tiny BERT and the smoke
+data (tests/test_joint.py's way), published into a temporary folder, never into the committed figures/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from compsense.__main__ import main as cli
+from compsense.core.stats import seed_level_test
+from compsense.core.storage import read_table
+from compsense.figures import crossencoder as C
+from compsense.nearmiss.evaluation import parse_noise_name
+from compsense.nearmiss.metrics import PAIRWISE_ACCURACY, PAIRWISE_CI
+from compsense.verifiers import joint_cli
+from tests.test_joint import SMOKE, _work_dir
+
+REPO = Path(__file__).resolve().parents[1]
+MAPS = REPO / "figures" / "tables"  # the committed map-verifier tables, read only
+COMMAND = "python -m compsense crossencoder --publish --out test"
+
+
+def _crossencoder(out: Path, work: Path, *extra: str) -> None:
+    args = ["crossencoder", "--profile", "smoke", "--rows", "balanced", "--budget", "16", "--work-dir", str(work)]
+    assert cli([*args, "--data-dir", str(SMOKE), "--out", str(out), *extra]) == 0
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """Two seeds of the default loss with SciFact reranking, one seed of bce without, then --publish's
+    function into `dest`: {"out", "dest", "written", "source": crossencoder.parquet}."""
+    tmp = tmp_path_factory.mktemp("publish")
+    work, out, dest = tmp / "work", tmp / "out", tmp / "dest"
+    _work_dir(work)
+    _crossencoder(out, work, "--seeds", "7,8", "--ks", "5", "--cost-queries", "2")
+    _crossencoder(out, work, "--seeds", "7", "--loss", "bce", "--no-rerank")
+    written = C.publish(out, dest=dest, maps=MAPS, command=COMMAND, png=False)
+    return {
+        "out": out,
+        "dest": dest,
+        "written": written,
+        "source": read_table(out / "results" / "crossencoder.parquet"),
+    }
+
+
+def _table(published, name: str) -> pd.DataFrame:
+    return pd.read_csv(published["dest"] / "tables" / C.TABLES[name])
+
+
+@pytest.mark.slow
+def test_publish_writes_every_table_and_the_figure_into_dest(published):
+    dest = published["dest"]
+    expected = {dest / "tables" / name for name in C.TABLES.values()} | {dest / f"{C.FIGURE}.html"}
+    assert expected <= set(published["written"]) and all(p.is_file() for p in expected)
+    assert all(dest in p.parents for p in published["written"])  # nothing outside dest (the committed figures/)
+
+
+@pytest.mark.slow
+def test_the_seed_rows_are_the_sources_rows_sorted(published):
+    rows, source = _table(published, "rows"), published["source"]
+    assert rows.columns[: len(C.ROW_ORDER) + 1].tolist() == [*C.ROW_ORDER, "value"]
+    assert {"commit", "n", "size", "verifier_variant", "examples_seen"} <= set(rows.columns) and "run" not in rows
+    assert len(rows) == len(source) and set(rows.variant) == {"CE-end2end"}
+    assert sorted(set(zip(rows.loss, rows.seed))) == [("bce", 7), ("cmnrl", 7), ("cmnrl", 8)]
+    key = ["loss", "seed", "dataset", "family", "metric"]
+    assert rows[key].apply(tuple, axis=1).is_monotonic_increasing  # one model (backbone, rows, budget)
+    both = rows.merge(source, on=key, suffixes=("", "_source"))
+    assert len(both) == len(source)
+    np.testing.assert_array_equal(both.value.to_numpy(), both.value_source.to_numpy())
+    assert (both["commit"] == both.commit_source).all() and rows["commit"].notna().all()
+
+
+@pytest.mark.slow
+def test_the_summarys_mean_is_the_mean_of_the_seed_rows_with_its_interval_named(published):
+    summary, rows = _table(published, "summary"), _table(published, "rows")
+    assert summary.columns.tolist() == [*C.SUMMARY_KEY, "mean", "ci_low", "ci_high", "interval", "seeds", "n", "commit"]
+    assert not summary.metric.isin(PAIRWISE_CI).any()  # the carried bounds are an interval, not a metric
+    values = rows[~rows.metric.isin(PAIRWISE_CI)].dropna(subset=["value"])
+    means = values.groupby(C.SUMMARY_KEY).value.agg(["mean", "nunique", "count"]).reset_index()
+    both = summary.merge(means, on=C.SUMMARY_KEY, suffixes=("", "_rows"))
+    assert len(both) == len(summary) == len(means)
+    np.testing.assert_allclose(both["mean"], both.mean_rows, rtol=1e-12)
+    assert (both.seeds == both["count"]).all()
+    two = summary[summary.loss == "cmnrl"]
+    assert (two.seeds == 2).all() and set(two.interval) == {C.INTERVALS["seeds"]}
+    row = two[(two.dataset == "negatives-heldout") & (two.family == "self_match") & (two.metric == "auc")].iloc[0]
+    seeds = values[(values.loss == "cmnrl") & (values.dataset == row.dataset) & (values.family == row.family)]
+    seeds = seeds[seeds.metric == "auc"].value.to_numpy()
+    test = seed_level_test(seeds)
+    assert (row.ci_low, row.ci_high) == pytest.approx((test["t_ci_low"], test["t_ci_high"]))
+
+
+@pytest.mark.slow
+def test_one_seeds_pairwise_accuracy_keeps_the_anchor_bootstrap_it_carries(published):
+    summary, rows = _table(published, "summary"), _table(published, "rows")
+    one = summary[summary.loss == "bce"]
+    assert (one.seeds == 1).all()
+    carried = one[one.interval == C.INTERVALS["anchors"]]
+    assert len(carried) and (carried.metric == PAIRWISE_ACCURACY).all()
+    assert set(one[one.metric != PAIRWISE_ACCURACY].interval) == {C.INTERVALS["none"]}
+    assert one[one.interval == C.INTERVALS["none"]][["ci_low", "ci_high"]].isna().all().all()
+    bounds = rows[(rows.loss == "bce") & rows.metric.isin(PAIRWISE_CI)]
+    bounds = bounds.pivot_table(index=["dataset", "family"], columns="metric", values="value")
+    got = carried.set_index(["dataset", "family"])[["ci_low", "ci_high"]]
+    np.testing.assert_allclose(got.to_numpy(), bounds.loc[got.index, list(PAIRWISE_CI)].to_numpy())
+
+
+@pytest.mark.slow
+def test_the_cross_encoders_pairwise_accuracy_stands_beside_the_best_map_verifiers(published):
+    versus, summary = _table(published, "vs_maps"), _table(published, "summary")
+    assert set(zip(versus.dataset, versus.family)) == set(C.VERSUS) and len(versus) == 2 * len(C.VERSUS)
+    assert {"map_verifier", "map_mean", "map_ci_low", "map_ci_high", "map_seeds", "difference"} <= set(versus)
+    ours = summary[summary.metric == PAIRWISE_ACCURACY].merge(versus, on=[*C.MODEL, "dataset", "family"])
+    np.testing.assert_allclose(ours.mean_x, ours.mean_y)
+    maps = pd.read_csv(MAPS / "all_verifiers.csv")
+    maps = maps[(maps.metric == PAIRWISE_ACCURACY) & maps.variant.str.match(r"F\d-(frozen|end2end)$")]
+    for row in versus.itertuples():
+        best = maps[(maps.train_data == row.train_data) & (maps.dataset == row.dataset) & (maps.family == row.family)]
+        assert row.map_mean == pytest.approx(best["mean"].max())
+        assert row.difference == pytest.approx(row.mean - row.map_mean)
+        assert row.map_ci_low <= row.map_mean <= row.map_ci_high
+
+
+@pytest.mark.slow
+def test_the_rerank_table_is_notebook_05s_with_ms_per_query(published):
+    rerank = _table(published, "rerank").set_index("variant")
+    results = read_table(published["out"] / "results" / "crossencoder_rerank.parquet")
+    cost = read_table(published["out"] / "results" / "crossencoder_rerank_cost.parquet").set_index("variant")
+    assert {"ndcg@10", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_seeds", "precision"} <= set(rerank)
+    assert {"first_stage_ms", "rerank_ms", "ms_per_query"} <= set(rerank)
+    ce = results[(results.variant == "CE-end2end") & (results.metric == "ndcg@10") & (results.k == 5)]
+    assert rerank.loc["CE-end2end", "ndcg@10"] == pytest.approx(ce.value.mean())
+    base = results[(results.variant == "base") & (results.metric == "ndcg@10")].value.mean()
+    assert rerank.loc["CE-end2end", "mean_delta"] == pytest.approx(ce.value.mean() - base)
+    assert rerank.loc["CE-end2end", "n_seeds"] == 2 and rerank.loc["CE-end2end", "precision"] == "fp32"
+    assert (
+        rerank.loc["CE-end2end", "ci_low"]
+        <= rerank.loc["CE-end2end", "mean_delta"]
+        <= rerank.loc["CE-end2end", "ci_high"]
+    )
+    ms = cost.loc["CE-end2end"]
+    assert rerank.loc["CE-end2end", "ms_per_query"] == pytest.approx(ms.first_stage_ms + ms.rerank_ms)
+    assert rerank.loc["base", "ms_per_query"] == pytest.approx(cost.loc["base", "first_stage_ms"])
+    assert np.isnan(rerank.loc["base", "mean_delta"])
+
+
+@pytest.mark.slow
+def test_the_record_has_each_models_run_the_command_and_the_time(published):
+    record = json.loads((published["dest"] / "tables" / C.TABLES["record"]).read_text())
+    assert record["command"] == COMMAND and pd.Timestamp(record["published_at"]).tzinfo is not None
+    runs = pd.read_csv(published["out"] / "results" / "crossencoder_runs.csv")
+    models = pd.DataFrame(record["models"])
+    assert len(models) == len(runs) == 3 and "folder" not in models
+    for field in ("commit", "seed", "train_data", "loss", "precision", "budget", "steps", "train_seconds"):
+        assert sorted(models[field].tolist()) == sorted(runs[field].tolist()), field
+
+
+@pytest.mark.slow
+def test_the_figure_puts_each_model_beside_the_map_verifiers_and_the_noise_line(published):
+    points = pd.concat([C.map_points(pd.read_csv(MAPS / "all_verifiers.csv")), C.model_points(published["source"])])
+    fig = C.crossencoder_figure(points)
+    names = {t.name for t in fig.data}
+    assert {"CE, end2end", "F4, frozen", "noise control: frozen MaxSim + noise"} <= names
+    ce = next(t for t in fig.data if t.name == "CE, end2end")
+    assert len(ce.x) == 3  # cmnrl seeds 7, 8 and bce seed 7: one point each
+    rows = _table(published, "rows")
+    heldout = rows[(rows.dataset == "negatives-heldout") & (rows.metric == "auc")]
+    assert sorted(ce.y) == pytest.approx(sorted(heldout[heldout.family == "all"].value))  # near-miss AUC
+    assert sorted(ce.x) == pytest.approx(sorted(heldout[heldout.family == "self_match"].value))  # self-match AUC
+    html = (published["dest"] / f"{C.FIGURE}.html").read_text()
+    assert "CE, end2end" in html and "noise control" in html and 'src="plotly.min.js"' in html
+
+
+def test_map_points_are_the_committed_means_and_carry_the_noise_control():
+    table = pd.read_csv(MAPS / "all_verifiers.csv")
+    points = C.map_points(table)
+    assert not points.scorer.str.startswith("cosine").any()
+    assert {"F0", "F1", "F2", "F3", "F4"} <= set(points.scorer)
+    assert points.scorer.map(parse_noise_name).notna().sum() >= 3
+    f4 = points[(points.scorer == "F4") & (points.train_data == "balanced") & points["size"].str.startswith("paper")]
+    source = table[(table.variant == "F4-frozen") & (table.verifier_variant == "balanced-paper")]
+    source = source[source.dataset == "negatives-heldout"].set_index(["family", "metric"])["mean"]
+    assert f4.auc.item() == pytest.approx(source[("all", "auc")])
+    assert f4.self_match.item() == pytest.approx(source[("self_match", "auc")])
+    assert f4["size"].item() == "paper, 2,048 triplets" and f4.seed.item() == "mean of 3"
+
+
+def test_curve_points_are_the_budget_curves_verifiers_at_the_cross_encoders_budget():
+    curve = pd.read_csv(MAPS / "verifier_budget.csv")
+    points = C.curve_points(curve, {8192})
+    assert len(points) and points["size"].str.endswith("8,192 triplets").all()
+    assert set(zip(points.scorer, points.regime)) >= {("F4", "frozen"), ("F4", "end2end")}
+    e2e = points[(points.scorer == "F4") & (points.regime == "end2end") & points["size"].str.startswith("small")]
+    source = curve[(curve.scorer == "F4") & (curve.regime == "end2end") & (curve["size"] == "small")]
+    source = source[source.budget == 8192].set_index("metric")
+    assert e2e.auc.item() == source.loc["auc", "mean"] and e2e.seed.item() == f"mean of {source.loc['auc', 'seeds']}"
+    assert C.curve_points(curve, {16}).empty and C.curve_points(None, {8192}).empty
+
+
+def test_a_missing_results_folder_is_one_line_naming_it_and_its_command(tmp_path, capsys):
+    with pytest.raises(FileNotFoundError, match="no such folder") as err:
+        C.publish(tmp_path / "none", dest=tmp_path / "dest")
+    assert str(tmp_path / "none" / "results") in str(err.value) and "compsense crossencoder --out" in str(err.value)
+    assert not (tmp_path / "dest").exists()
+    assert cli(["crossencoder", "--publish", "--out", str(tmp_path / "none")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert len(line.splitlines()) == 1 and line.startswith("compsense crossencoder: FileNotFoundError:"), line
+    assert str(tmp_path / "none" / "results") in line and f"crossencoder --out {tmp_path / 'none'}" in line
+    (tmp_path / "half" / "results").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="no crossencoder.parquet or crossencoder_runs.parquet"):
+        C.publish(tmp_path / "half", dest=tmp_path / "dest")
+
+
+@pytest.mark.slow
+def test_the_command_line_publishes_and_names_each_file(published, tmp_path, monkeypatch, capsys):
+    real = C.publish
+    monkeypatch.setattr(C, "publish", lambda out, dest=None, **k: real(out, dest=tmp_path, maps=MAPS, png=False, **k))
+    assert cli(["crossencoder", "--publish", "--out", str(published["out"])]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'tables' / C.TABLES['summary']}" in out
+    record = json.loads((tmp_path / "tables" / C.TABLES["record"]).read_text())
+    assert record["command"] == f"python -m compsense crossencoder --publish --out {published['out']}"
+    assert (tmp_path / "tables" / C.TABLES["rows"]).read_bytes() == (
+        published["dest"] / "tables" / C.TABLES["rows"]
+    ).read_bytes()
+
+
+def test_the_file_names_are_joints():
+    from compsense.verifiers import joint as J
+
+    assert (joint_cli.RESULTS, joint_cli.RUNS) == (J.RESULTS, J.RUNS)
+    assert joint_cli.RERANK_FILES[0] == f"{J.RESULTS}_rerank"
