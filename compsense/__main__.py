@@ -240,6 +240,10 @@ def _dispatch(args) -> int:
         from compsense.explorer.scorers_cli import run as build_scorers
 
         return build_scorers(args)
+    if args.command == "crossencoder" and args.publish:
+        from compsense.figures.crossencoder import main as publish_crossencoder
+
+        return publish_crossencoder(args)
     if args.command == "crossencoder":
         from compsense.pipeline.profiles import load_profile
         from compsense.verifiers.joint_cli import run as crossencoder

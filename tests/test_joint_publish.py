@@ -230,8 +230,8 @@ def test_the_command_line_publishes_and_names_each_file(published, tmp_path, mon
     ).read_bytes()
 
 
-def test_the_file_names_are_joints():
+def test_the_publisher_reads_the_files_joint_writes():
     from compsense.verifiers import joint as J
 
-    assert (joint_cli.RESULTS, joint_cli.RUNS) == (J.RESULTS, J.RUNS)
-    assert joint_cli.RERANK_FILES[0] == f"{J.RESULTS}_rerank"
+    assert (C.RESULTS, C.RUNS) == (J.RESULTS, J.RUNS)
+    assert C.RERANK_FILES == joint_cli.RERANK_FILES and C.RERANK_FILES[0] == f"{J.RESULTS}_rerank"

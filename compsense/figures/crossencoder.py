@@ -34,8 +34,12 @@ from compsense.figures.verifiers import checks_figure
 from compsense.nearmiss.checks import checks_per_run, split_variant
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.nearmiss.metrics import ALL_FAMILIES, CHECKS, PAIRWISE_ACCURACY, PAIRWISE_CI
-from compsense.verifiers.joint_cli import DEFAULT_OUT, PRECISIONS, RERANK_FILES, RESULTS, RUNS
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, DEFAULT_TRAIN_DATA
+from compsense.verifiers.names import JOINT_OUT as DEFAULT_OUT
+from compsense.verifiers.names import JOINT_PRECISIONS as PRECISIONS
+from compsense.verifiers.names import JOINT_RERANK_FILES as RERANK_FILES
+from compsense.verifiers.names import JOINT_RESULTS as RESULTS
+from compsense.verifiers.names import JOINT_RUNS as RUNS
 
 HELDOUT = "negatives-heldout"
 FIGURE = "04_crossencoder"
@@ -351,3 +355,15 @@ def _at_budget(size: pd.Series, budget: pd.Series) -> pd.Series:
 
 def _is_noise(variants: pd.Series) -> pd.Series:
     return variants.map(lambda v: parse_noise_name(str(v)) is not None)
+
+
+def main(args, dest=None) -> int:
+    """`compsense crossencoder --publish`: the results under `args.out` into `dest` (default the committed
+    figures/); prints each file written. Dispatched by the command line, not by `verifiers.joint_cli`:
+    the verifiers layer does not import the figures."""
+    written = publish(args.out, dest=dest, command=publish_command(args.out))
+    for path in written:
+        print(f"wrote {path}")
+    if TABLES["rerank"] not in {p.name for p in written}:
+        print(f"{args.out}: no rerank tables (a --no-rerank run): {TABLES['rerank']} not written")
+    return 0

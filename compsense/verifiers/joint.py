@@ -60,6 +60,7 @@ from compsense.nearmiss import evaluation as N
 # What the trainer wants (a datasets.Dataset of the three columns) and batches in the given order:
 # notebook 02's own adapters, so there is one of each.
 from compsense.retrieval.training import MNRL_COLUMNS, _in_order_batches, _to_dataset, data_sha1
+from compsense.verifiers import names as N_
 from compsense.verifiers.budget import budget_suffix
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, JOINT_LOSSES
 from compsense.verifiers.training import _sample_batches, variant_name  # the verifiers' one sampler
@@ -69,14 +70,14 @@ REGIME = "end2end"  # the whole transformer learns, as an end-to-end verifier's 
 LABEL = f"{SCORER}-{REGIME}"  # `nearmiss.evaluation.split_variant` reads it as ("CE", "end2end")
 SIZE = "joint"  # the `size` column (verifiers: "small", "paper"); `joint_size` adds the loss and bf16
 JOINT_FILE = "joint.json"  # a finished run's settings and history, written last: its presence means done
-RESULTS = "crossencoder"  # results/<this>.parquet: the near-miss rows, in notebook 04's verifiers.parquet shape
-RUNS = "crossencoder_runs"  # results/<this>.parquet and .csv: one row per trained model
+RESULTS = N_.JOINT_RESULTS  # results/<this>.parquet: the near-miss rows, in notebook 04's verifiers.parquet shape
+RUNS = N_.JOINT_RUNS  # results/<this>.parquet and .csv: one row per trained model
 RESULTS_KEY = [*N.NEARMISS_KEY, "budget"]
 # Training and scoring precision. fp32: fp32 weights and arithmetic (on a GPU too). bf16: fp32 weights with
 # bf16 autocast, the trainer's `bf16=True` (with `use_cpu` on a CPU, as `retrieval.training.build_trainer`
 # trains the length curve's bf16 pieces) and `torch.autocast` around scoring (as `pipeline.length_run`
 # scores them): 1.56x faster a MiniLM-L6 bi-encoder step on an AVX-512/AMX CPU (benchmarks/README.md).
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = N_.JOINT_PRECISIONS
 DEFAULT_PRECISION = "fp32"  # what every run before the option trained in on a CPU: their folders and rows keep it
 
 

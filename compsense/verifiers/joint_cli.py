@@ -43,15 +43,9 @@ import argparse
 
 from compsense.verifiers.groups import flat
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, JOINT_LOSSES
-
-DEFAULT_OUT = "runs/crossencoder"
-# `joint.PRECISIONS`, written out so that the parser imports no torch; `joint.JointTraining` checks the
-# value (one clear line for an unknown one) and a test keeps the two equal.
-PRECISIONS = ("fp32", "bf16")
-# results/<name>.parquet: `joint.RESULTS` and `joint.RUNS` (written out for the same reason; a test keeps them
-# equal), and the three rerank tables `rerank` writes.
-RESULTS, RUNS = "crossencoder", "crossencoder_runs"
-RERANK_FILES = ("crossencoder_rerank", "crossencoder_rerank_per_query", "crossencoder_rerank_cost")
+from compsense.verifiers.names import JOINT_OUT as DEFAULT_OUT
+from compsense.verifiers.names import JOINT_PRECISIONS as PRECISIONS
+from compsense.verifiers.names import JOINT_RERANK_FILES as RERANK_FILES
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -112,10 +106,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args, profile: dict) -> int:
     """Run the grid as `args` say on `profile` (params/<profile>.yaml as `pipeline.profiles.load_profile`
-    read it) and print the separation table, the rerank table and where the files went. With
-    `--publish`, only `publish`."""
-    if getattr(args, "publish", False):
-        return publish(args)
+    read it) and print the separation table, the rerank table and where the files went (`--publish` is
+    dispatched by the command line to `figures.crossencoder.main`)."""
     # torch, sentence-transformers and the training code load only when the command runs
     import pandas as pd  # noqa: PLC0415
 
@@ -161,19 +153,6 @@ def run(args, profile: dict) -> int:
         ].to_string()
     )
     print(f"results: {results_dir}")
-    return 0
-
-
-def publish(args, dest=None) -> int:
-    """`--publish`: the results under `args.out` into `dest` (default the committed figures/) through
-    `figures.crossencoder.publish`; prints each file written."""
-    from compsense.figures import crossencoder  # noqa: PLC0415 - plotly and the tables only when publishing
-
-    written = crossencoder.publish(args.out, dest=dest, command=crossencoder.publish_command(args.out))
-    for path in written:
-        print(f"wrote {path}")
-    if crossencoder.TABLES["rerank"] not in {p.name for p in written}:
-        print(f"{args.out}: no rerank tables (a --no-rerank run): {crossencoder.TABLES['rerank']} not written")
     return 0
 
 

@@ -6,9 +6,16 @@ code behind them (`verifiers.data`, torch, sentence-transformers).
     DEFAULT_TRAIN_DATA  the authors' rows; a result row without a `train_data` column was trained on them
     JOINT_LOSSES        the cross-encoder's training objectives (`verifiers.joint.joint_loss` says why each)
     DEFAULT_JOINT_LOSS  the one it trains with unless told
+    JOINT_PRECISIONS    fp32, or bf16 autocast (`verifiers.joint.precision_context`)
+    JOINT_RESULTS, JOINT_RUNS, JOINT_RERANK_FILES, JOINT_OUT
+                        `compsense crossencoder`'s tables (results/<name>.parquet) and its default folder
 """
 
 TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced", "balanced_all")
 DEFAULT_TRAIN_DATA = "model_b"  # the authors' rows: what every point published before the column trained on
 JOINT_LOSSES = ("cmnrl", "mnrl", "bce")
 DEFAULT_JOINT_LOSS = "cmnrl"  # the verifiers' in-batch contrast, in memory-bounded mini-batches
+JOINT_PRECISIONS = ("fp32", "bf16")
+JOINT_RESULTS, JOINT_RUNS = "crossencoder", "crossencoder_runs"  # the near-miss rows; one row per trained model
+JOINT_RERANK_FILES = ("crossencoder_rerank", "crossencoder_rerank_per_query", "crossencoder_rerank_cost")
+JOINT_OUT = "runs/crossencoder"
