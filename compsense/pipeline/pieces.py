@@ -64,9 +64,14 @@ class Piece:
         if "params" in summary:
             if summary.get("profile") != dvc_profile(self.profile):
                 return False
-            mine = load_profile(self.profile, self.overrides)
-            return all(_values(mine, s) == _values(summary["params"] or {}, s) for s in self.sections)
+            return all(_values(self.values, s) == _values(summary["params"] or {}, s) for s in self.sections)
         return summary.get("profile") == self.profile and same_overrides(summary.get("overrides") or [], self.overrides)
+
+    @cached_property
+    def values(self) -> dict:
+        """The profile's values with the piece's overrides (`load_profile`): read once, as `--list` compares
+        them with every run's record."""
+        return load_profile(self.profile, self.overrides)
 
     @cached_property
     def sections(self) -> list[str]:
@@ -87,7 +92,7 @@ class Piece:
         it extends, with every value it changes there as a `-S` (the runner's label `common.profile` aside),
         followed by the piece's own overrides: the same values the runner injects."""
         base = dvc_profile(self.profile)
-        mine, theirs = load_profile(self.profile, self.overrides), load_profile(base)
+        mine, theirs = self.values, load_profile(base)
         sets = []
         for section in self.sections:
             sets += [
@@ -182,8 +187,9 @@ def _code_note(note, where: str) -> tuple[tuple[str, ...], str]:
 
 
 def last_run(piece: Piece, runs_dir="runs") -> dict | None:
-    """The latest run (highest `sequence`, then `finished`) that made `piece`: same profile and
-    overrides, every stage of the piece "ok". {"run", "commit", "finished", "seconds"} or None."""
+    """The latest run (highest `sequence`, then `finished`) that made `piece` (`Piece.made`: its values,
+    every stage of the piece "ok"), among the runs of its profile and of the profile whose DVC stages run
+    it. {"run", "commit", "finished", "seconds"} or None."""
     found = []
     folders = {resolve(runs_dir) / piece.profile, resolve(runs_dir) / dvc_profile(piece.profile)}
     for summary in sorted(p for folder in folders for p in folder.glob("*/summary.json")):

@@ -1,8 +1,9 @@
 """`make figures`: copy a run's figures, result tables and report into the committed figures/ folder.
 
-A `reproduce` run writes its figures into the profile's own folder (`figures_dir`, under runs/) and
-its report with every table whole into runs/<profile>/<run>/ (report.md, tables/*.csv), so the
-main command leaves a clone clean. figures/ changes only when this is asked for:
+A run writes its figures into the profile's own folder (`figures_dir`, under runs/) and its report
+with every table whole into runs/<profile>/report/ (the report stage; the retired runner's runs into
+runs/<profile>/<run>/: report.md, tables/*.csv), so the main command leaves a clone clean.
+figures/ changes only when this is asked for:
 
     python -m compsense.pipeline.publish --profile local        # the latest local run
     python -m compsense.pipeline.publish --run runs/local/<run>  # one run
@@ -109,7 +110,7 @@ def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
     """The run folder that ran last among those with a report, of `profile` and of every profile whose
     runs share its work_dir (the study extends local and writes runs/local: its run holds the same
     tables and figures, so after a study piece `make figures` publishes that piece's run). Ordered by
-    the `sequence` in summary.json (the runner numbers the runs of a work_dir under its run lock:
+    the `sequence` in summary.json (the runs of a work_dir are numbered in the order they ran:
     `runner.next_run_sequence`); among runs from before that number (sequence 0) by their `finished`,
     then the folder name. Not `finished` first: it is the wall clock of the machine that ran it, and one
     clock set ahead (or a run copied from a machine whose clock was) would be published as the latest

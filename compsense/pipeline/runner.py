@@ -312,8 +312,9 @@ def run_summaries(runs_root: Path):
 def next_run_sequence(profile_dir: Path, work_dir: Path | None = None) -> int:
     """One more than the highest `sequence` in the summary.json of the runs under `profile_dir` and of
     the runs of other profiles (beside it under runs/) that recorded the same `work_dir` (0 for runs
-    from before it was recorded). Taken under the profile's and the work_dir's run locks, so the runs
-    that write one work_dir are numbered in the order they ran whatever their clocks say:
+    from before it was recorded). Taken by the report stage under DVC's repository lock (the retired
+    runner took it under its own run locks), so the runs that write one work_dir are numbered in the
+    order they ran whatever their clocks say:
     `publish.latest_run` orders by it, since a run folder's timestamps come from a clock that may be
     skewed."""
     same = resolve(work_dir) if work_dir is not None else None

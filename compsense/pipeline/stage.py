@@ -33,6 +33,11 @@ from compsense.pipeline.stages import DVC_RUN, STAGE_WRITES, SUMMARY, stage_key
 EXECUTED = "notebooks"  # runs/<profile>/notebooks/<notebook>.ipynb: the executed copy DVC keeps
 
 
+def records_file(profile: str) -> Path:
+    """runs/<profile>/stages.json: each stage's last success (`record`), read by the report and the pages."""
+    return resolve(Path("runs") / profile / "stages.json")
+
+
 def executed_notebook(profile: str, notebook: Path) -> Path:
     """Where the stage's executed notebook goes: runs/<profile>/notebooks/<name>."""
     return Path("runs") / profile / EXECUTED / notebook.name
@@ -76,7 +81,7 @@ def run(profile: str, key: str, overrides=()) -> Path:
     data_dirs = [v.get("data_dir") for v in data.values() if isinstance(v, dict)]
     runner.check_run_folders(profile, common, data_dirs, [stage_key(nb)])  # the stage's figures go below
     runner.check_stage_data(profile, [nb], data)
-    runner.read_state(resolve(Path("runs") / profile / "stages.json"))  # damaged: refused before the kernel starts
+    runner.read_state(records_file(profile))  # damaged: refused before the kernel starts
     try:
         params = notebook_parameters(profile, nb, data)
     except KeyError as err:
@@ -95,7 +100,7 @@ def run(profile: str, key: str, overrides=()) -> Path:
 
 
 def record(profile: str, common: dict, key: str, output: Path, seconds: float) -> None:
-    """The stage's success in runs/<profile>/stages.json, as the runner records one (`runner.record_stage`):
+    """The stage's success in runs/<profile>/stages.json (`runner.record_stage`):
     its executed notebook and every file in the folders it owns under the work_dir, with size and SHA-256.
     The provenance table, the notebook pages and `make figures` read these records whoever ran the stage."""
     work = resolve(common.get("work_dir", f"runs/{profile}"))
@@ -108,7 +113,7 @@ def record(profile: str, common: dict, key: str, output: Path, seconds: float) -
         if p.is_file() and not p.name.startswith(".")
     }
     entry = {
-        "fingerprint": DVC_RUN,  # DVC decides the skips (dvc.lock); the runner's own key is not computed
+        "fingerprint": DVC_RUN,  # DVC decides the skips (dvc.lock); the retired runner's key is not computed
         "output": str(output),
         "seconds": round(seconds, 1),
         "work_dir": str(work),
@@ -116,7 +121,7 @@ def record(profile: str, common: dict, key: str, output: Path, seconds: float) -
         "commit": git_commit(),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    path = resolve(f"runs/{profile}") / "stages.json"
+    path = records_file(profile)
     with runner.writing(path):
         runner.record_stage(path, key, entry)
 
@@ -137,7 +142,7 @@ def report(profile: str) -> Path:
     shutil.rmtree(run_dir, ignore_errors=True)  # a DVC output, cached by DVC: rebuilt whole
     figures.mkdir(parents=True)
     stages = {}
-    records = runner.read_state(resolve(Path("runs") / profile / "stages.json"))
+    records = runner.read_state(records_file(profile))
     for nb in runner.notebooks():
         key = stage_key(nb)
         for drawn in sorted(resolve(figures_folder(common, profile, key)).glob("*")):
