@@ -125,6 +125,46 @@ def test_each_loss_trains_two_steps_on_the_budgets_triplets_and_names_itself(los
     assert J.joint_size(loss) == ("joint" if loss == "cmnrl" else f"joint-{loss}")
 
 
+def test_the_head_trains_at_its_own_rate_and_the_transformer_at_its_own(tmp_path):
+    two_rates = TRAINING.replace(lr=1e-5, head_lr=1e-2, head_weight_decay=0.0, budget_examples=16, loss="bce")
+    model = J.joint_model("tiny-bert", seed=1, max_length=64)
+    optimizer = J.joint_optimizer(model, two_rates)
+    by_rate = {g["lr"]: g for g in optimizer.param_groups}
+    head = {id(p) for p in by_rate[1e-2]["params"]}
+    named = dict(model.model.named_parameters())
+    assert head == {id(p) for n, p in named.items() if n.startswith("classifier.")} and head
+    assert sum(len(g["params"]) for g in optimizer.param_groups) == len(named)  # every weight in one group
+    assert by_rate[1e-2]["weight_decay"] == 0.0
+    assert J.joint_optimizer(model, TRAINING) is None  # one rate: the trainer's own optimizer
+    # trained: the head moves far more than with one small rate, the same triplets and steps
+    one_rate = two_rates.replace(head_lr=None, head_weight_decay=None)
+    fresh = _head(model)
+    moved = {}
+    for name, training in (("two", two_rates), ("one", one_rate)):
+        trained, history = J.fit_joint("tiny-bert", ROWS, tmp_path / name, training, seed=1)
+        moved[name] = float((_head(trained) - fresh).abs().max())
+        assert history["settings"]["head_lr"] == training.head_lr
+    assert moved["two"] > 10 * moved["one"], moved
+    assert J.joint_size("bce", "bf16", 1e-3) == "joint-bce-bf16-head0.001" and J.joint_size("bce", "bf16") == (
+        "joint-bce-bf16"
+    )
+
+
+def test_the_verifiers_settings_give_the_head_their_rate_and_the_transformer_the_encoders():
+    params = {"batch_size": 32, "lr": 1e-3, "encoder_lr": 2e-5, "weight_decay": 0.0, "encoder_weight_decay": 0.001}
+    training = J.JointTraining.from_verifier_params({**params, "in_batch_negatives": 4, "max_seq_length": 128})
+    assert (training.lr, training.weight_decay, training.head_lr, training.head_weight_decay) == (2e-5, 1e-3, 1e-3, 0.0)
+    assert joint_cli._head_rate("same") == {"head_lr": None, "head_weight_decay": None}
+    assert joint_cli._head_rate("5e-4") == {"head_lr": 5e-4} and joint_cli._head_rate(None) == {}
+    with pytest.raises(SystemExit, match="--head-lr 'fast'"):
+        joint_cli._head_rate("fast")
+
+
+def test_a_run_recorded_before_the_head_rate_reads_as_one_rate():
+    old = {"settings": {k: v for k, v in TRAINING.settings().items() if not k.startswith("head_")}, "device": "cpu"}
+    assert J._recorded_settings(old) == TRAINING.settings()
+
+
 def test_bce_pairs_each_triplet_positive_one_negative_zero_in_order():
     pairs = J._labelled_pairs({c: list(ROWS[c][:2]) for c in ("anchor", "positive", "negative")})
     assert pairs["anchor"] == [ROWS.anchor[0]] * 2 + [ROWS.anchor[1]] * 2
@@ -358,7 +398,7 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     results = out / "results"
     table = read_table(results / "crossencoder.parquet")
     assert set(table.variant) == {"CE-end2end"} and set(table.train_data) == {"model_b", "balanced"}
-    assert set(table.verifier_variant) == {"model_b-joint-b16", "balanced-joint-b16"}
+    assert set(table.verifier_variant) == {"model_b-joint-head0.001-b16", "balanced-joint-head0.001-b16"}
     assert (table.budget == 16).all() and (table.examples_seen == 16).all() and table["commit"].notna().all()
     assert {"negatives-heldout", "sugarcrepe", "condaqa"} <= set(table.dataset)
     assert {"self_match", "copy_vs_near_miss", "negation", "all"} <= set(table.family)
@@ -368,11 +408,14 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     assert (runs.steps == 2).all() and (runs.budget == 16).all() and runs["commit"].notna().all()
     assert {"train_seconds", "eval_seconds", "n_rows"} <= set(runs.columns) and not runs.loaded.any()
     rerank = read_table(results / "crossencoder_rerank.parquet")
-    assert {"CE-end2end@model_b-joint-b16", "CE-end2end@balanced-joint-b16", "F1-frozen@model_b-small", "base"} <= set(
-        rerank.variant
-    )
+    assert {
+        "CE-end2end@model_b-joint-head0.001-b16",
+        "CE-end2end@balanced-joint-head0.001-b16",
+        "F1-frozen@model_b-small",
+        "base",
+    } <= set(rerank.variant)
     cost = read_table(results / "crossencoder_rerank_cost.parquet").set_index("variant")
-    assert cost.loc["CE-end2end@model_b-joint-b16", "rerank_ms"] > 0
+    assert cost.loc["CE-end2end@model_b-joint-head0.001-b16", "rerank_ms"] > 0
     assert "results:" in capsys.readouterr().out
     # a second run loads the finished models instead of training them again
     assert cli(["crossencoder", *common, "--rows", "model_b", "--no-rerank"]) == 0
@@ -383,20 +426,21 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     assert cli(args) == 0
     runs = pd.read_csv(results / "crossencoder_runs.csv").set_index("verifier_variant")
     assert (
-        runs.loc["model_b-joint-bf16-b16", "precision"] == "bf16" and not runs.loc["model_b-joint-bf16-b16", "loaded"]
+        runs.loc["model_b-joint-bf16-head0.001-b16", "precision"] == "bf16"
+        and not runs.loc["model_b-joint-bf16-head0.001-b16", "loaded"]
     )
-    assert runs.loc["model_b-joint-b16", "precision"] == "fp32" and len(runs) == 3
+    assert runs.loc["model_b-joint-head0.001-b16", "precision"] == "fp32" and len(runs) == 3
     table = read_table(results / "crossencoder.parquet")
     assert set(zip(table.verifier_variant, table.precision)) == {
-        ("model_b-joint-b16", "fp32"),
-        ("balanced-joint-b16", "fp32"),
-        ("model_b-joint-bf16-b16", "bf16"),
+        ("model_b-joint-head0.001-b16", "fp32"),
+        ("balanced-joint-head0.001-b16", "fp32"),
+        ("model_b-joint-bf16-head0.001-b16", "bf16"),
     }
     for name in ("crossencoder_rerank", "crossencoder_rerank_per_query", "crossencoder_rerank_cost"):
         rows = read_table(results / f"{name}.parquet")
         precision = rows.set_index("variant").precision.groupby(level=0).first()
-        assert precision["CE-end2end@model_b-joint-bf16-b16"] == "bf16", name
-        assert precision["CE-end2end@model_b-joint-b16"] == "fp32" and precision["base"] == "fp32", name
+        assert precision["CE-end2end@model_b-joint-bf16-head0.001-b16"] == "bf16", name
+        assert precision["CE-end2end@model_b-joint-head0.001-b16"] == "fp32" and precision["base"] == "fp32", name
 
 
 @pytest.mark.parametrize(

@@ -87,7 +87,14 @@ class JointTraining:
 
     budget_examples  triplets seen (the budget curve's 8,192 by default)
     batch_size       triplets a step
-    lr, weight_decay AdamW, linear decay after `warmup_ratio` of the steps warm up
+    lr, weight_decay AdamW on the transformer, linear decay after `warmup_ratio` of the steps warm up
+    head_lr, head_weight_decay
+                     AdamW on the fresh one-logit head (None: `lr`, `weight_decay`, one group as the
+                     trainer makes it). Why: an end-to-end map verifier trains its fresh head at the
+                     verifiers' `lr` (1e-3) and only its encoder at `encoder_lr` (2e-5); a head held at
+                     2e-5 moves at most ~5e-3 a weight in 256 steps, and the first BCE run at 8,192
+                     triplets stayed at ln 2 (figures/tables/crossencoder_record.json). With the
+                     verifiers' two rates the two interfaces are trained alike.
     num_negatives    in-batch negatives per anchor besides its hard negative (the loss's num_negatives)
     scale            the loss's logit scale (sentence-transformers' default, 10)
     max_length       tokens of a (query, document) pair: by default twice the verifiers' per-text length,
@@ -102,6 +109,8 @@ class JointTraining:
     batch_size: int = 32
     lr: float = 2e-5
     weight_decay: float = 0.001
+    head_lr: float | None = None
+    head_weight_decay: float | None = None
     warmup_ratio: float = 0.1
     num_negatives: int | None = 4
     scale: float = 10.0
@@ -132,14 +141,16 @@ class JointTraining:
     @classmethod
     def from_verifier_params(cls, params: dict, budget: int = 8192) -> "JointTraining":
         """The settings of notebook 04's end-to-end verifiers (`params`: a profile's 04_verifiers section):
-        their batch size, in-batch negatives, and the encoder's learning rate and weight decay, since
-        here everything is encoder; max_length covers two of their texts."""
+        their batch size, in-batch negatives, the encoder's learning rate and weight decay for the
+        transformer, the verifier's own for the fresh head; max_length covers two of their texts."""
         decay = params.get("encoder_weight_decay")
         return cls(
             budget_examples=int(budget),
             batch_size=int(params["batch_size"]),
             lr=float(params["encoder_lr"]),
             weight_decay=float(params["weight_decay"] if decay is None else decay),
+            head_lr=float(params["lr"]),
+            head_weight_decay=float(params["weight_decay"]),
             num_negatives=params.get("in_batch_negatives"),
             max_length=2 * int(params["max_seq_length"]),
         )
@@ -191,14 +202,48 @@ def joint_loss(model, training: JointTraining):
     )
 
 
-def joint_size(loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISION) -> str:
+def joint_size(loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISION, head_lr: float | None = None) -> str:
     """The `size` column of a cross-encoder trained with `loss` at `precision` ("joint", "joint-bce",
-    "joint-mnrl"; "joint-bf16", "joint-bce-bf16" in bf16): the tables group runs by scorer x train_data x
-    size, so runs of two objectives or two precisions never average together, and the folder
-    verifiers/<train_data>-<size>-b<budget>/ keeps each apart (a bf16 run never loads or replaces an fp32
-    one). fp32, the default, adds nothing: the folders and rows of runs before the option stay as they were."""
+    "joint-mnrl"; "joint-bf16", "joint-bce-bf16" in bf16; "joint-bce-bf16-head0.001" with its head at its own
+    learning rate): the tables group runs by scorer x train_data x size, so runs of two objectives, precisions
+    or head rates never average together, and the folder verifiers/<train_data>-<size>-b<budget>/ keeps each
+    apart (a bf16 run never loads or replaces an fp32 one). The defaults (fp32, one learning rate) add
+    nothing: the folders and rows of runs before the options stay as they were."""
     size = SIZE if loss == DEFAULT_JOINT_LOSS else f"{SIZE}-{loss}"
-    return size if precision == DEFAULT_PRECISION else f"{size}-{precision}"
+    size = size if precision == DEFAULT_PRECISION else f"{size}-{precision}"
+    return size if head_lr is None else f"{size}-head{float(head_lr):g}"
+
+
+def joint_optimizer(model, training: JointTraining):
+    """AdamW with the fresh head at `training.head_lr` and the transformer at `training.lr`, or None when
+    `head_lr` is None (the trainer's own AdamW, one rate). Biases and LayerNorm weights take no weight
+    decay, as the trainer's own optimizer treats them; the trainer builds the warm-up and decay schedule
+    over these groups."""
+    if training.head_lr is None:
+        return None
+    inner = getattr(model, "model", model)  # CrossEncoder wraps the AutoModelForSequenceClassification
+    body = f"{inner.base_model_prefix}."  # "bert.": the loaded transformer; the rest ("classifier.") is new
+    groups = {"head": [], "decay": [], "no_decay": []}
+    for name, param in inner.named_parameters():
+        if not param.requires_grad:
+            continue
+        if not name.startswith(body):
+            groups["head"].append(param)
+        elif name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
+            groups["no_decay"].append(param)
+        else:
+            groups["decay"].append(param)
+    if not groups["head"]:
+        raise ValueError(f"no head parameters outside {inner.base_model_prefix!r} in {type(inner).__name__}")
+    head_decay = training.weight_decay if training.head_weight_decay is None else training.head_weight_decay
+    return torch.optim.AdamW(
+        [
+            {"params": groups["decay"], "lr": training.lr, "weight_decay": training.weight_decay},
+            {"params": groups["no_decay"], "lr": training.lr, "weight_decay": 0.0},
+            {"params": groups["head"], "lr": float(training.head_lr), "weight_decay": float(head_decay)},
+        ],
+        lr=training.lr,
+    )
 
 
 def precision_context(precision: str, device):
@@ -282,7 +327,13 @@ def train_joint(
             report_to="none",
             disable_tqdm=not show_progress,
         )
-        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=joint_loss(model, training))
+        trainer = CrossEncoderTrainer(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            loss=joint_loss(model, training),
+            optimizers=(joint_optimizer(model, training), None),  # the trainer schedules its groups
+        )
         if not show_progress:  # the losses stay in the history; the console keeps the tables
             trainer.remove_callback(PrinterCallback)
         start = time.perf_counter()
@@ -340,10 +391,14 @@ def fit_joint(
 
 
 def _recorded_settings(history: dict) -> dict | None:
-    """A finished run's recorded settings with its precision: a run recorded before the option has none
-    and trained fp32 on a CPU; on a GPU it trained in bf16 where supported, so it matches neither (None)."""
+    """A finished run's recorded settings with its precision and head rate: a run recorded before the
+    head's own rate trained everything at `lr` (head_lr None); one recorded before the precision option
+    trained fp32 on a CPU; on a GPU it trained in bf16 where supported, so it matches neither (None)."""
     settings = history.get("settings")
-    if not isinstance(settings, dict) or "precision" in settings:
+    if not isinstance(settings, dict):
+        return settings
+    settings = {"head_lr": None, "head_weight_decay": None, **settings}
+    if "precision" in settings:
         return settings
     if str(history.get("device", "cpu")) != "cpu":
         return {**settings, "precision": None}
@@ -416,16 +471,17 @@ def run_joint_grid(
     shape (variant CE-end2end, size `joint_size(training.loss, training.precision)`, `loss`, `precision`,
     `budget`, `labels` such as profile), scored at the training's precision,
     and the `JointRun`s for reranking. With `results_dir`, both tables are appended there after each
-    model (`RESULTS`, `RUNS`)."""
+    model (`RESULTS`, `RUNS`). The trainer's progress bar and its loss every 5% of the steps are printed."""
     runs, tidies, fitted = [], [], []
     for seed in seeds:
         for budget in budgets:
             for train_data, rows in rows_by_data.items():
-                size = joint_size(training.loss, training.precision)
+                size = joint_size(training.loss, training.precision, training.head_lr)
                 variant = variant_name(train_data, size) + budget_suffix(budget)
                 folder = verifier_dir(work_dir, variant, seed, LABEL)
                 at = training.replace(budget_examples=int(budget))
-                model, history = fit_joint(backbone, rows, folder, at, seed=seed, device=device)
+                # a model trains for an hour on a CPU: its printed loss shows early whether it learns
+                model, history = fit_joint(backbone, rows, folder, at, seed=seed, device=device, show_progress=True)
                 scorer = JointScorer(model, precision=training.precision)
                 start = time.perf_counter()
                 table = N.evaluate_sets({LABEL: scorer}, sets)

@@ -86,6 +86,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "bf16 autocast over fp32 weights, as `length --precision bf16` trains the bi-encoder; its models and rows "
         "are kept apart from fp32 ones",
     )
+    p.add_argument(
+        "--head-lr",
+        default=None,
+        help="learning rate of the fresh head (default: the verifiers' `lr`, as an end-to-end map verifier trains "
+        "its head; the transformer takes their `encoder_lr`); `same`: the transformer's, one rate for all, as the "
+        "first run trained. A head rate names the models' size (joint-...-head0.001)",
+    )
     p.add_argument("--ks", default="100", help="comma-separated rerank depths (default 100)")
     p.add_argument(
         "--map-verifiers",
@@ -122,6 +129,7 @@ def run(args, profile: dict) -> int:
         loss=args.loss,
         precision=args.precision,
         **({} if args.mini_batch_size is None else {"mini_batch_size": args.mini_batch_size}),
+        **_head_rate(args.head_lr),
     )
     # before anything loads: results never go into the committed figures/, data/ or the data folder
     check_not_protected(args.out, f"--out {args.out}", f"pass --out a folder under runs/ (default {DEFAULT_OUT})",
@@ -332,6 +340,21 @@ def _check_model_path(backbone: str) -> None:
             f"--backbone {backbone}: no such model folder. Fix: pass a short name (minilm-l6, tiny-bert), a saved "
             "SentenceTransformer or transformers folder, or a hub id"
         )
+
+
+def _head_rate(text: str | None) -> dict:
+    """--head-lr as JointTraining changes: {} (the verifiers' rate), one rate for all ("same"), or a rate."""
+    if text is None:
+        return {}
+    if text.strip().lower() == "same":
+        return {"head_lr": None, "head_weight_decay": None}
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = -1.0
+    if not rate > 0:
+        raise SystemExit(f"--head-lr {text!r}: give a positive learning rate such as 1e-3, or `same`")
+    return {"head_lr": rate}
 
 
 def _names(text: str, option: str) -> list[str]:
