@@ -40,6 +40,19 @@ ROWS = pd.DataFrame(
 )
 
 
+@pytest.fixture(autouse=True)
+def bf16_cpu(monkeypatch):
+    """The tiny model's bf16 tests run on any CPU: where it has no bf16 instructions the command refuses
+    bf16 (test_bf16_is_refused_on_a_cpu_without_it), but a few tiny steps emulated are cheap."""
+    monkeypatch.setattr(J, "cpu_has_bf16", lambda: True)
+
+
+def test_bf16_is_refused_on_a_cpu_without_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(J, "cpu_has_bf16", lambda: False)
+    with pytest.raises(ValueError, match="no bf16 instructions .* use fp32"):
+        J.fit_joint("tiny-bert", ROWS, tmp_path / "bf16", TRAINING.replace(precision="bf16"), seed=1)
+
+
 def _head(model) -> torch.Tensor:
     return next(p for n, p in model.named_parameters() if "classifier" in n and n.endswith("weight")).detach().clone()
 
