@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     ln = sub.add_parser(
         "length",
         help="the training-length curve: A, B and the control C on the authors' schedule, stopped at chosen "
-        "steps and scored (compsense.pipeline.length_run)",
+        "steps and scored (compsense.nearmiss.length_run)",
     )
     ln.add_argument("--seed", type=int, default=42)
     ln.add_argument(
@@ -300,10 +300,12 @@ def _dispatch(args) -> int:
 
 
 def _length(args) -> int:
-    from compsense.pipeline import length_run
+    from compsense.nearmiss import length_run
 
     if args.publish:
-        for path in length_run.publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
+        from compsense.figures.length_tables import publish
+
+        for path in publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
             print(path)
         return 0
     steps = [int(s) for s in (args.steps or "25,50").split(",") if s.strip()]

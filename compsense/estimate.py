@@ -39,8 +39,8 @@ from compsense.core.layout import model_dir, results_file, trained_model_dirs, v
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import CorruptFile, read_json, read_table
 from compsense.nearmiss.length_curve import POINTS
+from compsense.nearmiss.length_run import length_root
 from compsense.pipeline import screen
-from compsense.pipeline.length_run import length_root
 from compsense.pipeline.profiles import stage_parameters
 from compsense.pipeline.stages import STATE_RECOVER, SUMMARY, read_summary, shown, stage_key
 from compsense.retrieval.length import LENGTH_VARIANTS, SCHEDULE_STEPS, finished_steps

@@ -68,7 +68,7 @@ done
 
 # 3. tables and figure from whatever was scored (a killed seed keeps the steps it scored)
 # published into $OUT/figures, never into the tree's figures/ (a CPU check must not touch the committed tables)
-python3 -c "from compsense.pipeline.length_run import publish
+python3 -c "from compsense.figures.length_tables import publish
 for p in publish(root='$ROOT', figures_dir='$OUT/figures', work_dir='${GPU_SMOKE_WORK:-runs/local}'): print(p)" \
   > "$OUT/publish.log" 2>&1 || log "publish failed (see publish.log)"
 cp -r "$ROOT/results" "$OUT/" 2>/dev/null

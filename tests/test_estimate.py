@@ -670,7 +670,7 @@ def test_estimate_length_on_the_command_line_reads_the_committed_record(tmp_path
 
 
 def test_the_estimate_finds_the_length_root_where_length_does_without_making_it(tmp_path, monkeypatch):
-    from compsense.pipeline.length_run import LENGTH_ROOT_ENV, length_root
+    from compsense.nearmiss.length_run import LENGTH_ROOT_ENV, length_root
 
     monkeypatch.setenv(LENGTH_ROOT_ENV, str(tmp_path / "from-env"))
     assert length_root(create=False) == tmp_path / "from-env" and not (tmp_path / "from-env").exists()

@@ -48,7 +48,7 @@ def test_control_keeps_positions_and_anchors_changes_negatives():
 
 
 def test_b_para_pool_takes_the_anchors_paraphrase_as_positive_and_keeps_positions():
-    from compsense.pipeline.length_run import paraphrase_pool
+    from compsense.nearmiss.length_run import paraphrase_pool
 
     ret, st = retrieval_rows(40), structural_rows(30)
     # three anchors have a training paraphrase: on either side of its pair, and once only by id (s6 is
@@ -331,7 +331,8 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     """The whole command path (the GPU script's CPU check): tiny-bert, the smoke data, a schedule of
     40 steps instead of 3,375, two steps exported per variant, then the published tables and figure."""
     from compsense.core.paths import smoke_data_dir
-    from compsense.pipeline import length_run
+    from compsense.figures import length_tables
+    from compsense.nearmiss import length_run
 
     monkeypatch.setattr(L, "SCHEDULE_STEPS", 40)
     work = tmp_path / "work"
@@ -362,7 +363,7 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
         42, ["A", "B"], root=root, work_dir=work, data_dir=smoke_data_dir(), backbone="tiny-bert"
     )
     assert calls == [] and len(again) == len(external)
-    written = length_run.publish(root=root, figures_dir=tmp_path / "figures")
+    written = length_tables.publish(root=root, figures_dir=tmp_path / "figures")
     names = {Path(p).name for p in written}
     assert "length_external.csv" in names
     assert {
@@ -380,16 +381,16 @@ def test_length_piece_and_publish_on_smoke_data(tmp_path, monkeypatch):
     (control / "record.json").write_text(json.dumps({"parts": []}))
     twin = points[(points.variant == "A") & (points.step == 1)]
     twin.assign(stamp=twin.stamp.str.replace("-fp32", "-bf16")).to_parquet(control / LC.POINTS)
-    length_run.publish(root=root, figures_dir=tmp_path / "figures", control_root=tmp_path / "control")
+    length_tables.publish(root=root, figures_dir=tmp_path / "figures", control_root=tmp_path / "control")
     both = pd.read_csv(tmp_path / "figures" / "tables" / "length_precision_control.csv")
     assert set(zip(both.seed, both.step, both.variant)) == {(42, 1, "A")} and set(both.precision) == {"fp32", "bf16"}
     with pytest.raises(FileNotFoundError, match="no scored point"):
-        length_run.publish(root=tmp_path / "empty", figures_dir=tmp_path / "f2")
+        length_tables.publish(root=tmp_path / "empty", figures_dir=tmp_path / "f2")
 
 
 def test_length_external_cli_scores_every_exported_step_unless_steps_are_given(monkeypatch, capsys):
     from compsense.__main__ import main
-    from compsense.pipeline import length_run
+    from compsense.nearmiss import length_run
 
     calls = []
 

@@ -21,7 +21,7 @@ the classic cross-encoder objective, binary cross-entropy on (anchor, positive) 
 - `joint_loss`, `joint_size`: the training objective, and the `size` column that names it (and a bf16
   run's precision) in the tables.
 - `PRECISIONS`, `precision_context`: fp32, or bf16 autocast in training and scoring, as the bi-encoder's
-  training-length curve (`pipeline.length_run`, `retrieval.training.build_trainer`) runs it.
+  training-length curve (`nearmiss.length_run`, `retrieval.training.build_trainer`) runs it.
 - `joint_model`: the backbone, loaded by `core.encoders.load_encoder`, with a fresh head.
 - `budget_rows`: exactly the triplets a map verifier of the same seed and budget sees, in its order.
 - `train_joint`, `fit_joint`: train one (or load a finished run from its folder).
@@ -75,7 +75,7 @@ RUNS = N_.JOINT_RUNS  # results/<this>.parquet and .csv: one row per trained mod
 RESULTS_KEY = [*N.NEARMISS_KEY, "budget"]
 # Training and scoring precision. fp32: fp32 weights and arithmetic (on a GPU too). bf16: fp32 weights with
 # bf16 autocast, the trainer's `bf16=True` (with `use_cpu` on a CPU, as `retrieval.training.build_trainer`
-# trains the length curve's bf16 pieces) and `torch.autocast` around scoring (as `pipeline.length_run`
+# trains the length curve's bf16 pieces) and `torch.autocast` around scoring (as `nearmiss.length_run`
 # scores them): 1.56x faster a MiniLM-L6 bi-encoder step on an AVX-512/AMX CPU (benchmarks/README.md).
 PRECISIONS = N_.JOINT_PRECISIONS
 DEFAULT_PRECISION = "fp32"  # what every run before the option trained in on a CPU: their folders and rows keep it
@@ -257,7 +257,7 @@ def cpu_has_bf16() -> bool:
 
 def precision_context(precision: str, device):
     """What a forward pass at `precision` runs in on `device` (a torch device or its name): bf16 autocast
-    for "bf16", as `pipeline.length_run` scores the length curve's bf16 models; nothing for "fp32"."""
+    for "bf16", as `nearmiss.length_run` scores the length curve's bf16 models; nothing for "fp32"."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "fp32":
