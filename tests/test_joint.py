@@ -145,7 +145,9 @@ def test_the_head_trains_at_its_own_rate_and_the_transformer_at_its_own(tmp_path
     by_rate = {g["lr"]: g for g in optimizer.param_groups}
     head = {id(p) for p in by_rate[1e-2]["params"]}
     named = dict(model.model.named_parameters())
-    assert head == {id(p) for n, p in named.items() if n.startswith("classifier.")} and head
+    # the fresh classifier and the pooler a mean-pooling bi-encoder never trained
+    expected = {id(p) for n, p in named.items() if n.startswith(("classifier.", "bert.pooler."))}
+    assert head == expected and len(head) == 4
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(named)  # every weight in one group
     assert by_rate[1e-2]["weight_decay"] == 0.0
     assert J.joint_optimizer(model, TRAINING) is None  # one rate: the trainer's own optimizer

@@ -89,7 +89,8 @@ class JointTraining:
     batch_size       triplets a step
     lr, weight_decay AdamW on the transformer, linear decay after `warmup_ratio` of the steps warm up
     head_lr, head_weight_decay
-                     AdamW on the fresh one-logit head (None: `lr`, `weight_decay`, one group as the
+                     AdamW on the head, the fresh one-logit classifier and the pooler the bi-encoder
+                     never trained (`joint_optimizer`; None: `lr`, `weight_decay`, one group as the
                      trainer makes it). Why: an end-to-end map verifier trains its fresh head at the
                      verifiers' `lr` (1e-3) and only its encoder at `encoder_lr` (2e-5); a head held at
                      2e-5 moves at most ~5e-3 a weight in 256 steps, and the first BCE run at 8,192
@@ -202,6 +203,11 @@ def joint_loss(model, training: JointTraining):
     )
 
 
+def _is_pooler(name: str, body: str) -> bool:
+    """Whether parameter `name` is the backbone's pooler ("bert.pooler.dense.weight"): part of the head."""
+    return name.startswith(f"{body}pooler.")
+
+
 def joint_size(loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISION, head_lr: float | None = None) -> str:
     """The `size` column of a cross-encoder trained with `loss` at `precision` ("joint", "joint-bce",
     "joint-mnrl"; "joint-bf16", "joint-bce-bf16" in bf16; "joint-bce-bf16-head0.001" with its head at its own
@@ -215,10 +221,14 @@ def joint_size(loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISIO
 
 
 def joint_optimizer(model, training: JointTraining):
-    """AdamW with the fresh head at `training.head_lr` and the transformer at `training.lr`, or None when
-    `head_lr` is None (the trainer's own AdamW, one rate). Biases and LayerNorm weights take no weight
-    decay, as the trainer's own optimizer treats them; the trainer builds the warm-up and decay schedule
-    over these groups."""
+    """AdamW with the head at `training.head_lr` and the transformer at `training.lr`, or None when
+    `head_lr` is None (the trainer's own AdamW, one rate). The head is the fresh one-logit classifier and
+    the pooler under it (dense + tanh over [CLS]): a sentence-transformers bi-encoder such as
+    all-MiniLM-L6-v2 mean-pools and never trained its pooler (its weights have std 0.009; the pooled
+    features of a pair average |0.06|), so the gradient into the transformer through it is ~1e-4 of
+    the classifier's, and at the transformer's rate it stays so. Biases and LayerNorm weights take no
+    weight decay, as the trainer's own optimizer treats them; the trainer builds the warm-up and decay
+    schedule over these groups."""
     if training.head_lr is None:
         return None
     inner = getattr(model, "model", model)  # CrossEncoder wraps the AutoModelForSequenceClassification
@@ -227,7 +237,7 @@ def joint_optimizer(model, training: JointTraining):
     for name, param in inner.named_parameters():
         if not param.requires_grad:
             continue
-        if not name.startswith(body):
+        if not name.startswith(body) or _is_pooler(name, body):
             groups["head"].append(param)
         elif name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
             groups["no_decay"].append(param)
