@@ -321,9 +321,9 @@ def test_the_grid_keeps_each_precision_apart_in_folders_rows_and_tables(tmp_path
     assert sorted(N.separation_table(tidy).index.get_level_values("size")) == ["joint", "joint-bf16"]
 
 
-def test_rerank_rows_name_the_cross_encoders_precision_and_a_bf16_label_its_folder():
+def test_rerank_rows_name_the_cross_encoders_precision_and_every_label_its_folder():
     runs = [J.JointRun("toy", 8, 1, v, None, p) for v, p in (("toy-joint-b8", "fp32"), ("toy-joint-bf16-b8", "bf16"))]
-    assert joint_cli._joint_label(runs[0], ["toy-joint-b8"], J.LABEL) == "CE-end2end"
+    assert joint_cli._joint_label(runs[0], ["toy-joint-b8"], J.LABEL) == "CE-end2end@toy-joint-b8"  # alone too
     assert joint_cli._joint_label(runs[1], ["toy-joint-bf16-b8"], J.LABEL) == "CE-end2end@toy-joint-bf16-b8"
     table = pd.DataFrame({"verifier_variant": ["toy-joint-bf16-b8", "toy-joint-b8", "", None, "toy-small"]})
     got = joint_cli._with_precision(table, {r.variant: r.precision for r in runs})

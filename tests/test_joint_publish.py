@@ -67,7 +67,7 @@ def test_the_seed_rows_are_the_sources_rows_sorted(published):
     assert {"commit", "n", "size", "verifier_variant", "examples_seen"} <= set(rows.columns) and "run" not in rows
     assert len(rows) == len(source) and set(rows.variant) == {"CE-end2end"}
     assert sorted(set(zip(rows.loss, rows.seed))) == [("bce", 7), ("cmnrl", 7), ("cmnrl", 8)]
-    key = ["loss", "seed", "dataset", "family", "metric"]
+    key = ["size", "loss", "seed", "dataset", "family", "metric"]
     assert rows[key].apply(tuple, axis=1).is_monotonic_increasing  # one model (backbone, rows, budget)
     both = rows.merge(source, on=key, suffixes=("", "_source"))
     assert len(both) == len(source)
@@ -129,22 +129,19 @@ def test_the_cross_encoders_pairwise_accuracy_stands_beside_the_best_map_verifie
 @pytest.mark.slow
 def test_the_rerank_table_is_notebook_05s_with_ms_per_query(published):
     rerank = _table(published, "rerank").set_index("variant")
+    CE = "CE-end2end@balanced-joint-head0.001-b16"  # a cross-encoder's label names its folder, always
     results = read_table(published["out"] / "results" / "crossencoder_rerank.parquet")
     cost = read_table(published["out"] / "results" / "crossencoder_rerank_cost.parquet").set_index("variant")
     assert {"ndcg@10", "mean_delta", "ci_low", "ci_high", "p_value", "p_holm", "n_seeds", "precision"} <= set(rerank)
     assert {"first_stage_ms", "rerank_ms", "ms_per_query"} <= set(rerank)
-    ce = results[(results.variant == "CE-end2end") & (results.metric == "ndcg@10") & (results.k == 5)]
-    assert rerank.loc["CE-end2end", "ndcg@10"] == pytest.approx(ce.value.mean())
+    ce = results[(results.variant == CE) & (results.metric == "ndcg@10") & (results.k == 5)]
+    assert rerank.loc[CE, "ndcg@10"] == pytest.approx(ce.value.mean())
     base = results[(results.variant == "base") & (results.metric == "ndcg@10")].value.mean()
-    assert rerank.loc["CE-end2end", "mean_delta"] == pytest.approx(ce.value.mean() - base)
-    assert rerank.loc["CE-end2end", "n_seeds"] == 2 and rerank.loc["CE-end2end", "precision"] == "fp32"
-    assert (
-        rerank.loc["CE-end2end", "ci_low"]
-        <= rerank.loc["CE-end2end", "mean_delta"]
-        <= rerank.loc["CE-end2end", "ci_high"]
-    )
-    ms = cost.loc["CE-end2end"]
-    assert rerank.loc["CE-end2end", "ms_per_query"] == pytest.approx(ms.first_stage_ms + ms.rerank_ms)
+    assert rerank.loc[CE, "mean_delta"] == pytest.approx(ce.value.mean() - base)
+    assert rerank.loc[CE, "n_seeds"] == 2 and rerank.loc[CE, "precision"] == "fp32"
+    assert rerank.loc[CE, "ci_low"] <= rerank.loc[CE, "mean_delta"] <= rerank.loc[CE, "ci_high"]
+    ms = cost.loc[CE]
+    assert rerank.loc[CE, "ms_per_query"] == pytest.approx(ms.first_stage_ms + ms.rerank_ms)
     assert rerank.loc["base", "ms_per_query"] == pytest.approx(cost.loc["base", "first_stage_ms"])
     assert np.isnan(rerank.loc["base", "mean_delta"])
 
@@ -174,6 +171,34 @@ def test_the_figure_puts_each_model_beside_the_map_verifiers_and_the_noise_line(
     assert sorted(ce.x) == pytest.approx(sorted(heldout[heldout.family == "self_match"].value))  # self-match AUC
     html = (published["dest"] / f"{C.FIGURE}.html").read_text()
     assert "CE, end2end" in html and "noise control" in html and 'src="plotly.min.js"' in html
+
+
+@pytest.mark.slow
+def test_a_later_publication_keeps_the_earlier_models_it_did_not_make(published, tmp_path):
+    """A second run's folder holds only its own model (the first run's results are on another machine):
+    publishing it beside the first publication keeps the first's models in every table and the record."""
+    import shutil
+
+    dest = tmp_path / "dest"
+    shutil.copytree(published["dest"], dest)
+    before = {name: _table({"dest": dest}, name) for name in ("rows", "rerank")}
+    later, work = tmp_path / "later", tmp_path / "work"
+    _work_dir(work)
+    _crossencoder(later, work, "--seeds", "7", "--loss", "bce", "--head-lr", "same", "--ks", "5", "--cost-queries", "2")
+    C.publish(later, dest=dest, maps=MAPS, command=COMMAND, png=False)
+    rows, rerank = _table({"dest": dest}, "rows"), _table({"dest": dest}, "rerank")
+    sizes = set(before["rows"]["size"])
+    assert set(rows["size"]) == sizes | {"joint-bce"} and len(rows) > len(before["rows"])
+    kept = rows[rows["size"].isin(sizes)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept[before["rows"].columns], before["rows"], check_dtype=False)
+    summary = _table({"dest": dest}, "summary")
+    assert set(summary["size"]) == sizes | {"joint-bce"}  # a model per size: the one-rate run stands apart
+    new = "CE-end2end@balanced-joint-bce-b16"
+    assert new in set(rerank.variant) and set(before["rerank"].variant) <= set(rerank.variant)
+    assert rerank.published_at.notna().all() and rerank.variant.is_unique
+    record = json.loads((dest / "tables" / C.TABLES["record"]).read_text())
+    folders = {m["verifier_variant"] for m in record["models"]}
+    assert "balanced-joint-bce-b16" in folders and len(folders) == 3
 
 
 def test_map_points_are_the_committed_means_and_carry_the_noise_control():

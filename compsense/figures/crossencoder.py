@@ -51,8 +51,9 @@ TABLES = {  # tables/<name>: what `publish` writes beside the figure
     "record": "crossencoder_record.json",
 }
 # What names one cross-encoder model across its seeds; a row before the loss or precision column was one
-# is cmnrl / fp32 (`verifiers.joint`'s defaults, which named nothing then).
-MODEL = ["backbone", "profile", "train_data", "loss", "precision", "budget"]
+# is cmnrl / fp32 (`verifiers.joint`'s defaults, which named nothing then). `size` (`joint.joint_size`) also
+# names the head's own learning rate, so runs that differ only there never average together.
+MODEL = ["backbone", "profile", "train_data", "size", "loss", "precision", "budget"]
 DEFAULTS = {"loss": DEFAULT_JOINT_LOSS, "precision": PRECISIONS[0], "profile": ""}
 SUMMARY_KEY = [*MODEL, "dataset", "family", "metric"]
 INTERVALS = {  # the summary's `interval` column: which 95% interval ci_low/ci_high are
@@ -76,20 +77,28 @@ def publish(out=DEFAULT_OUT, dest=None, maps=None, command: str | None = None, p
     results = results_dir(out)
     dest = Path(dest) if dest is not None else repo_root() / "figures"
     maps = Path(maps) if maps is not None else repo_root() / "figures" / "tables"
+    tables = dest / "tables"
+    # what an earlier publication holds of models this run did not make stays (their raw results may be on
+    # another machine): one publication, every cross-encoder run so far
+    earlier = _optional_csv(tables / TABLES["rows"])
     rows = seed_rows(read_table(results / f"{RESULTS}.parquet"))
+    rows = seed_rows(keep_earlier(rows, earlier, [*MODEL, "seed"]))
     summary = summary_table(rows)
     verifiers = _optional_csv(maps / "all_verifiers.csv")
-    tables = dest / "tables"
     written = [
         write_table(rows, tables / TABLES["rows"]),
         write_table(summary, tables / TABLES["summary"]),
         write_table(versus_best_map(summary, verifiers), tables / TABLES["vs_maps"]),
     ]
+    record = run_record(read_table(results / f"{RUNS}.parquet"), command or publish_command(out), _now())
     rerank = read_rerank(results)
     if rerank is not None:
-        written.append(write_table(rerank_table(*rerank), tables / TABLES["rerank"]))
-    runs = read_table(results / f"{RUNS}.parquet")
-    written.append(write_json(tables / TABLES["record"], run_record(runs, command or publish_command(out), _now())))
+        earlier_rerank = _optional_csv(tables / TABLES["rerank"])
+        if earlier_rerank is not None and "published_at" not in earlier_rerank:
+            earlier_rerank["published_at"] = _published_at(tables / TABLES["record"])
+        answer = rerank_table(*rerank).assign(published_at=record["published_at"])
+        written.append(write_table(keep_earlier(answer, earlier_rerank, ["variant"]), tables / TABLES["rerank"]))
+    written.append(write_json(tables / TABLES["record"], with_earlier_models(record, tables / TABLES["record"])))
     points = pd.concat(
         [
             map_points(verifiers),
@@ -100,6 +109,42 @@ def publish(out=DEFAULT_OUT, dest=None, maps=None, command: str | None = None, p
     )
     written += list(save_figure(crossencoder_figure(points), FIGURE, dest, png=png).values())
     return written
+
+
+def keep_earlier(new: pd.DataFrame, earlier: pd.DataFrame | None, key: list[str]) -> pd.DataFrame:
+    """`new` with the rows of `earlier` (a table published before) whose `key` `new` lacks: a model this
+    run did not make keeps its published rows; one it made again is replaced. Columns of either kept;
+    an earlier row has the defaults (`DEFAULTS`) where it predates a column. The rerank rows carry
+    `published_at`: each publication's Holm p adjusts over its own comparisons, so a row kept from an
+    earlier one keeps that one's p and says when it was computed."""
+    if earlier is None or earlier.empty:
+        return new
+    defaults = {c: DEFAULTS.get(c, "") for c in key}
+    earlier = earlier.assign(**{c: earlier[c].fillna(v) if c in earlier else v for c, v in defaults.items()})
+    mine = set(map(tuple, new[key].astype(str).itertuples(index=False)))
+    kept = earlier[[k not in mine for k in map(tuple, earlier[key].astype(str).itertuples(index=False))]]
+    return pd.concat([new, kept], ignore_index=True) if not kept.empty else new
+
+
+def _published_at(path: Path) -> str | None:
+    """When the record at `path` was published (None without one)."""
+    return json.loads(path.read_text(encoding="utf-8")).get("published_at") if path.is_file() else None
+
+
+def with_earlier_models(record: dict, path: Path) -> dict:
+    """`record` (`run_record`) with the models of the record published at `path` that it lacks (by
+    folder name and seed), each marked with the publication it came from."""
+    if not path.is_file():
+        return record
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    mine = {(m.get("verifier_variant"), m.get("seed")) for m in record["models"]}
+    when = earlier.get("published_at")
+    kept = [
+        {**m, "published_at": m.get("published_at") or when}
+        for m in earlier.get("models", [])
+        if (m.get("verifier_variant"), m.get("seed")) not in mine
+    ]
+    return {**record, "models": record["models"] + kept}
 
 
 def results_dir(out) -> Path:
@@ -135,7 +180,7 @@ def seed_rows(results: pd.DataFrame) -> pd.DataFrame:
     """The cross-encoder's rows (crossencoder.parquet), one per model x seed x dataset x family x metric,
     sorted, the model's columns first; `run` (backbone/verifiers/<folder>/seed<seed>) is left out."""
     rows = results.assign(**{c: results[c].fillna(v) if c in results else v for c, v in DEFAULTS.items()})
-    first = [*ROW_ORDER, "value", "n", "variant", "size", "verifier_variant", "examples_seen", "commit"]
+    first = [*ROW_ORDER, "value", "n", "variant", "verifier_variant", "examples_seen", "commit"]
     columns = [c for c in first if c in rows] + [c for c in rows if c not in first and c != "run"]
     return rows.sort_values(ROW_ORDER, kind="stable")[columns].reset_index(drop=True)
 

@@ -311,14 +311,10 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
 
 
 def _joint_label(run, variants: list[str], label: str) -> str:
-    """A cross-encoder's rerank label: `rerank.method_label`'s (CE-end2end, or CE-end2end@<folder> beside
-    other folders), always with its folder in bf16, so that an fp32 and a bf16 run written to the same
-    --out by two commands never share a label."""
-    from compsense.verifiers import rerank as R  # noqa: PLC0415
-
-    if run.precision != PRECISIONS[0]:
-        return f"{label}@{run.variant}"
-    return R.method_label(label, run.variant, variants)
+    """A cross-encoder's rerank label, always with its folder (CE-end2end@balanced-joint-bce-b8192): two
+    commands writing to the same --out, or two publications merged (`figures.crossencoder.keep_earlier`),
+    never share a label for different models. `variants` is kept for the callers' signature."""
+    return f"{label}@{run.variant}"
 
 
 def _with_precision(table, precisions: dict):
