@@ -144,3 +144,23 @@ def test_no_public_function_takes_more_than_ten_parameters():
 def test_the_parameter_count_sees_keyword_only_and_star_parameters(tmp_path):
     counts = dict(public_functions())
     assert counts["compsense.verifiers.study.run_study"] == 10  # nine named and **labels
+
+
+# The commands a message names live in compsense/core/commands.py, outside every stage's content key: a
+# renamed command then re-runs no stage (compsense.pipeline.runner.OPERATIONAL). A command written into a
+# module a notebook reaches would put the tooling's wording into that notebook's key again.
+COMMAND_TEXTS = ("make reproduce", "dvc repro", "compsense reproduce", "dvc exp run")
+
+
+def test_no_module_in_a_stages_key_writes_a_command_out():
+    from compsense.pipeline.runner import code_dependencies
+    from compsense.pipeline.stages import notebooks
+
+    found = {}
+    for nb in notebooks():
+        for path in code_dependencies(nb):
+            text = path.read_text(encoding="utf-8")
+            hits = [c for c in COMMAND_TEXTS if c in text]
+            if hits:
+                found[path.relative_to(PACKAGE.parent).as_posix()] = hits
+    assert not found, f"name commands through compsense.core.commands (outside the content key): {found}"

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compsense.core.commands import rerun_stage
 from compsense.core.storage import CorruptFile, atomic_path, sha256_file
 
 HUB_HOST = ("huggingface.co", 443)  # HF_ENDPOINT, when set, names another host
@@ -311,13 +312,13 @@ def _retrain_fix(folder: Path) -> str:
         run = folder.parent
         if len(run.parents) > 2 and run.parents[1].name == "models":  # <work_dir>/models/<backbone>/<run>
             return (
-                f"retrain it: dvc repro --force --single-item PROFILE-02, with the "
+                f"retrain it: {rerun_stage('02')}, with the "
                 f"profile whose work_dir is {run.parents[2]} (notebook 02 trains {run.name} again), or restore "
                 "the file"
             )
         return f"retrain it (training.train_model into {run} trains it again), or restore the file"
     return (
-        f"re-train the verifier {folder.parent.name}: dvc repro --force --single-item PROFILE-04 "
+        f"re-train the verifier {folder.parent.name}: {rerun_stage('04')} "
         f"(notebook 04 trains it again), or save it again with VerifierReranker.save_pretrained, or "
         "restore the file"
     )

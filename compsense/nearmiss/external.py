@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from compsense.core.commands import run_stage
 from compsense.core.encoders import Encoding, find_backbone, load_encoder, quiet_transformers
 from compsense.core.paths import resolve
 from compsense.core.storage import append_results, write_json
@@ -109,7 +110,7 @@ def external_sets(
             except FileNotFoundError:
                 notes.append(
                     f"heldout: skipped, no {work_dir}/negatives/pairs.parquet (notebook 01 writes it: "
-                    f"make reproduce ONLY=01, or pass --work-dir)"
+                    f"{run_stage('01')}, or pass --work-dir)"
                 )
                 continue
             pos = heldout_positives(heldout, data_dir=data_dir, seed=seed)

@@ -42,7 +42,7 @@ from compsense.pipeline.stages import STAGE_WRITES, STATE_RECOVER, data_needs, n
 # out of every stage's content key, so that an edit to them re-runs nothing (it needed a hand-written
 # `code_note` in params/pieces.yaml before). core/storage.py stays in: beside its writers, `tidy` and
 # `append_results` shape the rows of every table.
-OPERATIONAL = ("compsense/core/paths.py", "compsense/core/banner.py")
+OPERATIONAL = ("compsense/core/paths.py", "compsense/core/banner.py", "compsense/core/commands.py")
 
 
 def code_dependencies(notebook: Path) -> list[Path]:

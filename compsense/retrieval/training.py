@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from compsense.core.commands import run_stage
 from compsense.core.encoders import BACKBONES, hub_problem, load_encoder, quiet_transformers, weight_digests
 from compsense.core.layout import model_dir, triplets_file
 from compsense.core.seed import seed_everything
@@ -293,7 +294,7 @@ def load_structural_triplets(work_dir, split: str | None = "train") -> pd.DataFr
         raise FileNotFoundError(
             f"{path} does not exist: the structural triplets come from notebook 01. Run it first, e.g.\n"
             f"  papermill notebooks/01_data_and_negatives.ipynb /tmp/01.ipynb -p work_dir {work_dir}\n"
-            "or `make reproduce PROFILE=<profile> ONLY=01` (the DVC stage <profile>-01)"
+            f"or `{run_stage('01', '<profile>')}` (the DVC stage <profile>-01)"
         )
     df = read_table(path)
     missing = [c for c in STRUCTURAL_COLUMNS if c not in df.columns]
@@ -806,7 +807,7 @@ def check_same_run(previous: dict, current: dict, out: Path) -> None:
         changes = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
         raise ValueError(
             f"{out} holds a run with a different setup ({changes}). Pass force=True to retrain "
-            "it (for one run of the stage: make reproduce ONLY=02 SET=training_ab.force=true, an experiment "
+            f"it (for one run of the stage: {run_stage('02', setting='training_ab.force=true')}, an experiment "
             "that retrains every model of the stage), move the folder aside to keep it, or use another work_dir "
             "to keep both"
         )

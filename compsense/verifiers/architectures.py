@@ -41,6 +41,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
+from compsense.core.commands import rerun_stage
 from compsense.core.storage import CorruptFile, atomic_path, sha256_file, write_json
 from compsense.data.datasets import as_pairs
 from compsense.verifiers.simmap import TokenCache, similarity_map
@@ -593,7 +594,7 @@ def own_encoder_dir(directory: str | os.PathLike, info: dict | None = None, end2
         raise MissingEncoder(
             f"{folder}: missing (no modules.json), so the end-to-end verifier {directory.name} cannot score: it "
             "reads only the maps of the encoder it was fine-tuned with. Fix: re-train it: re-run notebook 04 "
-            "(`dvc repro --force --single-item PROFILE-04`, or notebooks/04_verifiers.ipynb), "
+            f"(`{rerun_stage('04')}`, or notebooks/04_verifiers.ipynb), "
             "which trains a verifier whose encoder is missing again"
         )
     return folder
