@@ -172,6 +172,19 @@ def test_balanced_all_trains_on_every_balanced_row_mixed_with_retrieval_rows(mon
     assert counts["paraphrase_pairs"] == 4
 
 
+def test_balanced_pairs_are_balanceds_structural_rows_without_retrieval_rows(monkeypatch):
+    real = D.balanced_structural_rows
+    monkeypatch.setattr(
+        D, "balanced_structural_rows", lambda data_dir=None, **k: real(paraphrases=PARAPHRASES, balance=False, **k)
+    )
+    monkeypatch.setattr(D, "build_retrieval_triplets", lambda *a, **k: pytest.fail("read retrieval rows"))
+    table, counts = D.training_rows("balanced_pairs", _structural(), structural_share=0.19, seed=1)
+    pool, _ = real(paraphrases=PARAPHRASES, seed=1, balance=False)
+    assert list(table.columns) == D.ROW_COLUMNS and set(table.row_kind) == {"identity", "paraphrase"}
+    assert table[D.ROW_COLUMNS].equals(pool[D.ROW_COLUMNS].reset_index(drop=True))
+    assert counts["train_data"] == "balanced_pairs" and counts["rows_by_kind"] == pool.row_kind.value_counts().to_dict()
+
+
 def test_every_balanced_row_reads_at_most_max_pairs_pairs():
     every, _ = D.every_balanced_row(paraphrases=PARAPHRASES, families=None, seed=0, balance=False)
     some, counts = D.every_balanced_row(paraphrases=PARAPHRASES, families=None, max_pairs=2, seed=0, balance=False)

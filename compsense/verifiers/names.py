@@ -11,7 +11,7 @@ code behind them (`verifiers.data`, torch, sentence-transformers).
                         `compsense crossencoder`'s tables (results/<name>.parquet) and its default folder
 """
 
-TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced", "balanced_all")
+TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced", "balanced_all", "balanced_pairs")
 DEFAULT_TRAIN_DATA = "model_b"  # the authors' rows: what every point published before the column trained on
 JOINT_LOSSES = ("cmnrl", "mnrl", "bce")
 DEFAULT_JOINT_LOSS = "cmnrl"  # the verifiers' in-batch contrast, in memory-bounded mini-batches
