@@ -171,8 +171,22 @@ def test_the_verifiers_settings_give_the_head_their_rate_and_the_transformer_the
     assert (training.lr, training.weight_decay, training.head_lr, training.head_weight_decay) == (2e-5, 1e-3, 1e-3, 0.0)
     assert joint_cli._head_rate("same") == {"head_lr": None, "head_weight_decay": None}
     assert joint_cli._head_rate("5e-4") == {"head_lr": 5e-4} and joint_cli._head_rate(None) == {}
-    with pytest.raises(SystemExit, match="--head-lr 'fast'"):
+    with pytest.raises(ValueError, match="--head-lr 'fast'"):
         joint_cli._head_rate("fast")
+
+
+def test_a_transformer_rate_given_names_the_run_and_its_folder(tmp_path, capsys):
+    assert J.joint_size("bce", "fp32", 1e-3, 1e-4) == "joint-bce-head0.001-lr0.0001"
+    work, out = tmp_path / "work", tmp_path / "out"
+    _work_dir(work)
+    args = ["crossencoder", "--profile", "smoke", "--rows", "balanced", "--seeds", "7", "--budget", "16"]
+    args += ["--loss", "bce", "--work-dir", str(work), "--data-dir", str(SMOKE), "--out", str(out)]
+    args += ["--no-rerank", "--lr", "3e-4"]
+    assert cli(args) == 0
+    folder = work / "verifiers" / "balanced-joint-bce-head0.001-lr0.0003-b16" / "seed7" / J.LABEL
+    history = read_json(folder / J.JOINT_FILE)
+    assert history["settings"]["lr"] == 3e-4 and history["settings"]["lr_named"] is True
+    assert cli(args[:-1] + ["0"]) == 2 and "--lr 0.0: give a positive" in capsys.readouterr().err
 
 
 def test_a_run_recorded_before_the_head_rate_reads_as_one_rate():

@@ -101,6 +101,8 @@ class JointTraining:
     max_length       tokens of a (query, document) pair: by default twice the verifiers' per-text length,
                      so the cross-encoder reads as many tokens as a verifier's map has rows and columns
     loss             the objective, one of `names.JOINT_LOSSES` (`joint_loss` says why each exists)
+    lr_named         the transformer's rate is part of the run's name (`joint_size`): set where it is not the
+                     verifiers' `encoder_lr` (`compsense crossencoder --lr`), so runs at two rates stay apart
     mini_batch_size  (query, document) pairs a forward pass of "cmnrl" holds: what bounds its memory
     precision        "fp32" or "bf16" (`PRECISIONS`): autocast in training and scoring; part of the run's
                      identity (its settings, its folder and `size` through `joint_size`)
@@ -112,6 +114,7 @@ class JointTraining:
     weight_decay: float = 0.001
     head_lr: float | None = None
     head_weight_decay: float | None = None
+    lr_named: bool = False
     warmup_ratio: float = 0.1
     num_negatives: int | None = 4
     scale: float = 10.0
@@ -208,16 +211,20 @@ def _is_pooler(name: str, body: str) -> bool:
     return name.startswith(f"{body}pooler.")
 
 
-def joint_size(loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISION, head_lr: float | None = None) -> str:
+def joint_size(
+    loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISION, head_lr: float | None = None, lr=None
+) -> str:
     """The `size` column of a cross-encoder trained with `loss` at `precision` ("joint", "joint-bce",
     "joint-mnrl"; "joint-bf16", "joint-bce-bf16" in bf16; "joint-bce-bf16-head0.001" with its head at its own
-    learning rate): the tables group runs by scorer x train_data x size, so runs of two objectives, precisions
-    or head rates never average together, and the folder verifiers/<train_data>-<size>-b<budget>/ keeps each
-    apart (a bf16 run never loads or replaces an fp32 one). The defaults (fp32, one learning rate) add
+    learning rate, "...-lr0.0001" with the transformer's rate where it is not the verifiers'): the tables group
+    runs by scorer x train_data x size, so runs of two objectives, precisions or rates never average together,
+    and the folder verifiers/<train_data>-<size>-b<budget>/ keeps each apart (a bf16 run never loads or
+    replaces an fp32 one). The defaults (fp32, one learning rate) add
     nothing: the folders and rows of runs before the options stay as they were."""
     size = SIZE if loss == DEFAULT_JOINT_LOSS else f"{SIZE}-{loss}"
     size = size if precision == DEFAULT_PRECISION else f"{size}-{precision}"
-    return size if head_lr is None else f"{size}-head{float(head_lr):g}"
+    size = size if head_lr is None else f"{size}-head{float(head_lr):g}"
+    return size if lr is None else f"{size}-lr{float(lr):g}"
 
 
 def joint_optimizer(model, training: JointTraining):
@@ -422,7 +429,7 @@ def _recorded_settings(history: dict) -> dict | None:
     settings = history.get("settings")
     if not isinstance(settings, dict):
         return settings
-    settings = {"head_lr": None, "head_weight_decay": None, **settings}
+    settings = {"head_lr": None, "head_weight_decay": None, "lr_named": False, **settings}
     if "precision" in settings:
         return settings
     if str(history.get("device", "cpu")) != "cpu":
@@ -501,7 +508,9 @@ def run_joint_grid(
     for seed in seeds:
         for budget in budgets:
             for train_data, rows in rows_by_data.items():
-                size = joint_size(training.loss, training.precision, training.head_lr)
+                size = joint_size(
+                    training.loss, training.precision, training.head_lr, training.lr if training.lr_named else None
+                )
                 variant = variant_name(train_data, size) + budget_suffix(budget)
                 folder = verifier_dir(work_dir, variant, seed, LABEL)
                 at = training.replace(budget_examples=int(budget))

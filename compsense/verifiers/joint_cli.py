@@ -87,6 +87,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "are kept apart from fp32 ones",
     )
     p.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="learning rate of the transformer (default: the verifiers' `encoder_lr`, as an end-to-end map verifier "
+        "trains its encoder); a rate given here names the models' size (joint-...-lr0.0001)",
+    )
+    p.add_argument(
         "--head-lr",
         default=None,
         help="learning rate of the fresh head (default: the verifiers' `lr`, as an end-to-end map verifier trains "
@@ -130,6 +137,7 @@ def run(args, profile: dict) -> int:
         precision=args.precision,
         **({} if args.mini_batch_size is None else {"mini_batch_size": args.mini_batch_size}),
         **_head_rate(args.head_lr),
+        **({} if args.lr is None else {"lr": _positive(args.lr, "--lr"), "lr_named": True}),
     )
     # before anything loads: results never go into the committed figures/, data/ or the data folder
     check_not_protected(args.out, f"--out {args.out}", f"pass --out a folder under runs/ (default {DEFAULT_OUT})",
@@ -349,8 +357,14 @@ def _head_rate(text: str | None) -> dict:
     except ValueError:
         rate = -1.0
     if not rate > 0:
-        raise SystemExit(f"--head-lr {text!r}: give a positive learning rate such as 1e-3, or `same`")
+        raise ValueError(f"--head-lr {text!r}: give a positive learning rate such as 1e-3, or `same`")
     return {"head_lr": rate}
+
+
+def _positive(rate: float, option: str) -> float:
+    if not rate > 0:
+        raise ValueError(f"{option} {rate!r}: give a positive learning rate such as 1e-4")
+    return float(rate)
 
 
 def _names(text: str, option: str) -> list[str]:
