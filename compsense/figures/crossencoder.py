@@ -33,7 +33,7 @@ from compsense.figures.export import save_figure
 from compsense.figures.verifiers import checks_figure
 from compsense.nearmiss.checks import checks_per_run, split_variant
 from compsense.nearmiss.evaluation import parse_noise_name
-from compsense.nearmiss.metrics import ALL_FAMILIES, CHECKS, PAIRWISE_ACCURACY, PAIRWISE_CI
+from compsense.nearmiss.metrics import ALL_FAMILIES, AUC, CHECKS, PAIRWISE_ACCURACY, PAIRWISE_CI, SELF_MATCH
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, DEFAULT_TRAIN_DATA
 from compsense.verifiers.names import JOINT_OUT as DEFAULT_OUT
 from compsense.verifiers.names import JOINT_PRECISIONS as PRECISIONS
@@ -385,11 +385,27 @@ def crossencoder_figure(points: pd.DataFrame):
     """`figures.verifiers.checks_figure` (near-miss AUC against self-match AUC, the goal corner, the copy
     line and the noise line: frozen MaxSim plus seeded noise) of the map verifiers and the cross-encoder
     (scorer CE, regime end2end)."""
-    return checks_figure(
+    fig = checks_figure(
         points,
-        title="Held-out near-misses: the cross-encoder (CE) beside the map verifiers<br><sup>CE one point per "
-        "model and seed; map verifiers the mean over their seeds; the noise line: frozen MaxSim plus noise</sup>",
+        title="Held-out near-misses: the cross-encoder (CE) beside the map verifiers<br><sup>CE: one point per "
+        "model and seed, labelled; map verifiers: mean over seeds; noise line: MaxSim + noise</sup>",
     )
+    # the static PNG has no hover: each cross-encoder point says which model it is
+    ce = points[(points.scorer == "CE")].dropna(subset=[SELF_MATCH, AUC]) if not points.empty else points
+    offsets = [(-80, 40), (-80, -40), (-90, 75), (-90, -75), (-100, 110), (-100, -110)]  # close points: labels apart
+    for i, row in enumerate(ce.sort_values([AUC, SELF_MATCH]).itertuples(index=False)):
+        ax, ay = offsets[i % len(offsets)]
+        fig.add_annotation(
+            x=getattr(row, SELF_MATCH),
+            y=getattr(row, AUC),
+            text=f"{row.train_data}, {row.size}".replace("joint-", "").replace(" triplets", ""),
+            showarrow=True,
+            arrowhead=0,
+            ax=ax,
+            ay=ay,
+            font={"size": 10},
+        )
+    return fig
 
 
 def _at_budget(size: pd.Series, budget: pd.Series) -> pd.Series:
