@@ -390,15 +390,20 @@ def crossencoder_figure(points: pd.DataFrame):
         title="Held-out near-misses: the cross-encoder (CE) beside the map verifiers<br><sup>CE: one point per "
         "model and seed, labelled; map verifiers: mean over seeds; noise line: MaxSim + noise</sup>",
     )
-    # the static PNG has no hover: each cross-encoder point says which model it is
+    # the static PNG has no hover: one label per cross-encoder model, at the mean of its seeds' points
     ce = points[(points.scorer == "CE")].dropna(subset=[SELF_MATCH, AUC]) if not points.empty else points
+    if not ce.empty:
+        ce = ce.groupby(["train_data", "size"], as_index=False).agg(
+            **{SELF_MATCH: (SELF_MATCH, "mean"), AUC: (AUC, "mean"), "seeds": (AUC, "size")}
+        )
     offsets = [(-80, 40), (-80, -40), (-90, 75), (-90, -75), (-100, 110), (-100, -110)]  # close points: labels apart
     for i, row in enumerate(ce.sort_values([AUC, SELF_MATCH]).itertuples(index=False)):
         ax, ay = offsets[i % len(offsets)]
+        seeds = f" ({row.seeds} seeds)" if row.seeds > 1 else ""
         fig.add_annotation(
             x=getattr(row, SELF_MATCH),
             y=getattr(row, AUC),
-            text=f"{row.train_data}, {row.size}".replace("joint-", "").replace(" triplets", ""),
+            text=f"{row.train_data}, {row.size}{seeds}".replace("joint-", "").replace(" triplets", ""),
             showarrow=True,
             arrowhead=0,
             ax=ax,
