@@ -141,16 +141,19 @@ def test_each_loss_trains_two_steps_on_the_budgets_triplets_and_names_itself(los
 def test_the_head_trains_at_its_own_rate_and_the_transformer_at_its_own(tmp_path):
     two_rates = TRAINING.replace(lr=1e-5, head_lr=1e-2, head_weight_decay=0.0, budget_examples=16, loss="bce")
     model = J.joint_model("tiny-bert", seed=1, max_length=64)
-    optimizer = J.joint_optimizer(model, two_rates)
+    named = dict(model.model.named_parameters())
+    decay = [n for n in named if not n.endswith("bias") and "LayerNorm" not in n]  # what the trainer gives
+    optimizer = J.joint_optimizer(model, two_rates, decay)
     by_rate = {g["lr"]: g for g in optimizer.param_groups}
     head = {id(p) for p in by_rate[1e-2]["params"]}
-    named = dict(model.model.named_parameters())
     # the fresh classifier and the pooler a mean-pooling bi-encoder never trained
     expected = {id(p) for n, p in named.items() if n.startswith(("classifier.", "bert.pooler."))}
     assert head == expected and len(head) == 4
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(named)  # every weight in one group
     assert by_rate[1e-2]["weight_decay"] == 0.0
-    assert J.joint_optimizer(model, TRAINING) is None  # one rate: the trainer's own optimizer
+    decayed = {id(p) for g in optimizer.param_groups if g["lr"] == 1e-5 and g["weight_decay"] > 0 for p in g["params"]}
+    assert decayed == {id(named[n]) for n in decay if not n.startswith(("classifier.", "bert.pooler."))}
+    assert J.joint_optimizer(model, TRAINING, decay) is None  # one rate: the trainer's own optimizer
     # trained: the head moves far more than with one small rate, the same triplets and steps
     one_rate = two_rates.replace(head_lr=None, head_weight_decay=None)
     fresh = _head(model)
@@ -337,8 +340,8 @@ def test_the_grid_keeps_each_precision_apart_in_folders_rows_and_tables(tmp_path
 
 def test_rerank_rows_name_the_cross_encoders_precision_and_every_label_its_folder():
     runs = [J.JointRun("toy", 8, 1, v, None, p) for v, p in (("toy-joint-b8", "fp32"), ("toy-joint-bf16-b8", "bf16"))]
-    assert joint_cli._joint_label(runs[0], ["toy-joint-b8"], J.LABEL) == "CE-end2end@toy-joint-b8"  # alone too
-    assert joint_cli._joint_label(runs[1], ["toy-joint-bf16-b8"], J.LABEL) == "CE-end2end@toy-joint-bf16-b8"
+    assert joint_cli._joint_label(runs[0], J.LABEL) == "CE-end2end@toy-joint-b8"  # alone too
+    assert joint_cli._joint_label(runs[1], J.LABEL) == "CE-end2end@toy-joint-bf16-b8"
     table = pd.DataFrame({"verifier_variant": ["toy-joint-bf16-b8", "toy-joint-b8", "", None, "toy-small"]})
     got = joint_cli._with_precision(table, {r.variant: r.precision for r in runs})
     assert got.precision.tolist() == ["bf16", "fp32", "fp32", "fp32", "fp32"]

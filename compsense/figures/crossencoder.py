@@ -27,7 +27,7 @@ import pandas as pd
 
 from compsense.core.paths import repo_root, resolve
 from compsense.core.stats import seed_level_test
-from compsense.core.storage import read_table, write_json, write_table
+from compsense.core.storage import read_json, read_table, write_json, write_table
 from compsense.data.family_names import PAPER_FAMILIES
 from compsense.figures.export import save_figure
 from compsense.figures.verifiers import checks_figure
@@ -91,14 +91,15 @@ def publish(out=DEFAULT_OUT, dest=None, maps=None, command: str | None = None, p
         write_table(versus_best_map(summary, verifiers), tables / TABLES["vs_maps"]),
     ]
     record = run_record(read_table(results / f"{RUNS}.parquet"), command or publish_command(out), _now())
+    earlier_record = read_json(tables / TABLES["record"]) if (tables / TABLES["record"]).is_file() else None
     rerank = read_rerank(results)
     if rerank is not None:
         earlier_rerank = _optional_csv(tables / TABLES["rerank"])
         if earlier_rerank is not None and "published_at" not in earlier_rerank:
-            earlier_rerank["published_at"] = _published_at(tables / TABLES["record"])
+            earlier_rerank["published_at"] = (earlier_record or {}).get("published_at")
         answer = rerank_table(*rerank).assign(published_at=record["published_at"])
         written.append(write_table(keep_earlier(answer, earlier_rerank, ["variant"]), tables / TABLES["rerank"]))
-    written.append(write_json(tables / TABLES["record"], with_earlier_models(record, tables / TABLES["record"])))
+    written.append(write_json(tables / TABLES["record"], with_earlier_models(record, earlier_record)))
     points = pd.concat(
         [
             map_points(verifiers),
@@ -126,17 +127,11 @@ def keep_earlier(new: pd.DataFrame, earlier: pd.DataFrame | None, key: list[str]
     return pd.concat([new, kept], ignore_index=True) if not kept.empty else new
 
 
-def _published_at(path: Path) -> str | None:
-    """When the record at `path` was published (None without one)."""
-    return json.loads(path.read_text(encoding="utf-8")).get("published_at") if path.is_file() else None
-
-
-def with_earlier_models(record: dict, path: Path) -> dict:
-    """`record` (`run_record`) with the models of the record published at `path` that it lacks (by
-    folder name and seed), each marked with the publication it came from."""
-    if not path.is_file():
+def with_earlier_models(record: dict, earlier: dict | None) -> dict:
+    """`record` (`run_record`) with the models of the record published before (`earlier`, None: none)
+    that it lacks (by folder name and seed), each marked with the publication it came from."""
+    if not earlier:
         return record
-    earlier = json.loads(path.read_text(encoding="utf-8"))
     mine = {(m.get("verifier_variant"), m.get("seed")) for m in record["models"]}
     when = earlier.get("published_at")
     kept = [

@@ -206,11 +206,6 @@ def joint_loss(model, training: JointTraining):
     )
 
 
-def _is_pooler(name: str, body: str) -> bool:
-    """Whether parameter `name` is the backbone's pooler ("bert.pooler.dense.weight"): part of the head."""
-    return name.startswith(f"{body}pooler.")
-
-
 def joint_size(
     loss: str = DEFAULT_JOINT_LOSS, precision: str = DEFAULT_PRECISION, head_lr: float | None = None, lr=None
 ) -> str:
@@ -219,37 +214,36 @@ def joint_size(
     learning rate, "...-lr0.0001" with the transformer's rate where it is not the verifiers'): the tables group
     runs by scorer x train_data x size, so runs of two objectives, precisions or rates never average together,
     and the folder verifiers/<train_data>-<size>-b<budget>/ keeps each apart (a bf16 run never loads or
-    replaces an fp32 one). The defaults (fp32, one learning rate) add
-    nothing: the folders and rows of runs before the options stay as they were."""
+    replaces an fp32 one). The defaults (fp32, one learning rate) add nothing: the folders and rows of
+    runs before the options stay as they were."""
     size = SIZE if loss == DEFAULT_JOINT_LOSS else f"{SIZE}-{loss}"
     size = size if precision == DEFAULT_PRECISION else f"{size}-{precision}"
     size = size if head_lr is None else f"{size}-head{float(head_lr):g}"
     return size if lr is None else f"{size}-lr{float(lr):g}"
 
 
-def joint_optimizer(model, training: JointTraining):
+def joint_optimizer(model, training: JointTraining, decay_names):
     """AdamW with the head at `training.head_lr` and the transformer at `training.lr`, or None when
     `head_lr` is None (the trainer's own AdamW, one rate). The head is the fresh one-logit classifier and
     the pooler under it (dense + tanh over [CLS]): a sentence-transformers bi-encoder such as
     all-MiniLM-L6-v2 mean-pools and never trained its pooler (its weights have std 0.009; the pooled
     features of a pair average |0.06|), so the gradient into the transformer through it is ~1e-4 of
-    the classifier's, and at the transformer's rate it stays so. Biases and LayerNorm weights take no
-    weight decay, as the trainer's own optimizer treats them; the trainer builds the warm-up and decay
-    schedule over these groups."""
+    the classifier's, and at the transformer's rate it stays so. Only the transformer's `decay_names`
+    (the trainer's own `get_decay_parameter_names`: no biases, no norms) take its weight decay; the
+    trainer builds the warm-up and decay schedule over these groups."""
     if training.head_lr is None:
         return None
     inner = getattr(model, "model", model)  # CrossEncoder wraps the AutoModelForSequenceClassification
     body = f"{inner.base_model_prefix}."  # "bert.": the loaded transformer; the rest ("classifier.") is new
+    decay_names = set(decay_names)
     groups = {"head": [], "decay": [], "no_decay": []}
     for name, param in inner.named_parameters():
         if not param.requires_grad:
             continue
-        if not name.startswith(body) or _is_pooler(name, body):
+        if not name.startswith(body) or name.startswith(f"{body}pooler."):  # the pooler is the head's
             groups["head"].append(param)
-        elif name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
-            groups["no_decay"].append(param)
         else:
-            groups["decay"].append(param)
+            groups["decay" if name in decay_names else "no_decay"].append(param)
     if not groups["head"]:
         raise ValueError(f"no head parameters outside {inner.base_model_prefix!r} in {type(inner).__name__}")
     head_decay = training.weight_decay if training.head_weight_decay is None else training.head_weight_decay
@@ -359,13 +353,11 @@ def train_joint(
             report_to="none",
             disable_tqdm=not show_progress,
         )
-        trainer = CrossEncoderTrainer(
-            model=model,
-            args=args,
-            train_dataset=dataset,
-            loss=joint_loss(model, training),
-            optimizers=(joint_optimizer(model, training), None),  # the trainer schedules its groups
-        )
+        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=joint_loss(model, training))
+        inner = getattr(model, "model", model)
+        optimizer = joint_optimizer(model, training, trainer.get_decay_parameter_names(inner))
+        if optimizer is not None:  # two rates; one rate: the trainer makes its own
+            trainer.optimizer = optimizer  # the trainer schedules its groups
         if not show_progress:  # the losses stay in the history; the console keeps the tables
             trainer.remove_callback(PrinterCallback)
         start = time.perf_counter()

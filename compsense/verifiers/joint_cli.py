@@ -268,7 +268,6 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
         extra_docs=p["eval_extra_docs"],
         seed=seed,
     )
-    joint_variants = list(dict.fromkeys(run.variant for run in fitted))
     methods, notes = R.find_methods(
         settings["work_dir"],
         names,
@@ -282,7 +281,7 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
     source = "cross-encoder (compsense.verifiers.joint)"
     methods += [
         R.Method(
-            _joint_label(run, joint_variants, LABEL),
+            _joint_label(run, LABEL),
             SCORER,
             REGIME,
             run.scorer,
@@ -318,10 +317,10 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
     return summary.join(R.cost_table(grid.cost).set_index("variant").drop(columns=["regime"]), how="left")
 
 
-def _joint_label(run, variants: list[str], label: str) -> str:
+def _joint_label(run, label: str) -> str:
     """A cross-encoder's rerank label, always with its folder (CE-end2end@balanced-joint-bce-b8192): two
     commands writing to the same --out, or two publications merged (`figures.crossencoder.keep_earlier`),
-    never share a label for different models. `variants` is kept for the callers' signature."""
+    never share a label for different models."""
     return f"{label}@{run.variant}"
 
 
@@ -353,12 +352,9 @@ def _head_rate(text: str | None) -> dict:
     if text.strip().lower() == "same":
         return {"head_lr": None, "head_weight_decay": None}
     try:
-        rate = float(text)
+        return {"head_lr": _positive(float(text), "--head-lr")}
     except ValueError:
-        rate = -1.0
-    if not rate > 0:
-        raise ValueError(f"--head-lr {text!r}: give a positive learning rate such as 1e-3, or `same`")
-    return {"head_lr": rate}
+        raise ValueError(f"--head-lr {text!r}: give a positive learning rate such as 1e-3, or `same`") from None
 
 
 def _positive(rate: float, option: str) -> float:
