@@ -486,6 +486,8 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
         (["--backbone", "./no-such-model"], ["FileNotFoundError", "no such model folder", "Fix"]),
         (["--backbone", "no-such-model"], ["BackboneUnavailable", "cannot load 'no-such-model'"]),
         (["--work-dir", "{tmp}/none"], ["pairs.parquet", "notebook"]),
+        (["--maps", "F9"], ["ValueError", "unknown verifier 'F9'"]),
+        (["--maps", "F3", "--map-regimes", "frozen,warm"], ["ValueError", "--map-regimes", "['warm']"]),
     ],
 )
 def test_cli_errors_are_one_clear_line(tmp_path, capsys, monkeypatch, extra, words):

@@ -32,13 +32,15 @@ def _crossencoder(out: Path, work: Path, *extra: str) -> None:
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
-    """Two seeds of the default loss with SciFact reranking, one seed of bce without, then --publish's
-    function into `dest`: {"out", "dest", "written", "source": crossencoder.parquet}."""
+    """Two seeds of the default loss with SciFact reranking and the map verifiers F3/F4 frozen beside it
+    (--maps), one seed of bce at another budget without either, then --publish's function into `dest`:
+    {"out", "dest", "written", "source": crossencoder.parquet}."""
     tmp = tmp_path_factory.mktemp("publish")
     work, out, dest = tmp / "work", tmp / "out", tmp / "dest"
     _work_dir(work)
-    _crossencoder(out, work, "--seeds", "7,8", "--ks", "5", "--cost-queries", "2")
-    _crossencoder(out, work, "--seeds", "7", "--loss", "bce", "--no-rerank")
+    maps = ["--maps", "F3,F4", "--map-regimes", "frozen"]
+    _crossencoder(out, work, "--seeds", "7,8", "--ks", "5", "--cost-queries", "2", *maps)
+    _crossencoder(out, work, "--seeds", "7", "--loss", "bce", "--no-rerank", "--budget", "24")
     written = C.publish(out, dest=dest, maps=MAPS, command=COMMAND, png=False)
     return {
         "out": out,
@@ -117,13 +119,89 @@ def test_the_cross_encoders_pairwise_accuracy_stands_beside_the_best_map_verifie
     assert {"map_verifier", "map_mean", "map_ci_low", "map_ci_high", "map_seeds", "difference"} <= set(versus)
     ours = summary[summary.metric == PAIRWISE_ACCURACY].merge(versus, on=[*C.MODEL, "dataset", "family"])
     np.testing.assert_allclose(ours.mean_x, ours.mean_y)
+    # the bce model at 24 triplets had no map verifiers beside it: notebook 04's grid, unpaired
+    unpaired = versus[versus.pairing == C.PAIRINGS["unpaired"]]
+    assert set(unpaired.budget) == {24} and len(unpaired) == len(C.VERSUS)
     maps = pd.read_csv(MAPS / "all_verifiers.csv")
     maps = maps[(maps.metric == PAIRWISE_ACCURACY) & maps.variant.str.match(r"F\d-(frozen|end2end)$")]
-    for row in versus.itertuples():
+    for row in unpaired.itertuples():
         best = maps[(maps.train_data == row.train_data) & (maps.dataset == row.dataset) & (maps.family == row.family)]
         assert row.map_mean == pytest.approx(best["mean"].max())
         assert row.difference == pytest.approx(row.mean - row.map_mean)
         assert row.map_ci_low <= row.map_mean <= row.map_ci_high
+
+
+@pytest.mark.slow
+def test_the_map_verifiers_trained_beside_it_pair_with_it_seed_by_seed(published):
+    versus, rows = _table(published, "vs_maps"), _table(published, "rows")
+    beside = _table(published, "maps")
+    assert set(beside.verifier_variant) == {"balanced-small-b16", "balanced-small-b0"}
+    assert set(beside[beside.budget == 16].variant) == {"F3-frozen", "F4-frozen"} and set(beside.seed) == {7, 8}
+    paired = versus[versus.pairing == C.PAIRINGS["paired"]]
+    assert set(paired.budget) == {16} and len(paired) == len(C.VERSUS) and (paired.seeds == 2).all()
+    for row in paired.itertuples():
+        ce = rows[(rows.budget == 16) & (rows.loss == row.loss) & (rows.metric == PAIRWISE_ACCURACY)]
+        ce = ce[(ce.dataset == row.dataset) & (ce.family == row.family)].set_index("seed").value
+        candidates = beside[(beside.budget == 16) & (beside.metric == PAIRWISE_ACCURACY)]
+        candidates = candidates[(candidates.dataset == row.dataset) & (candidates.family == row.family)]
+        means = candidates.groupby(candidates.variant + "@" + candidates.verifier_variant).value.mean()
+        assert row.map_verifier in set(means[means == means.max()].index)
+        best = candidates[candidates.variant + "@" + candidates.verifier_variant == row.map_verifier]
+        differences = ce.sort_index() - best.set_index("seed").value.sort_index()
+        assert row.difference == pytest.approx(differences.mean()) and row.mean == pytest.approx(ce.mean())
+        test = seed_level_test(differences.to_numpy())
+        if np.isnan(test["t_ci_low"]):
+            assert np.isnan(row.difference_ci_low)
+        else:
+            interval = (row.difference_ci_low, row.difference_ci_high)
+            assert interval == pytest.approx((test["t_ci_low"], test["t_ci_high"]))
+
+
+def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differences():
+    model = dict(backbone="b", profile="p", train_data="balanced_pairs", size="joint-bce", loss="bce")
+    model.update(precision="fp32", budget=8192)
+    rows = pd.DataFrame(
+        [{**model, "seed": s, "dataset": C.HELDOUT, "family": "binding", "metric": PAIRWISE_ACCURACY, "value": v}
+         for s, v in zip((42, 43, 44), (0.2, 0.3, 0.1))]
+    )  # fmt: skip
+
+    def maps(variant, folder, budget, values):
+        return [
+            {"train_data": "balanced_pairs", "budget": budget, "variant": variant, "verifier_variant": folder,
+             "seed": s, "dataset": C.HELDOUT, "family": "binding", "metric": PAIRWISE_ACCURACY, "value": v,
+             "examples_seen": budget}
+            for s, v in zip((42, 43, 44), values)
+        ]  # fmt: skip
+
+    beside = pd.DataFrame(
+        maps("F3-frozen", "balanced_pairs-small-b8192", 8192, (0.5, 0.6, 0.4))
+        + maps("F4-end2end", "balanced_pairs-small-b8192", 8192, (0.4, 0.4, 0.4))
+        + maps("F3-frozen", "balanced_pairs-small-b2048", 2048, (0.9, 0.9, 0.9))  # another budget: never paired
+        + maps("F1-frozen+noise1x", "balanced_pairs-small-b0", 8192, (0.95, 0.95, 0.95))  # not a map verifier
+    )
+    out = C.paired_versus(rows, beside)
+    assert len(out) == 1
+    row = out.iloc[0]
+    assert row.map_verifier == "F3-frozen@balanced_pairs-small-b8192" and row.map_mean == pytest.approx(0.5)
+    test = seed_level_test(np.array([0.2, 0.3, 0.1]) - np.array([0.5, 0.6, 0.4]))
+    assert row.difference == pytest.approx(-0.3) and row.difference_p == pytest.approx(test["t_p"], nan_ok=True)
+    assert row.pairing == C.PAIRINGS["paired"] and row.seeds == 3
+    # a model with no maps on its rows at its budget is left to the unpaired comparison
+    assert C.paired_versus(rows.assign(budget=512), beside).empty and C.paired_versus(rows, None).empty
+
+
+def test_map_rows_keep_an_earlier_publications_verifiers_this_run_did_not_train(tmp_path):
+    key = dict(backbone="b", profile="p", train_data="balanced_pairs", size="small", dataset=C.HELDOUT)
+    key.update(family="all", metric=PAIRWISE_ACCURACY)
+    earlier = pd.DataFrame(
+        [{**key, "budget": 8192, "verifier_variant": "balanced_pairs-small-b8192", "variant": v, "seed": 42,
+          "value": 0.1} for v in ("F3-frozen", "F4-frozen")]
+    )  # fmt: skip
+    new = earlier.iloc[:1].assign(value=0.7)
+    new.to_parquet(tmp_path / f"{C.MAPS}.parquet")
+    kept = C.map_rows(tmp_path, earlier).set_index("variant").value
+    assert kept.to_dict() == {"F3-frozen": 0.7, "F4-frozen": 0.1}
+    assert C.map_rows(tmp_path / "none", None) is None
 
 
 @pytest.mark.slow

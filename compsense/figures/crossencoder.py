@@ -7,7 +7,10 @@ committed map-verifier tables, and writes (each atomically, through `core.storag
 - tables/crossencoder_summary.csv: the mean over seeds per model (rows kind, loss, precision, budget) x
   dataset x family x metric, with its interval and which interval it is (`INTERVALS`);
 - tables/crossencoder_vs_maps.csv: the cross-encoder's pairwise accuracy beside the best map verifier's
-  trained on the same rows, both with intervals, per held-out paper family, CondaQA and SugarCrepe;
+  trained on the same rows, both with intervals, per held-out paper family, CondaQA and SugarCrepe: paired
+  by seed where `crossencoder --maps` trained map verifiers at the model's budget (`paired_versus`), else
+  notebook 04's grid (`versus_best_map`);
+- tables/crossencoder_maps.csv: the rows of those `--maps` verifiers, per seed;
 - tables/crossencoder_rerank.csv: SciFact reranking as notebook 05's rerank.csv (`rerank.rerank_answer` of
   `rerank.bootstrap_vs_baseline`: nDCG@10, the delta against Base, its interval and p), with ms per query;
 - tables/crossencoder_record.json: each model's run record, the command and the time of publication;
@@ -35,6 +38,7 @@ from compsense.nearmiss.checks import checks_per_run, split_variant
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.nearmiss.metrics import ALL_FAMILIES, AUC, CHECKS, PAIRWISE_ACCURACY, PAIRWISE_CI, SELF_MATCH
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, DEFAULT_TRAIN_DATA
+from compsense.verifiers.names import JOINT_MAPS as MAPS
 from compsense.verifiers.names import JOINT_OUT as DEFAULT_OUT
 from compsense.verifiers.names import JOINT_PRECISIONS as PRECISIONS
 from compsense.verifiers.names import JOINT_RERANK_FILES as RERANK_FILES
@@ -47,6 +51,7 @@ TABLES = {  # tables/<name>: what `publish` writes beside the figure
     "rows": "crossencoder.csv",
     "summary": "crossencoder_summary.csv",
     "vs_maps": "crossencoder_vs_maps.csv",
+    "maps": "crossencoder_maps.csv",
     "rerank": "crossencoder_rerank.csv",
     "record": "crossencoder_record.json",
 }
@@ -68,6 +73,12 @@ VERSUS = [
     ("sugarcrepe", ALL_FAMILIES),
 ]
 ROW_ORDER = [*MODEL, "seed", "dataset", "family", "metric"]
+# What names one map verifier trained beside the cross-encoder (`--maps`): its folder (rows, size, budget) and name
+MAP_MODEL = ["backbone", "profile", "train_data", "size", "budget", "verifier_variant", "variant"]
+PAIRINGS = {
+    "paired": "paired by seed: same rows, budget and seeds (--maps)",
+    "unpaired": "unpaired: notebook 04's grid (all_verifiers.csv), at its own budget",
+}
 
 
 def publish(out=DEFAULT_OUT, dest=None, maps=None, command: str | None = None, png: bool = True) -> list[Path]:
@@ -85,11 +96,14 @@ def publish(out=DEFAULT_OUT, dest=None, maps=None, command: str | None = None, p
     rows = seed_rows(keep_earlier(rows, earlier, [*MODEL, "seed"]))
     summary = summary_table(rows)
     verifiers = _optional_csv(maps / "all_verifiers.csv")
+    beside = map_rows(results, _optional_csv(tables / TABLES["maps"]))
     written = [
         write_table(rows, tables / TABLES["rows"]),
         write_table(summary, tables / TABLES["summary"]),
-        write_table(versus_best_map(summary, verifiers), tables / TABLES["vs_maps"]),
+        write_table(versus_maps(rows, summary, beside, verifiers), tables / TABLES["vs_maps"]),
     ]
+    if beside is not None:
+        written.append(write_table(beside, tables / TABLES["maps"]))
     record = run_record(read_table(results / f"{RUNS}.parquet"), command or publish_command(out), _now())
     earlier_record = read_json(tables / TABLES["record"]) if (tables / TABLES["record"]).is_file() else None
     rerank = read_rerank(results)
@@ -104,6 +118,7 @@ def publish(out=DEFAULT_OUT, dest=None, maps=None, command: str | None = None, p
         [
             map_points(verifiers),
             curve_points(_optional_csv(maps / "verifier_budget.csv"), set(rows.budget)),
+            paired_points(beside),
             model_points(rows),
         ],
         ignore_index=True,
@@ -234,6 +249,99 @@ def interval(group: pd.DataFrame, bounds: pd.DataFrame) -> tuple[float, float, s
         if pd.notna(low) and pd.notna(high):
             return float(low), float(high), INTERVALS["anchors"]
     return float("nan"), float("nan"), INTERVALS["none"]
+
+
+def map_rows(results: Path, earlier: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The map verifiers `crossencoder --maps` trained beside the cross-encoder (results/MAPS.parquet), one row
+    per verifier x seed x dataset x family x metric, with those of an earlier publication (`earlier`) this run
+    did not train kept; None where neither has any."""
+    path = results / f"{MAPS}.parquet"
+    new = read_table(path) if path.is_file() else None
+    if new is None:
+        return earlier
+    new = new.drop(columns=[c for c in ("run",) if c in new])
+    kept = keep_earlier(new, earlier, [*MAP_MODEL, "seed"])
+    order = [*MAP_MODEL, "seed", "dataset", "family", "metric"]
+    return kept.sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def versus_maps(
+    rows: pd.DataFrame, summary: pd.DataFrame, beside: pd.DataFrame | None, verifiers: pd.DataFrame | None
+) -> pd.DataFrame:
+    """The decision's table (issue 50, item 5): per cross-encoder model and `VERSUS` set, its pairwise accuracy
+    beside the best map verifier's. Where `--maps` trained map verifiers on the model's rows at its budget
+    (`beside`), the comparison is paired by seed (`paired_versus`); for a model without them it is notebook 04's
+    grid, unpaired (`versus_best_map`). The `pairing` column says which."""
+    paired = paired_versus(rows, beside)
+    unpaired = versus_best_map(summary, verifiers).assign(pairing=PAIRINGS["unpaired"])
+    if not paired.empty:
+        done = set(map(tuple, paired[MODEL].astype(str).itertuples(index=False)))
+        mine = [tuple(r) in done for r in unpaired[MODEL].astype(str).itertuples(index=False)]
+        unpaired = unpaired[~np.array(mine, dtype=bool)]
+    return pd.concat([paired, unpaired], ignore_index=True) if not paired.empty else unpaired
+
+
+def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFrame:
+    """Per cross-encoder model and `VERSUS` set with map verifiers trained on the same rows kind at the same
+    budget (`beside`): the map verifier with the highest mean pairwise accuracy over the seeds the two share
+    (chosen per set: the strongest map verifier each family has, which favours the maps), both means with their
+    t intervals over those seeds, and the mean within-seed difference (cross-encoder minus map) with the paired
+    t interval and p over seeds (`core.stats.seed_level_test`). Empty where no model has such maps."""
+    if beside is None or beside.empty:
+        return pd.DataFrame()
+    wanted = pd.DataFrame(VERSUS, columns=["dataset", "family"])
+    ce = rows[rows.metric == PAIRWISE_ACCURACY].merge(wanted, on=["dataset", "family"])
+    maps = beside[
+        (beside.metric == PAIRWISE_ACCURACY) & is_map_verifier(beside.variant) & (beside.budget.astype(float) > 0)
+    ].merge(wanted, on=["dataset", "family"])
+    maps = maps.assign(map_verifier=maps.variant + "@" + maps.verifier_variant)
+    out = []
+    on = ["train_data", "budget", "dataset", "family"]
+    for key, model in ce.groupby([*MODEL, "dataset", "family"], sort=True):
+        info = dict(zip([*MODEL, "dataset", "family"], key, strict=True))
+        same = maps
+        for column in on:
+            same = same[same[column].astype(str) == str(info[column])]
+        same = same[same.seed.isin(model.seed)]
+        if same.empty:
+            continue
+        means = same.groupby("map_verifier").value.mean().sort_values(ascending=False, kind="stable")
+        best = same[same.map_verifier == means.index[0]].set_index("seed").value
+        mine = model.set_index("seed").value.loc[best.index]
+        test = seed_level_test((mine - best).to_numpy(float))
+        ce_low, ce_high = _seed_interval(mine)
+        map_low, map_high = _seed_interval(best)
+        out.append(
+            {
+                **info,
+                "mean": float(mine.mean()),
+                "ci_low": ce_low,
+                "ci_high": ce_high,
+                "interval": INTERVALS["seeds"],
+                "seeds": int(len(mine)),
+                "map_verifier": means.index[0],
+                "map_examples_seen": float(same.examples_seen.max()) if "examples_seen" in same else float("nan"),
+                "map_mean": float(best.mean()),
+                "map_ci_low": map_low,
+                "map_ci_high": map_high,
+                "map_seeds": int(len(best)),
+                "difference": float(test["mean_delta"]),
+                "difference_ci_low": test["t_ci_low"],
+                "difference_ci_high": test["t_ci_high"],
+                "difference_p": test["t_p"],
+                "pairing": PAIRINGS["paired"],
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _seed_interval(values: pd.Series) -> tuple[float, float]:
+    """The t interval over seeds of `values` (one per seed): zero width where they agree, NaN with one."""
+    v = values.to_numpy(float)
+    if len(v) > 1 and np.allclose(v, v[0]):
+        return float(v[0]), float(v[0])
+    test = seed_level_test(v)
+    return test["t_ci_low"], test["t_ci_high"]
 
 
 def versus_best_map(summary: pd.DataFrame, verifiers: pd.DataFrame | None) -> pd.DataFrame:
@@ -374,6 +482,20 @@ def curve_points(curve: pd.DataFrame | None, budgets: set) -> pd.DataFrame:
     size = _at_budget(wide["size"], wide.budget) + np.where(wide.recipe == "authors", ", authors recipe", "")
     points = wide.assign(size=size, seed="mean of " + wide.seeds.astype(int).astype(str))
     return points[["scorer", "regime", "train_data", "size", "seed", *CHECKS]]
+
+
+def paired_points(beside: pd.DataFrame | None) -> pd.DataFrame:
+    """The map verifiers `--maps` trained beside the cross-encoder (`beside`, per seed), one point per verifier
+    and folder at the mean of its seeds, as `map_points`' (the noise line at budget 0 is `map_points`' own)."""
+    if beside is None or beside.empty:
+        return pd.DataFrame()
+    sel = beside[is_map_verifier(beside.variant) & (beside.budget.astype(float) > 0) & (beside.dataset == HELDOUT)]
+    if sel.empty:
+        return pd.DataFrame()
+    keys = ["variant", "verifier_variant", "train_data", "size", "budget", "dataset", "family", "metric"]
+    mean = sel.groupby(keys, as_index=False).agg(value=("value", "mean"), seeds=("seed", "nunique"))
+    labelled = mean.assign(seed="mean of " + mean.seeds.astype(str), size=_at_budget(mean["size"], mean.budget))
+    return checks_per_run(labelled, HELDOUT)
 
 
 def crossencoder_figure(points: pd.DataFrame):

@@ -43,6 +43,7 @@ import argparse
 
 from compsense.verifiers.groups import flat
 from compsense.verifiers.names import DEFAULT_JOINT_LOSS, JOINT_LOSSES
+from compsense.verifiers.names import JOINT_MAPS as MAPS
 from compsense.verifiers.names import JOINT_OUT as DEFAULT_OUT
 from compsense.verifiers.names import JOINT_PRECISIONS as PRECISIONS
 from compsense.verifiers.names import JOINT_RERANK_FILES as RERANK_FILES
@@ -100,6 +101,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "its head; the transformer takes their `encoder_lr`); `same`: the transformer's, one rate for all, as the "
         "first run trained. A head rate names the models' size (joint-...-head0.001)",
     )
+    p.add_argument(
+        "--maps",
+        default="",
+        help="also train these map verifiers (e.g. F3,F4) on the same rows, budgets and seeds, through notebook "
+        "04's budget-curve code, so the cross-encoder and the map verifiers pair seed by seed (issue 50, item 5); "
+        f"their rows go to results/{MAPS}.parquet (default: none)",
+    )
+    p.add_argument(
+        "--map-regimes",
+        default="frozen,end2end",
+        help="with --maps: the regimes they train in (default frozen,end2end; the profile's size_scope still "
+        "narrows the authors' size)",
+    )
     p.add_argument("--ks", default="100", help="comma-separated rerank depths (default 100)")
     p.add_argument(
         "--map-verifiers",
@@ -132,6 +146,7 @@ def run(args, profile: dict) -> int:
     settings = profile_settings(profile, args)
     kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
     _check_kinds(kinds)
+    maps, map_regimes = _map_plan(args)
     training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0]).replace(
         loss=args.loss,
         precision=args.precision,
@@ -159,6 +174,9 @@ def run(args, profile: dict) -> int:
         device=args.device,
         profile=settings["profile"],
     )
+    if maps:
+        beside = train_maps(inputs, settings, maps, map_regimes, seeds, budgets, results_dir, args.device)
+        tidy = pd.concat([tidy, beside])
     with pd.option_context("display.width", 200, "display.max_columns", 40):
         print(separation_table(tidy).to_string())
         if not args.no_rerank:
@@ -315,6 +333,57 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
         append_results(table, results_dir / f"{name}.parquet", key=key)
     summary = R.rerank_summary(grid.results).groupby("variant", sort=False).first()
     return summary.join(R.cost_table(grid.cost).set_index("variant").drop(columns=["regime"]), how="left")
+
+
+def train_maps(inputs: dict, settings: dict, names, regimes, seeds, budgets, results_dir, device=None):
+    """Notebook 04's map verifiers `names` in `regimes` on each rows kind of `inputs` (`load_inputs`), at every
+    budget and seed the cross-encoder trains at, through the budget curve's own code
+    (`verifiers.budget.run_budget_curve`: the same folders, verifiers/<rows>-<size>-b<budget>/, so a finished
+    verifier is loaded, and frozen MaxSim with its noise control at budget 0, the noise line), with the
+    profile's sizes, size_scope and training settings, on `device`. Rows are appended to
+    `results_dir`/MAPS.parquet as each kind finishes; returns them (tidy near-miss rows with `budget`)."""
+    import pandas as pd  # noqa: PLC0415
+
+    from compsense.core.storage import append_results  # noqa: PLC0415
+    from compsense.nearmiss.evaluation import NEARMISS_KEY  # noqa: PLC0415
+    from compsense.verifiers.budget import BudgetCurve, run_budget_curve  # noqa: PLC0415
+    from compsense.verifiers.config import Compute, VerifierGrid, VerifierTraining  # noqa: PLC0415
+
+    p = settings["04"]
+    training = VerifierTraining(**{k: p[k] for k in VerifierTraining.__dataclass_fields__ if k in p})
+    grid = VerifierGrid(
+        verifiers=names, regimes=regimes, sizes=p["sizes"], size_scope=p["size_scope"], seeds=seeds,
+        include_special=p["include_special"], f2_learnable=p["f2_learnable"],
+    )  # fmt: skip
+    tables = []
+    for kind, rows in inputs["rows"].items():
+        curve = BudgetCurve(
+            examples=tuple(sorted(budgets)), verifiers=tuple(names), sizes=tuple(p["sizes"]),
+            size_scope=p["size_scope"], regimes=tuple(regimes), seeds_at_largest=tuple(seeds),
+            train_data=kind, authors_recipe=False,
+        )  # fmt: skip
+        _, tidy = run_budget_curve(
+            curve, {kind: rows}, grid, inputs["encoder"], settings["work_dir"], inputs["sets"], settings["backbone"],
+            training=training, compute=Compute(device=device), profile=settings["profile"],
+        )  # fmt: skip
+        append_results(tidy, results_dir / f"{MAPS}.parquet", key=[*NEARMISS_KEY, "budget"])
+        tables.append(tidy)
+    return pd.concat(tables, ignore_index=True)
+
+
+def _map_plan(args) -> tuple[list[str], list[str]]:
+    """(verifiers, regimes) of `--maps` and `--map-regimes`, checked before anything loads."""
+    from compsense.verifiers.architectures import verifier_names  # noqa: PLC0415
+    from compsense.verifiers.config import REGIMES  # noqa: PLC0415
+
+    if not args.maps:
+        return [], []
+    names = verifier_names(_names(args.maps, "--maps"))
+    regimes = _names(args.map_regimes, "--map-regimes")
+    stray = sorted(set(regimes) - set(REGIMES))
+    if stray:
+        raise ValueError(f"--map-regimes: unknown {stray}; use some of {list(REGIMES)}")
+    return list(names), regimes
 
 
 def _joint_label(run, label: str) -> str:

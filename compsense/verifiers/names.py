@@ -9,6 +9,7 @@ code behind them (`verifiers.data`, torch, sentence-transformers).
     JOINT_PRECISIONS    fp32, or bf16 autocast (`verifiers.joint.precision_context`)
     JOINT_RESULTS, JOINT_RUNS, JOINT_RERANK_FILES, JOINT_OUT
                         `compsense crossencoder`'s tables (results/<name>.parquet) and its default folder
+    JOINT_MAPS          its table of the map verifiers `--maps` trains on the same rows, budgets and seeds
 """
 
 TRAIN_DATA = ("identity", "paraphrase", "mixed", "model_b", "balanced", "balanced_all", "balanced_pairs")
@@ -18,4 +19,5 @@ DEFAULT_JOINT_LOSS = "cmnrl"  # the verifiers' in-batch contrast, in memory-boun
 JOINT_PRECISIONS = ("fp32", "bf16")
 JOINT_RESULTS, JOINT_RUNS = "crossencoder", "crossencoder_runs"  # the near-miss rows; one row per trained model
 JOINT_RERANK_FILES = ("crossencoder_rerank", "crossencoder_rerank_per_query", "crossencoder_rerank_cost")
+JOINT_MAPS = "crossencoder_maps"  # the map verifiers beside it: paired with its models seed by seed
 JOINT_OUT = "runs/crossencoder"
