@@ -488,6 +488,7 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
         (["--work-dir", "{tmp}/none"], ["pairs.parquet", "notebook"]),
         (["--maps", "F9"], ["ValueError", "unknown verifier 'F9'"]),
         (["--maps", "F3", "--map-regimes", "frozen,warm"], ["ValueError", "--map-regimes", "['warm']"]),
+        (["--maps", "F3", "--map-lr", "0"], ["ValueError", "--map-lr 0.0", "positive learning rate"]),
     ],
 )
 def test_cli_errors_are_one_clear_line(tmp_path, capsys, monkeypatch, extra, words):

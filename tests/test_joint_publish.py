@@ -157,6 +157,21 @@ def test_the_map_verifiers_trained_beside_it_pair_with_it_seed_by_seed(published
             assert interval == pytest.approx((test["t_ci_low"], test["t_ci_high"]))
 
 
+@pytest.mark.slow
+def test_a_map_learning_rate_given_trains_the_encoder_at_it_in_folders_of_their_own(published, tmp_path):
+    work = published["dest"].parent / "work"  # the fixture's: its cross-encoder is loaded, not trained again
+    out = tmp_path / "out"
+    maps = ["--maps", "F4", "--map-regimes", "end2end", "--map-lr", "0.01"]
+    _crossencoder(out, work, "--seeds", "7", "--no-rerank", *maps)
+    beside = read_table(out / "results" / f"{C.MAPS}.parquet")
+    assert set(beside[beside.budget == 16].verifier_variant) == {"balanced-small-lr0.01-b16"}
+    assert set(beside[beside.budget == 16].variant) == {"F4-end2end"}
+    record = json.loads((work / "verifiers" / "balanced-small-lr0.01-b16" / "seed7" / "F4-end2end" / "verifier.json")
+                        .read_text())  # fmt: skip
+    assert record["settings"]["encoder_lr"] == 0.01 and record["settings"]["budget_examples"] == 16
+    assert not (work / "verifiers" / "balanced-small-lr0.01-b0").exists()  # the noise line trains nothing
+
+
 def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differences():
     model = dict(backbone="b", profile="p", train_data="balanced_pairs", size="joint-bce", loss="bce")
     model.update(precision="fp32", budget=8192)

@@ -143,9 +143,12 @@ def run_budget_curve(
     (training summary, tidy results) as `run_study` does, with a `budget` column; results are
     appended to {work_dir}/results/04/verifier_budget.parquet as each point finishes, and a cut run
     resumes (finished verifiers are loaded, not retrained).
-    `grid`: notebook 04's grid, of which the curve keeps the seeds, `include_special` and
-    `f2_learnable` (it sets verifiers, sizes, regimes and budgets itself); `training`: notebook 04's
-    training settings (batch size, learning rate, loss...), whose `budget_examples` the curve sets.
+    `grid`: notebook 04's grid, of which the curve keeps the seeds, `include_special`,
+    `f2_learnable` and `folder_suffix` (it sets verifiers, sizes, regimes and budgets itself; a suffix, ""
+    in notebook 04, goes before each budget's, so a curve at a setting no folder names has folders of its
+    own: `crossencoder --map-lr`); `training`: notebook 04's training settings (batch size, learning
+    rate, loss...), whose `budget_examples` the curve sets. The noise line (budget 0) trains nothing and
+    keeps its one folder.
     """
     if curve.enabled and curve.train_data not in rows_by_data:
         raise ValueError(
@@ -175,7 +178,7 @@ def run_budget_curve(
             continue
         point = grid.replace(
             verifiers=curve.verifiers, regimes=regimes, sizes=curve.sizes, size_scope=curve.size_scope,
-            seeds=[seed], noise_multiples=(), folder_suffix=budget_suffix(budget),
+            seeds=[seed], noise_multiples=(), folder_suffix=grid.folder_suffix + budget_suffix(budget),
         )  # fmt: skip
         at = training.replace(budget_examples=int(budget))
         summary, tidy = run_study(rows, point, encoder, work_dir, sets, training=at, budget=int(budget), **shared)

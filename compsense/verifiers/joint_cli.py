@@ -114,6 +114,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="with --maps: the regimes they train in (default frozen,end2end; the profile's size_scope still "
         "narrows the authors' size)",
     )
+    p.add_argument(
+        "--map-lr",
+        type=float,
+        default=None,
+        help="with --maps: the end-to-end map verifiers' encoder learning rate (default: the profile's "
+        "encoder_lr); a rate given names their folders, <rows>-<size>-lr<rate>-b<budget>, as --lr names the "
+        "cross-encoder's",
+    )
     p.add_argument("--ks", default="100", help="comma-separated rerank depths (default 100)")
     p.add_argument(
         "--map-verifiers",
@@ -147,6 +155,7 @@ def run(args, profile: dict) -> int:
     kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
     _check_kinds(kinds)
     maps, map_regimes = _map_plan(args)
+    map_lr = None if args.map_lr is None else _positive(args.map_lr, "--map-lr")
     training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0]).replace(
         loss=args.loss,
         precision=args.precision,
@@ -175,7 +184,8 @@ def run(args, profile: dict) -> int:
         profile=settings["profile"],
     )
     if maps:
-        beside = train_maps(inputs, settings, maps, map_regimes, seeds, budgets, results_dir, args.device)
+        plan = {"names": maps, "regimes": map_regimes, "encoder_lr": map_lr}
+        beside = train_maps(inputs, settings, plan, seeds, budgets, results_dir, args.device)
         tidy = pd.concat([tidy, beside])
     with pd.option_context("display.width", 200, "display.max_columns", 40):
         print(separation_table(tidy).to_string())
@@ -335,12 +345,13 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
     return summary.join(R.cost_table(grid.cost).set_index("variant").drop(columns=["regime"]), how="left")
 
 
-def train_maps(inputs: dict, settings: dict, names, regimes, seeds, budgets, results_dir, device=None):
-    """Notebook 04's map verifiers `names` in `regimes` on each rows kind of `inputs` (`load_inputs`), at every
-    budget and seed the cross-encoder trains at, through the budget curve's own code
+def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results_dir, device=None):
+    """Notebook 04's map verifiers `plan["names"]` in `plan["regimes"]` on each rows kind of `inputs`
+    (`load_inputs`), at every budget and seed the cross-encoder trains at, through the budget curve's own code
     (`verifiers.budget.run_budget_curve`: the same folders, verifiers/<rows>-<size>-b<budget>/, so a finished
     verifier is loaded, and frozen MaxSim with its noise control at budget 0, the noise line), with the
-    profile's sizes, size_scope and training settings, on `device`. Rows are appended to
+    profile's sizes, size_scope and training settings, on `device`. `plan["encoder_lr"]` (None: the profile's)
+    sets the end-to-end encoder's rate and names the folders (`_lr_suffix`). Rows are appended to
     `results_dir`/MAPS.parquet as each kind finishes; returns them (tidy near-miss rows with `budget`)."""
     import pandas as pd  # noqa: PLC0415
 
@@ -349,11 +360,12 @@ def train_maps(inputs: dict, settings: dict, names, regimes, seeds, budgets, res
     from compsense.verifiers.budget import BudgetCurve, run_budget_curve  # noqa: PLC0415
     from compsense.verifiers.config import Compute, VerifierGrid, VerifierTraining  # noqa: PLC0415
 
-    p = settings["04"]
+    p, names, regimes, rate = settings["04"], plan["names"], plan["regimes"], plan.get("encoder_lr")
     training = VerifierTraining(**{k: p[k] for k in VerifierTraining.__dataclass_fields__ if k in p})
+    training = training if rate is None else training.replace(encoder_lr=rate)
     grid = VerifierGrid(
         verifiers=names, regimes=regimes, sizes=p["sizes"], size_scope=p["size_scope"], seeds=seeds,
-        include_special=p["include_special"], f2_learnable=p["f2_learnable"],
+        include_special=p["include_special"], f2_learnable=p["f2_learnable"], folder_suffix=_lr_suffix(rate),
     )  # fmt: skip
     tables = []
     for kind, rows in inputs["rows"].items():
@@ -369,6 +381,11 @@ def train_maps(inputs: dict, settings: dict, names, regimes, seeds, budgets, res
         append_results(tidy, results_dir / f"{MAPS}.parquet", key=[*NEARMISS_KEY, "budget"])
         tables.append(tidy)
     return pd.concat(tables, ignore_index=True)
+
+
+def _lr_suffix(rate: float | None) -> str:
+    """ "-lr0.0001" for a rate given on the command line, "" for the profile's: the size suffix of `joint_size`."""
+    return "" if rate is None else f"-lr{float(rate):g}"
 
 
 def _map_plan(args) -> tuple[list[str], list[str]]:
