@@ -205,6 +205,24 @@ def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differ
     assert C.paired_versus(rows.assign(budget=512), beside).empty and C.paired_versus(rows, None).empty
 
 
+def test_paired_points_average_seeds_and_keep_a_folders_own_rate_apart():
+    rows = []
+    for folder, values in (("balanced_pairs-small-b8192", (0.2, 0.4)), ("balanced_pairs-small-lr0.0001-b8192", (0.9,))):
+        for seed, v in zip((42, 43), values):
+            for family, metric in C.CHECKS.values():
+                rows.append(
+                    {"variant": "F3-end2end", "verifier_variant": folder, "train_data": "balanced_pairs",
+                     "size": "small", "budget": 8192, "dataset": C.HELDOUT, "family": family, "metric": metric,
+                     "value": v, "seed": seed}
+                )  # fmt: skip
+    points = C.paired_points(pd.DataFrame(rows)).set_index("size")
+    assert set(points.index) == {"small, 8,192 triplets", "small-lr0.0001, 8,192 triplets"}
+    assert points.loc["small, 8,192 triplets", "auc"] == pytest.approx(0.3)
+    assert points.loc["small, 8,192 triplets", "seed"] == "mean of 2"
+    assert points.loc["small-lr0.0001, 8,192 triplets", "auc"] == pytest.approx(0.9)
+    assert C.paired_points(None).empty
+
+
 def test_map_rows_keep_an_earlier_publications_verifiers_this_run_did_not_train(tmp_path):
     key = dict(backbone="b", profile="p", train_data="balanced_pairs", size="small", dataset=C.HELDOUT)
     key.update(family="all", metric=PAIRWISE_ACCURACY)

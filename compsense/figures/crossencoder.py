@@ -494,8 +494,11 @@ def paired_points(beside: pd.DataFrame | None) -> pd.DataFrame:
         return pd.DataFrame()
     keys = ["variant", "verifier_variant", "train_data", "size", "budget", "dataset", "family", "metric"]
     mean = sel.groupby(keys, as_index=False).agg(value=("value", "mean"), seeds=("seed", "nunique"))
-    labelled = mean.assign(seed="mean of " + mean.seeds.astype(str), size=_at_budget(mean["size"], mean.budget))
-    return checks_per_run(labelled, HELDOUT)
+    # the size as the folder names it, between the rows kind and the budget: "small", or "small-lr0.0001"
+    # where `--map-lr` trained the encoder at a rate of its own (a point apart from the profile's rate)
+    folder = [v.removeprefix(f"{t}-").rsplit("-b", 1)[0] for v, t in zip(mean.verifier_variant, mean.train_data)]
+    size = _at_budget(pd.Series(folder, index=mean.index), mean.budget)
+    return checks_per_run(mean.assign(seed="mean of " + mean.seeds.astype(str), size=size), HELDOUT)
 
 
 def crossencoder_figure(points: pd.DataFrame):
