@@ -150,8 +150,8 @@ def test_the_map_verifiers_trained_beside_it_pair_with_it_seed_by_seed(published
         differences = ce.sort_index() - best.set_index("seed").value.sort_index()
         assert row.difference == pytest.approx(differences.mean()) and row.mean == pytest.approx(ce.mean())
         test = seed_level_test(differences.to_numpy())
-        if np.isnan(test["t_ci_low"]):
-            assert np.isnan(row.difference_ci_low)
+        if np.allclose(differences, differences.iloc[0]):  # equal at both seeds: no width
+            assert row.difference_ci_low == row.difference_ci_high == pytest.approx(differences.iloc[0])
         else:
             interval = (row.difference_ci_low, row.difference_ci_high)
             assert interval == pytest.approx((test["t_ci_low"], test["t_ci_high"]))
@@ -201,6 +201,9 @@ def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differ
     test = seed_level_test(np.array([0.2, 0.3, 0.1]) - np.array([0.5, 0.6, 0.4]))
     assert row.difference == pytest.approx(-0.3) and row.difference_p == pytest.approx(test["t_p"], nan_ok=True)
     assert row.pairing == C.PAIRINGS["paired"] and row.seeds == 3
+    # differences equal at every seed: an interval of no width, no p
+    same = C.paired_versus(rows.assign(value=[0.6, 0.7, 0.5]), beside).iloc[0]
+    assert same.difference_ci_low == same.difference_ci_high == pytest.approx(0.1) and np.isnan(same.difference_p)
     # a model with no maps on its rows at its budget is left to the unpaired comparison
     assert C.paired_versus(rows.assign(budget=512), beside).empty and C.paired_versus(rows, None).empty
 

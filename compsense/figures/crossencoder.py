@@ -308,7 +308,9 @@ def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFra
         means = same.groupby("map_verifier").value.mean().sort_values(ascending=False, kind="stable")
         best = same[same.map_verifier == means.index[0]].set_index("seed").value
         mine = model.set_index("seed").value.loc[best.index]
-        test = seed_level_test((mine - best).to_numpy(float))
+        differences = mine - best
+        test = seed_level_test(differences.to_numpy(float))
+        diff_low, diff_high = _seed_interval(differences)
         ce_low, ce_high = _seed_interval(mine)
         map_low, map_high = _seed_interval(best)
         out.append(
@@ -326,8 +328,8 @@ def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFra
                 "map_ci_high": map_high,
                 "map_seeds": int(len(best)),
                 "difference": float(test["mean_delta"]),
-                "difference_ci_low": test["t_ci_low"],
-                "difference_ci_high": test["t_ci_high"],
+                "difference_ci_low": diff_low,
+                "difference_ci_high": diff_high,
                 "difference_p": test["t_p"],
                 "pairing": PAIRINGS["paired"],
             }
