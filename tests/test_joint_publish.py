@@ -193,6 +193,7 @@ def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differ
         + maps("F4-end2end", "balanced_pairs-small-b8192", 8192, (0.4, 0.4, 0.4))
         + maps("F3-frozen", "balanced_pairs-small-b2048", 2048, (0.9, 0.9, 0.9))  # another budget: never paired
         + maps("F1-frozen+noise1x", "balanced_pairs-small-b0", 8192, (0.95, 0.95, 0.95))  # not a map verifier
+        + maps("F3-end2end", "balanced_pairs-small-lr0.0001-b8192", 8192, (0.99,))  # one seed of three: never paired
     )
     out = C.paired_versus(rows, beside)
     assert len(out) == 1

@@ -283,10 +283,11 @@ def versus_maps(
 
 def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFrame:
     """Per cross-encoder model and `VERSUS` set with map verifiers trained on the same rows kind at the same
-    budget (`beside`): the map verifier with the highest mean pairwise accuracy over the seeds the two share
-    (chosen per set: the strongest map verifier each family has, which favours the maps), both means with their
-    t intervals over those seeds, and the mean within-seed difference (cross-encoder minus map) with the paired
-    t interval and p over seeds (`core.stats.seed_level_test`). Empty where no model has such maps."""
+    budget (`beside`) at every seed the model has: the map verifier with the highest mean pairwise accuracy
+    over those seeds (chosen per set: the strongest map verifier each family has, which favours the maps),
+    both means with their t intervals over those seeds, and the mean within-seed difference (cross-encoder
+    minus map) with the paired t interval and p over seeds (`core.stats.seed_level_test`; differences equal at
+    every seed: an interval of no width and no p, as `_seed_interval`). Empty where no model has such maps."""
     if beside is None or beside.empty:
         return pd.DataFrame()
     wanted = pd.DataFrame(VERSUS, columns=["dataset", "family"])
@@ -302,7 +303,11 @@ def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFra
         same = maps
         for column in on:
             same = same[same[column].astype(str) == str(info[column])]
-        same = same[same.seed.isin(model.seed)]
+        # a map verifier pairs only where it has every seed of the model: a one-seed control (e.g. --map-lr at
+        # seed 42) is never chosen as the best on one lucky seed; its rows stay in crossencoder_maps.csv
+        seeds = set(model.seed)
+        same = same[same.seed.isin(seeds)]
+        same = same[same.groupby("map_verifier").seed.transform("nunique") == len(seeds)]
         if same.empty:
             continue
         means = same.groupby("map_verifier").value.mean().sort_values(ascending=False, kind="stable")
