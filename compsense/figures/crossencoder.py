@@ -236,12 +236,8 @@ def interval(group: pd.DataFrame, bounds: pd.DataFrame) -> tuple[float, float, s
     """(low, high, kind) of one summary row's seed values: the t interval over seeds with two or more
     (zero width where they agree exactly, as `verifiers.budget.budget_table`), else the anchor
     bootstrap the one seed's pairwise accuracy carries, else none."""
-    values = group.value.to_numpy(float)
-    if len(values) > 1:
-        if np.allclose(values, values[0]):
-            return float(values[0]), float(values[0]), INTERVALS["seeds"]
-        test = seed_level_test(values)
-        return test["t_ci_low"], test["t_ci_high"], INTERVALS["seeds"]
+    if len(group) > 1:
+        return (*_seed_interval(group.value), INTERVALS["seeds"])
     row = group.iloc[0]
     key = (*(row[c] for c in MODEL), row.seed, row.dataset, row.family)
     if row.metric == PAIRWISE_ACCURACY and key in bounds.index:
@@ -256,11 +252,9 @@ def map_rows(results: Path, earlier: pd.DataFrame | None) -> pd.DataFrame | None
     per verifier x seed x dataset x family x metric, with those of an earlier publication (`earlier`) this run
     did not train kept; None where neither has any."""
     path = results / f"{MAPS}.parquet"
-    new = read_table(path) if path.is_file() else None
-    if new is None:
+    if not path.is_file():
         return earlier
-    new = new.drop(columns=[c for c in ("run",) if c in new])
-    kept = keep_earlier(new, earlier, [*MAP_MODEL, "seed"])
+    kept = keep_earlier(read_table(path).drop(columns="run", errors="ignore"), earlier, [*MAP_MODEL, "seed"])
     order = [*MAP_MODEL, "seed", "dataset", "family", "metric"]
     return kept.sort_values(order, kind="stable").reset_index(drop=True)
 

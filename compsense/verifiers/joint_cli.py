@@ -154,8 +154,7 @@ def run(args, profile: dict) -> int:
     settings = profile_settings(profile, args)
     kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
     _check_kinds(kinds)
-    maps, map_regimes = _map_plan(args)
-    map_lr = None if args.map_lr is None else _positive(args.map_lr, "--map-lr")
+    maps = _map_plan(args)
     training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0]).replace(
         loss=args.loss,
         precision=args.precision,
@@ -184,8 +183,7 @@ def run(args, profile: dict) -> int:
         profile=settings["profile"],
     )
     if maps:
-        plan = {"names": maps, "regimes": map_regimes, "encoder_lr": map_lr}
-        beside = train_maps(inputs, settings, plan, seeds, budgets, results_dir, args.device)
+        beside = train_maps(inputs, settings, maps, seeds, budgets, results_dir, args.device)
         tidy = pd.concat([tidy, beside])
     with pd.option_context("display.width", 200, "display.max_columns", 40):
         print(separation_table(tidy).to_string())
@@ -353,6 +351,8 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
     profile's sizes, size_scope and training settings, on `device`. `plan["encoder_lr"]` (None: the profile's)
     sets the end-to-end encoder's rate and names the folders (`_lr_suffix`). Rows are appended to
     `results_dir`/MAPS.parquet as each kind finishes; returns them (tidy near-miss rows with `budget`)."""
+    from dataclasses import fields  # noqa: PLC0415
+
     import pandas as pd  # noqa: PLC0415
 
     from compsense.core.storage import append_results  # noqa: PLC0415
@@ -361,7 +361,7 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
     from compsense.verifiers.config import Compute, VerifierGrid, VerifierTraining  # noqa: PLC0415
 
     p, names, regimes, rate = settings["04"], plan["names"], plan["regimes"], plan.get("encoder_lr")
-    training = VerifierTraining(**{k: p[k] for k in VerifierTraining.__dataclass_fields__ if k in p})
+    training = VerifierTraining(**{f.name: p[f.name] for f in fields(VerifierTraining) if f.name in p})
     training = training if rate is None else training.replace(encoder_lr=rate)
     grid = VerifierGrid(
         verifiers=names, regimes=regimes, sizes=p["sizes"], size_scope=p["size_scope"], seeds=seeds,
@@ -388,19 +388,21 @@ def _lr_suffix(rate: float | None) -> str:
     return "" if rate is None else f"-lr{float(rate):g}"
 
 
-def _map_plan(args) -> tuple[list[str], list[str]]:
-    """(verifiers, regimes) of `--maps` and `--map-regimes`, checked before anything loads."""
+def _map_plan(args) -> dict | None:
+    """`train_maps`' plan from `--maps`, `--map-regimes` and `--map-lr` ({"names", "regimes", "encoder_lr"}),
+    checked before anything loads; None without `--maps`."""
     from compsense.verifiers.architectures import verifier_names  # noqa: PLC0415
     from compsense.verifiers.config import REGIMES  # noqa: PLC0415
 
     if not args.maps:
-        return [], []
+        return None
     names = verifier_names(_names(args.maps, "--maps"))
     regimes = _names(args.map_regimes, "--map-regimes")
     stray = sorted(set(regimes) - set(REGIMES))
     if stray:
         raise ValueError(f"--map-regimes: unknown {stray}; use some of {list(REGIMES)}")
-    return list(names), regimes
+    rate = None if args.map_lr is None else _positive(args.map_lr, "--map-lr")
+    return {"names": names, "regimes": regimes, "encoder_lr": rate}
 
 
 def _joint_label(run, label: str) -> str:
