@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from compsense.__main__ import main as cli
-from compsense.core.stats import seed_level_test
+from compsense.core.stats import holm, seed_level_test
 from compsense.core.storage import read_table
 from compsense.figures import crossencoder as C
 from compsense.nearmiss.evaluation import parse_noise_name
@@ -155,6 +155,8 @@ def test_the_map_verifiers_trained_beside_it_pair_with_it_seed_by_seed(published
         else:
             interval = (row.difference_ci_low, row.difference_ci_high)
             assert interval == pytest.approx((test["t_ci_low"], test["t_ci_high"]))
+    tested = paired[paired.difference_p.notna()]
+    np.testing.assert_allclose(tested.difference_p_holm, holm(tested.difference_p))
 
 
 @pytest.mark.slow
@@ -202,9 +204,11 @@ def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differ
     test = seed_level_test(np.array([0.2, 0.3, 0.1]) - np.array([0.5, 0.6, 0.4]))
     assert row.difference == pytest.approx(-0.3) and row.difference_p == pytest.approx(test["t_p"], nan_ok=True)
     assert row.pairing == C.PAIRINGS["paired"] and row.seeds == 3
+    assert row.difference_p_holm == pytest.approx(row.difference_p, nan_ok=True)  # equal differences: no p
     # differences equal at every seed: an interval of no width, no p
     same = C.paired_versus(rows.assign(value=[0.6, 0.7, 0.5]), beside).iloc[0]
     assert same.difference_ci_low == same.difference_ci_high == pytest.approx(0.1) and np.isnan(same.difference_p)
+    assert np.isnan(same.difference_p_holm)
     # a model with no maps on its rows at its budget is left to the unpaired comparison
     assert C.paired_versus(rows.assign(budget=512), beside).empty and C.paired_versus(rows, None).empty
 

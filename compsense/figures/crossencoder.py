@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from compsense.core.paths import repo_root, resolve
-from compsense.core.stats import seed_level_test
+from compsense.core.stats import holm, seed_level_test
 from compsense.core.storage import read_json, read_table, write_json, write_table
 from compsense.data.family_names import PAPER_FAMILIES
 from compsense.figures.export import save_figure
@@ -281,7 +281,8 @@ def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFra
     over those seeds (chosen per set: the strongest map verifier each family has, which favours the maps),
     both means with their t intervals over those seeds, and the mean within-seed difference (cross-encoder
     minus map) with the paired t interval and p over seeds (`core.stats.seed_level_test`; differences equal at
-    every seed: an interval of no width and no p, as `_seed_interval`). Empty where no model has such maps."""
+    every seed: an interval of no width and no p, as `_seed_interval`), and that p Holm-adjusted over the
+    model's sets (`difference_p_holm`). Empty where no model has such maps."""
     if beside is None or beside.empty:
         return pd.DataFrame()
     wanted = pd.DataFrame(VERSUS, columns=["dataset", "family"])
@@ -333,7 +334,15 @@ def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFra
                 "pairing": PAIRINGS["paired"],
             }
         )
-    return pd.DataFrame(out)
+    out = pd.DataFrame(out)
+    if out.empty:
+        return out
+    # Holm over each model's sets with a p (differences equal at every seed have none), as Table 1 adjusts
+    out["difference_p_holm"] = np.nan
+    for _, group in out.groupby(MODEL, sort=False):
+        tested = group.index[group.difference_p.notna()]
+        out.loc[tested, "difference_p_holm"] = holm(out.loc[tested, "difference_p"])
+    return out
 
 
 def _seed_interval(values: pd.Series) -> tuple[float, float]:
