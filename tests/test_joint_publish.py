@@ -231,6 +231,34 @@ def test_paired_points_average_seeds_and_keep_a_folders_own_rate_apart():
     assert C.paired_points(None).empty
 
 
+def test_each_cross_encoder_model_gets_a_number_and_a_legend_entry_and_maps_beside_it_a_ring():
+    def point(scorer, regime, train_data, size, seed, self_match, auc, **extra):
+        return {"scorer": scorer, "regime": regime, "train_data": train_data, "size": size, "seed": seed,
+                C.SELF_MATCH: self_match, C.AUC: auc, "copy_vs_near_miss": 0.5, **extra}  # fmt: skip
+
+    points = pd.DataFrame(
+        [
+            point("CE", "end2end", "balanced_pairs", "joint-bce, 8,192 triplets", "42", 0.8, 0.7),
+            point("CE", "end2end", "balanced_pairs", "joint-bce, 8,192 triplets", "43", 0.9, 0.9),
+            point("CE", "end2end", "model_b", "joint-bce, 2,048 triplets", "42", 0.5, 0.4),
+            point("F3", "end2end", "balanced_pairs", "small, 8,192 triplets", "mean of 2", 0.95, 0.5, beside_ce=True),
+            point("F4", "frozen", "model_b", "small, 2,048 triplets", "mean of 3", 0.9, 0.2, beside_ce=False),
+        ]
+    )
+    models = C.ce_models(points).set_index("number")
+    assert list(models.index) == [1, 2]  # ordered by near-miss AUC
+    assert models.loc[2, "label"] == "balanced_pairs, bce, 8,192 (2 seeds)"
+    assert models.loc[2, C.AUC] == pytest.approx(0.8) and models.loc[2, C.SELF_MATCH] == pytest.approx(0.85)
+    assert models.loc[1, "label"] == "model_b, bce, 2,048"
+    fig = C.crossencoder_figure(points)
+    names = [t.name for t in fig.data]
+    assert "1: CE on model_b, bce, 2,048" in names and "2: CE on balanced_pairs, bce, 8,192 (2 seeds)" in names
+    ring = next(t for t in fig.data if t.name.startswith("ring"))
+    assert list(ring.x) == [0.95] and list(ring.y) == [0.5]  # only the map verifier trained beside the CE
+    assert not any(t.name.startswith("ring") for t in C.crossencoder_figure(points.drop(columns="beside_ce")).data)
+    assert C.ce_models(points[points.scorer != "CE"]).empty
+
+
 def test_map_rows_keep_an_earlier_publications_verifiers_this_run_did_not_train(tmp_path):
     key = dict(backbone="b", profile="p", train_data="balanced_pairs", size="small", dataset=C.HELDOUT)
     key.update(family="all", metric=PAIRWISE_ACCURACY)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
 from compsense.core.paths import repo_root, resolve
 from compsense.core.stats import holm, seed_level_test
@@ -118,7 +119,7 @@ def publish(out=DEFAULT_OUT, dest=None, maps=None, command: str | None = None, p
         [
             map_points(verifiers),
             curve_points(_optional_csv(maps / "verifier_budget.csv"), set(rows.budget)),
-            paired_points(beside),
+            paired_points(beside).assign(beside_ce=True),
             model_points(rows),
         ],
         ignore_index=True,
@@ -514,33 +515,58 @@ def paired_points(beside: pd.DataFrame | None) -> pd.DataFrame:
 def crossencoder_figure(points: pd.DataFrame):
     """`figures.verifiers.checks_figure` (near-miss AUC against self-match AUC, the goal corner, the copy
     line and the noise line: frozen MaxSim plus seeded noise) of the map verifiers and the cross-encoder
-    (scorer CE, regime end2end)."""
+    (scorer CE, regime end2end). The static PNG has no hover, so each cross-encoder model gets a number at
+    the mean of its seeds' points and a legend entry that names it (`ce_models`), and the map verifiers
+    `--maps` trained on the cross-encoder's rows (a true `beside_ce` column) get a black ring."""
     fig = checks_figure(
         points,
         title="Held-out near-misses: the cross-encoder (CE) beside the map verifiers<br><sup>CE: one point per "
-        "model and seed, labelled; map verifiers: mean over seeds; noise line: MaxSim + noise</sup>",
+        "model and seed, numbered at their mean; map verifiers: mean over seeds, ringed where trained on the "
+        "CE's rows; noise line: MaxSim + noise</sup>",
     )
-    # the static PNG has no hover: one label per cross-encoder model, at the mean of its seeds' points
-    ce = points[(points.scorer == "CE")].dropna(subset=[SELF_MATCH, AUC]) if not points.empty else points
-    if not ce.empty:
-        ce = ce.groupby(["train_data", "size"], as_index=False).agg(
-            **{SELF_MATCH: (SELF_MATCH, "mean"), AUC: (AUC, "mean"), "seeds": (AUC, "size")}
+    beside = points[points["beside_ce"].eq(True)] if "beside_ce" in points else points.iloc[:0]
+    if not beside.empty:
+        fig.add_trace(
+            go.Scatter(
+                x=beside[SELF_MATCH],
+                y=beside[AUC],
+                mode="markers",
+                marker={"symbol": "circle-open", "size": 18, "color": "black", "line": {"width": 1.5}},
+                name="ring: map verifier trained on the CE's rows (--maps)",
+                hovertext=beside[["scorer", "regime", "train_data", "size"]].astype(str).agg(", ".join, axis=1),
+            )
         )
-    offsets = [(-80, 40), (-80, -40), (-90, 75), (-90, -75), (-100, 110), (-100, -110)]  # close points: labels apart
-    for i, row in enumerate(ce.sort_values([AUC, SELF_MATCH]).itertuples(index=False)):
-        ax, ay = offsets[i % len(offsets)]
-        seeds = f" ({row.seeds} seeds)" if row.seeds > 1 else ""
-        fig.add_annotation(
-            x=getattr(row, SELF_MATCH),
-            y=getattr(row, AUC),
-            text=f"{row.train_data}, {row.size}{seeds}".replace("joint-", "").replace(" triplets", ""),
-            showarrow=True,
-            arrowhead=0,
-            ax=ax,
-            ay=ay,
-            font={"size": 10},
+    for row in ce_models(points).itertuples(index=False):
+        fig.add_trace(
+            go.Scatter(
+                x=[getattr(row, SELF_MATCH)],
+                y=[getattr(row, AUC)],
+                mode="text",
+                text=[f"<b>{row.number}</b>"],
+                textposition="top left",
+                textfont={"size": 12},
+                name=f"{row.number}: CE on {row.label}",
+            )
         )
+    fig.update_layout(width=1500, height=850, legend={"font": {"size": 11}})
     return fig
+
+
+def ce_models(points: pd.DataFrame) -> pd.DataFrame:
+    """One row per cross-encoder model in `points` (scorer CE): the mean of its seeds' self-match and
+    near-miss AUC, how many seeds, its number (1, 2, ... in order of near-miss AUC) and a label naming
+    its rows, loss, rates and budget ("balanced_pairs, bce-head0.001-lr0.0001, 8,192 (3 seeds)")."""
+    columns = ["number", "train_data", "size", SELF_MATCH, AUC, "seeds", "label"]
+    ce = points[points.scorer == "CE"].dropna(subset=[SELF_MATCH, AUC]) if "scorer" in points else points.iloc[:0]
+    if ce.empty:
+        return pd.DataFrame(columns=columns)
+    ce = ce.groupby(["train_data", "size"], as_index=False).agg(
+        **{SELF_MATCH: (SELF_MATCH, "mean"), AUC: (AUC, "mean"), "seeds": (AUC, "size")}
+    )
+    ce = ce.sort_values([AUC, SELF_MATCH], ignore_index=True)
+    seeds = np.where(ce.seeds > 1, " (" + ce.seeds.astype(str) + " seeds)", "")
+    size = ce["size"].str.replace("joint-", "", regex=False).str.replace(" triplets", "", regex=False)
+    return ce.assign(number=range(1, len(ce) + 1), label=ce.train_data + ", " + size + seeds)[columns]
 
 
 def _at_budget(size: pd.Series, budget: pd.Series) -> pd.Series:

@@ -219,7 +219,12 @@ def joint_size(
     size = SIZE if loss == DEFAULT_JOINT_LOSS else f"{SIZE}-{loss}"
     size = size if precision == DEFAULT_PRECISION else f"{size}-{precision}"
     size = size if head_lr is None else f"{size}-head{float(head_lr):g}"
-    return size if lr is None else f"{size}-lr{float(lr):g}"
+    return size + lr_suffix(lr)
+
+
+def lr_suffix(lr: float | None) -> str:
+    """ "-lr0.0001" for a transformer rate named in a run's size or folder, "" for None (the profile's)."""
+    return "" if lr is None else f"-lr{float(lr):g}"
 
 
 def joint_optimizer(model, training: JointTraining, decay_names):

@@ -349,8 +349,9 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
     (`verifiers.budget.run_budget_curve`: the same folders, verifiers/<rows>-<size>-b<budget>/, so a finished
     verifier is loaded, and frozen MaxSim with its noise control at budget 0, the noise line), with the
     profile's sizes, size_scope and training settings, on `device`. `plan["encoder_lr"]` (None: the profile's)
-    sets the end-to-end encoder's rate and names the folders (`_lr_suffix`). Rows are appended to
-    `results_dir`/MAPS.parquet as each kind finishes; returns them (tidy near-miss rows with `budget`)."""
+    sets the end-to-end encoder's rate and names the folders (`joint.lr_suffix`, as `joint_size` names a
+    model). Rows are appended to `results_dir`/MAPS.parquet as each kind finishes; returns them (tidy
+    near-miss rows with `budget`)."""
     from dataclasses import fields  # noqa: PLC0415
 
     import pandas as pd  # noqa: PLC0415
@@ -359,13 +360,14 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
     from compsense.nearmiss.evaluation import NEARMISS_KEY  # noqa: PLC0415
     from compsense.verifiers.budget import BudgetCurve, run_budget_curve  # noqa: PLC0415
     from compsense.verifiers.config import Compute, VerifierGrid, VerifierTraining  # noqa: PLC0415
+    from compsense.verifiers.joint import lr_suffix  # noqa: PLC0415
 
     p, names, regimes, rate = settings["04"], plan["names"], plan["regimes"], plan.get("encoder_lr")
     training = VerifierTraining(**{f.name: p[f.name] for f in fields(VerifierTraining) if f.name in p})
     training = training if rate is None else training.replace(encoder_lr=rate)
     grid = VerifierGrid(
         verifiers=names, regimes=regimes, sizes=p["sizes"], size_scope=p["size_scope"], seeds=seeds,
-        include_special=p["include_special"], f2_learnable=p["f2_learnable"], folder_suffix=_lr_suffix(rate),
+        include_special=p["include_special"], f2_learnable=p["f2_learnable"], folder_suffix=lr_suffix(rate),
     )  # fmt: skip
     tables = []
     for kind, rows in inputs["rows"].items():
@@ -381,11 +383,6 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
         append_results(tidy, results_dir / f"{MAPS}.parquet", key=[*NEARMISS_KEY, "budget"])
         tables.append(tidy)
     return pd.concat(tables, ignore_index=True)
-
-
-def _lr_suffix(rate: float | None) -> str:
-    """ "-lr0.0001" for a rate given on the command line, "" for the profile's: the size suffix of `joint_size`."""
-    return "" if rate is None else f"-lr{float(rate):g}"
 
 
 def _map_plan(args) -> dict | None:
