@@ -41,6 +41,7 @@ from compsense.core.storage import write_text
 from compsense.data.family_names import PAPER_FAMILIES
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.pipeline.report import TABLES_DIR
+from compsense.verifiers.names import DEFAULT_TRAIN_DATA
 from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, noise_level, regime_rank, variant_folders
 
 MARKER = re.compile(
@@ -446,20 +447,30 @@ BUDGET_METRICS = {
 
 def budget(df: pd.DataFrame) -> str:
     """The verifier budget curve (notebook 04's `verifiers.budget.budget_table`): one row per scorer x
-    regime x size x recipe x budget, each check's mean over seeds with its seed-level 95% interval
-    where there are several seeds. Budget 0 is frozen MaxSim (nothing learned) and its noise control,
-    the line every trained point is read against; per-family columns stay in the CSV."""
+    regime x training rows x size x recipe x budget, each check's mean over seeds with its seed-level 95%
+    interval where there are several seeds. Budget 0 is frozen MaxSim (nothing learned) and its noise
+    control, the line every trained point is read against: it trains on no rows, so where several rows
+    kinds' pieces scored it, it is shown once (its `model_b` rows). A point trained on other rows than the
+    authors' `model_b` (e.g. `balanced`) says so; per-family columns stay in the CSV."""
     df = df.astype({"budget": int, "seeds": int})
     df["regime"] = df["regime"].fillna("").astype(str)
-    keys = ["scorer", "regime", "size", "recipe", "budget"]
+    train = df["train_data"] if "train_data" in df else pd.Series(DEFAULT_TRAIN_DATA, index=df.index)
+    df["train_data"] = train.fillna(DEFAULT_TRAIN_DATA).astype(str)
+    line = df.budget == 0
+    first = df[line].sort_values("train_data", key=lambda t: t != DEFAULT_TRAIN_DATA, kind="stable")
+    first = first.drop_duplicates(["scorer", "regime", "size", "recipe", "metric"])
+    df = pd.concat([first, df[~line]], ignore_index=True)
+    keys = ["scorer", "regime", "train_data", "size", "recipe", "budget"]
 
-    def label(scorer, regime, size, recipe) -> str:
+    def label(scorer, regime, train_data, size, recipe, budget) -> str:
         noise = parse_noise_name(scorer)
         if noise is not None:
             name, _, base_regime = noise[0].partition("-")
             return f"{VERIFIER_LABELS.get(name, name)} {base_regime} + {noise[1]:g}x noise (control)"
         text = f"{VERIFIER_LABELS.get(scorer, scorer)} {regime}".strip()
         notes = [f"{size} size"] if scorer in ("F3", "F4") and isinstance(size, str) and size else []
+        if budget > 0 and train_data != DEFAULT_TRAIN_DATA:
+            notes.insert(0, f"`{train_data}` rows")
         if recipe == "authors":
             notes.append("the authors' whole recipe")
         return text + (f" ({', '.join(notes)})" if notes else "")
@@ -474,6 +485,8 @@ def budget(df: pd.DataFrame) -> str:
             row["regime"] != "frozen",  # end-to-end points after the frozen curve they are read beside
             size,
             row["recipe"] != "equal",
+            row["train_data"] != DEFAULT_TRAIN_DATA,  # other rows after the authors' at each point
+            row["train_data"],
             row["budget"],
         )
 
@@ -494,7 +507,7 @@ def budget(df: pd.DataFrame) -> str:
                 ci = f" [{num(r['ci_low'], places, sign)}, {num(r['ci_high'], places, sign)}]"
             cells.append(num(r["mean"], places, sign) + ci)
         seeds = int(sel["seeds"].max())
-        rows.append([label(*point[keys[:4]]), f"{point['budget']:,}", *cells, str(seeds)])
+        rows.append([label(*point[keys]), f"{point['budget']:,}", *cells, str(seeds)])
     return markdown(["scorer", "triplets", *BUDGET_METRICS.values(), "seeds"], rows)
 
 

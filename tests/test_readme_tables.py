@@ -317,3 +317,27 @@ def test_the_budget_table_reads_each_point_against_the_noise_line_with_its_seed_
         and lines[5].endswith("| 3 |")
     )
     assert lines[6].startswith("| F4 Transformer frozen (paper size, the authors' whole recipe) | 48,000 | 0.50 |")
+
+
+def test_the_budget_table_keeps_each_rows_kind_apart_and_the_noise_line_once():
+    from compsense.verifiers.budget import budget_table
+
+    def run(scorer, regime, train_data, budget, seed, auc):
+        return {"scorer": scorer, "regime": regime, "train_data": train_data, "size": "small", "recipe": "equal",
+                "budget": budget, "seed": seed, "auc": auc, "self_match": 0.9, "noise_excess": 0.01}  # fmt: skip
+
+    runs = pd.DataFrame(
+        [
+            *(run("F1", "frozen", rows, 0, 42, 0.08) for rows in ("model_b", "balanced")),
+            *(run("F3", "frozen", "model_b", 8192, s, a) for s, a in ((42, 0.20), (43, 0.22), (44, 0.24))),
+            *(run("F3", "frozen", "balanced", 8192, s, a) for s, a in ((42, 0.40), (43, 0.42), (44, 0.44))),
+        ]
+    )
+    lines = T.budget(budget_table(runs)).splitlines()[2:]
+    assert len(lines) == 3  # the untrained MaxSim once, then each rows kind's point
+    assert lines[0].startswith("| F1 MaxSim frozen | 0 | 0.08 |")
+    assert lines[1].startswith("| F3 CNN frozen (small size) | 8,192 | 0.22 [")
+    assert lines[2].startswith("| F3 CNN frozen (`balanced` rows, small size) | 8,192 | 0.42 [")
+    # a table written before the column was one reads as the authors' rows
+    old = budget_table(runs[runs.train_data == "model_b"].drop(columns="train_data"))
+    assert T.budget(old).splitlines()[3].startswith("| F3 CNN frozen (small size) | 8,192 | 0.22 [")
