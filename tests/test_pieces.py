@@ -3,6 +3,8 @@ report's recorded values, or a retired runner run's overrides), and `piece NAME`
 experiment."""
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -103,6 +105,7 @@ def test_a_run_counts_for_a_piece_by_its_profile_overrides_and_finished_stages(t
 
 def test_piece_runs_its_dvc_experiment_and_lists(monkeypatch, capsys):
     calls, reports = [], []
+    monkeypatch.setattr(P, "unsaved_outputs", lambda targets: {})
     monkeypatch.setattr(P.subprocess, "call", lambda args, cwd, env: calls.append(args) or 0)
     monkeypatch.setattr(P.stage, "report", lambda profile: reports.append(profile) or f"runs/{profile}/report")
     assert cli(["piece", "local-04-frozen"]) == 0
@@ -274,3 +277,46 @@ def test_overrides_are_one_per_differing_leaf():
         "~s.b.e",
     ]
     assert P.overrides("s", {"a": 1}, {"a": 1}) == []
+
+
+def test_a_piece_refuses_to_run_over_outputs_dvc_would_replace_and_names_them(monkeypatch, capsys):
+    """`dvc exp run` checks out its stages' locked outputs with force: outputs that differ from dvc.lock
+    (verifiers trained outside DVC) are named and nothing runs, not deleted."""
+    calls, asked = [], []
+    monkeypatch.setattr(P.subprocess, "call", lambda args, cwd, env: calls.append(args) or 0)
+    monkeypatch.setattr(
+        P, "unsaved_outputs", lambda targets: asked.append(targets) or {"runs/local/verifiers": "local-04"}
+    )
+    assert cli(["piece", "local-04-frozen"]) == 2
+    err = capsys.readouterr().err
+    assert "runs/local/verifiers" in err and "dvc commit -f local-04`" in err and calls == []
+    assert asked == [["local-04"]]
+
+
+def test_unsaved_outputs_are_those_that_differ_from_the_lock(tmp_path, monkeypatch):
+    """A real DVC project: a stage's output edited after `dvc repro` is unsaved; its upstream stage's
+    outputs are checked with it; an output as the lock has it, or absent, is not."""
+    import shutil
+    import subprocess
+
+    dvc = shutil.which("dvc", path=str(Path(sys.executable).parent)) or pytest.skip("dvc is not installed")
+    monkeypatch.delenv("DVC_EXP_NAME", raising=False)
+
+    def run(*args):
+        subprocess.run(args, cwd=tmp_path, check=True, capture_output=True)
+
+    run("git", "init", "-q")
+    run(dvc, "init", "-q")
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n"
+        "  first: {cmd: echo one > a.txt, outs: [a.txt]}\n"
+        "  second: {cmd: mkdir -p made && cp a.txt made/b.txt, deps: [a.txt], outs: [{made: {persist: true}}]}\n"
+    )
+    run(dvc, "repro", "-q")
+    assert P.unsaved_outputs(["second"], root=tmp_path) == {}
+    (tmp_path / "made" / "mine.txt").write_text("trained outside DVC\n")
+    (tmp_path / "a.txt").write_text("edited\n")
+    assert P.unsaved_outputs(["second"], root=tmp_path) == {"a.txt": "first", "made": "second"}
+    assert P.unsaved_outputs(["first"], root=tmp_path) == {"a.txt": "first"}
+    (tmp_path / "a.txt").unlink()
+    assert P.unsaved_outputs(["first"], root=tmp_path) == {}

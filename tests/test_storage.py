@@ -110,3 +110,30 @@ def test_dvcs_own_lock_does_not_make_a_checkout_dirty(tmp_path, monkeypatch):
     assert paths.git_commit() == clean
     (tmp_path / "code.py").write_text("b\n")
     assert paths.git_commit() == f"{clean}-dirty"
+
+
+def test_a_dvc_experiments_params_values_do_not_make_its_stages_dirty(tmp_path, monkeypatch):
+    """`dvc exp run -S` writes a piece's values into params/<profile>.yaml before its stages run: inside the
+    experiment (DVC_EXP_NAME set) they stay clean; outside it a changed params file is "-dirty", as code is."""
+    import subprocess
+
+    from compsense.core import paths
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "params").mkdir()
+    for name in ("params/local.yaml", "code.py"):
+        (tmp_path / name).write_text("a\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    monkeypatch.setattr(paths, "repo_root", lambda: tmp_path)
+    monkeypatch.delenv(paths.ENV_DVC_EXPERIMENT, raising=False)
+    clean = paths.git_commit()
+    (tmp_path / "params" / "local.yaml").write_text("b\n")
+    assert paths.git_commit() == f"{clean}-dirty"  # a value changed by hand, outside an experiment
+    monkeypatch.setenv(paths.ENV_DVC_EXPERIMENT, "study-04-balanced-8k")
+    assert paths.git_commit() == clean
+    (tmp_path / "code.py").write_text("b\n")
+    assert paths.git_commit() == f"{clean}-dirty"  # code stays code inside an experiment

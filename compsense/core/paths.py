@@ -154,11 +154,13 @@ def workspace(work_dir: str | os.PathLike, *parts: str) -> Path:
     return _ensure(resolve(work_dir).joinpath(*parts))
 
 
+ENV_DVC_EXPERIMENT = "DVC_EXP_NAME"  # set by `dvc exp run` for the stages it runs
 DVC_LOCK = "dvc.lock"  # DVC's record of the stages it ran, rewritten by `dvc repro` between stages
 
 
 def git_commit() -> str:
-    """HEAD's short hash, with "-dirty" when tracked files differ from it, dvc.lock aside: `dvc repro`
+    """HEAD's short hash, with "-dirty" when tracked files differ from it, what DVC writes aside (dvc.lock;
+    in an experiment the params files: `_dvc_written`): `dvc repro`
     rewrites the lock after each stage, so with the lock counted every stage after the first of a clean
     checkout was stamped "-dirty" (03 and 04 at ea1c3af). Outside git (a copied working tree, as on a lent
     GPU machine) the commit the copy was made from, when the sender names it in COMPSENSE_COMMIT; else
@@ -169,7 +171,7 @@ def git_commit() -> str:
             ["git", "rev-parse", "--short", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){DVC_LOCK}"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *_dvc_written()],
             cwd=repo_root(),
             capture_output=True,
             text=True,
@@ -178,6 +180,15 @@ def git_commit() -> str:
         return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else copied
     except (OSError, subprocess.SubprocessError):
         return copied
+
+
+def _dvc_written() -> list[str]:
+    """git pathspecs of the tracked files DVC itself rewrites while it runs stages: dvc.lock always, and in
+    a `dvc exp run` (DVC names the experiment to its stages in DVC_EXP_NAME) the params files, into which
+    its `-S` writes a piece's values before the first stage; the run records those values (the report's
+    summary.json), so they are not code, and a piece's stages were stamped "-dirty" with them counted."""
+    written = [f":(exclude){DVC_LOCK}"]
+    return written + [":(exclude)params/*.yaml"] if os.environ.get(ENV_DVC_EXPERIMENT) else written
 
 
 def code_commit() -> str:

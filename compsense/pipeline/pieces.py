@@ -99,7 +99,11 @@ class Piece:
                 f"-S 'params/{base}.yaml:{o}'"
                 for o in overrides(section, _values(mine, section), _values(theirs, section))
             ]
-        return [f"dvc exp run -n {self.name}", *sets, *(f"{base}-{key}" for key in self.stages)]
+        return [f"dvc exp run -n {self.name}", *sets, *self.dvc_targets()]
+
+    def dvc_targets(self) -> list[str]:
+        """The DVC stages the piece names (`<profile>-<key>` on the profile it runs on); DVC runs what they need."""
+        return [f"{dvc_profile(self.profile)}-{key}" for key in self.stages]
 
 
 def _values(profile: dict, section: str) -> dict:
@@ -318,6 +322,15 @@ def run_piece(name: str, force: bool = False, path=None) -> int:
     outputs, and DVC would run the whole profile first. Returns dvc's exit status."""
     piece = get_piece(name, path)
     args = shlex.split(" ".join(piece.dvc_args()))
+    unsaved = unsaved_outputs(piece.dvc_targets())
+    if unsaved:
+        raise Refused(
+            f"piece {name}: `dvc exp run` checks out the locked outputs of its stages before it runs, replacing "
+            f"what differs from dvc.lock (or deleting it where DVC's cache lacks the locked version), and these "
+            f"differ: {', '.join(unsaved)}. Keep them first: `dvc commit -f {' '.join(sorted(set(unsaved.values())))}` "
+            f"copies them into the cache and dvc.lock (e.g. after `crossencoder --maps` trained into a stage's "
+            f"verifiers), or move them out of the way; then run the piece again"
+        )
     if force:
         args.insert(3, "--force")
     print("$ " + " ".join(shlex.quote(a) for a in args), flush=True)
@@ -328,3 +341,23 @@ def run_piece(name: str, force: bool = False, path=None) -> int:
     if status == 0:
         print(f"report: {stage.report(dvc_profile(piece.profile))}")
     return status
+
+
+def unsaved_outputs(targets: list[str], root=None) -> dict[str, str]:
+    """The outputs, present here, of DVC stages `targets` and the stages they need whose content differs
+    from dvc.lock (DVC's `workspace_status`: "modified"). Why: before it runs, `dvc exp run` checks out
+    these stages' locked outputs with force (`dvc.repo.experiments.executor.base`), which replaces what is
+    there with the locked version from the cache, or deletes it where the cache lacks it, `persist` or
+    not: work no stage of this checkout recorded, e.g. verifiers `crossencoder --maps` trained into
+    runs/<profile>/verifiers, was lost that way. {path as dvc.yaml names it: its stage}, by path."""
+    from dvc.repo import Repo  # noqa: PLC0415 - DVC only where a piece runs
+
+    found = {}
+    with Repo(str(root or resolve("."))) as repo:
+        for target in targets:
+            # the stage by its dvc.yaml's path: DVC resolves a bare name from the working directory
+            for dvc_stage in repo.stage.collect(f"{Path(repo.root_dir) / 'dvc.yaml'}:{target}", with_deps=True):
+                for out in dvc_stage.outs:
+                    if out.exists and out.workspace_status():
+                        found[out.def_path] = dvc_stage.name
+    return dict(sorted(found.items()))
