@@ -311,7 +311,7 @@ def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFra
         mine = model.set_index("seed").value.loc[best.index]
         differences = mine - best
         test = seed_level_test(differences.to_numpy(float))
-        diff_low, diff_high = _seed_interval(differences)
+        diff_low, diff_high = _seed_interval(differences, test)
         ce_low, ce_high = _seed_interval(mine)
         map_low, map_high = _seed_interval(best)
         out.append(
@@ -346,12 +346,13 @@ def paired_versus(rows: pd.DataFrame, beside: pd.DataFrame | None) -> pd.DataFra
     return out
 
 
-def _seed_interval(values: pd.Series) -> tuple[float, float]:
-    """The t interval over seeds of `values` (one per seed): zero width where they agree, NaN with one."""
+def _seed_interval(values: pd.Series, test: dict | None = None) -> tuple[float, float]:
+    """The t interval over seeds of `values` (one per seed): zero width where they agree, NaN with one.
+    `test`: `seed_level_test(values)` where the caller has it already."""
     v = values.to_numpy(float)
     if len(v) > 1 and np.allclose(v, v[0]):
         return float(v[0]), float(v[0])
-    test = seed_level_test(v)
+    test = test if test is not None else seed_level_test(v)
     return test["t_ci_low"], test["t_ci_high"]
 
 
