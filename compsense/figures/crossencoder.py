@@ -549,7 +549,7 @@ def crossencoder_figure(points: pd.DataFrame):
                 name=f"{row.number}: CE on {row.label}",
             )
         )
-    fig.update_layout(width=1500, height=850, legend={"font": {"size": 11}})
+    fig.update_layout(width=1250, height=720, legend={"font": {"size": 10}})
     return fig
 
 
