@@ -174,6 +174,29 @@ def test_a_map_learning_rate_given_trains_the_encoder_at_it_in_folders_of_their_
     assert not (work / "verifiers" / "balanced-small-lr0.01-b0").exists()  # the noise line trains nothing
 
 
+@pytest.mark.slow
+def test_maps_only_trains_the_map_verifiers_and_no_cross_encoder(published, tmp_path):
+    """--maps-only: the map verifiers at the budget and seed asked, their noise line, and nothing of a
+    cross-encoder (no model folder, no results of one: --publish on the folder says it has none)."""
+    work = tmp_path / "work"
+    _work_dir(work)
+    out = tmp_path / "out"
+    _crossencoder(out, work, "--seeds", "7", "--maps", "F3", "--map-regimes", "frozen", "--maps-only")
+    results = out / "results"
+    assert sorted(p.name for p in results.glob("*.parquet")) == [f"{C.MAPS}.parquet"]
+    beside = read_table(results / f"{C.MAPS}.parquet")
+    assert set(beside[beside.budget == 16].variant) == {"F3-frozen"} and set(beside.seed) == {7}
+    assert (beside.budget == 0).any()  # the noise line, as beside a cross-encoder
+    assert not list((work / "verifiers").glob("*joint*"))
+    with pytest.raises(FileNotFoundError, match="no cross-encoder results to publish"):
+        C.publish(out, dest=tmp_path / "dest", maps=MAPS, png=False)
+    # the same verifier as beside the fixture's cross-encoder (same rows, budget and seed): equal rows
+    fixture = read_table(published["out"] / "results" / f"{C.MAPS}.parquet")
+    key = ["variant", "verifier_variant", "seed", "dataset", "family", "metric"]
+    same = beside[beside.variant == "F3-frozen"].merge(fixture, on=key, suffixes=("", "_beside"))
+    assert len(same) and np.allclose(same.value, same.value_beside)
+
+
 def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differences():
     model = dict(backbone="b", profile="p", train_data="balanced_pairs", size="joint-bce", loss="bce")
     model.update(precision="fp32", budget=8192)

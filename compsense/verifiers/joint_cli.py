@@ -130,6 +130,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "none); F3,F4 add notebook 04's trained ones of the --rows variants",
     )
     p.add_argument("--cost-queries", type=int, default=20, help="queries the ms-per-query cost is timed on")
+    p.add_argument(
+        "--maps-only",
+        action="store_true",
+        help="with --maps: train and score only the map verifiers (no cross-encoder, no reranking): e.g. to check "
+        "that notebook 04's budget curve points reproduce; --publish needs a cross-encoder's results",
+    )
     p.add_argument("--no-rerank", action="store_true", help="skip SciFact reranking (near-miss sets only)")
     p.add_argument(
         "--publish",
@@ -155,6 +161,8 @@ def run(args, profile: dict) -> int:
     kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
     _check_kinds(kinds)
     maps = _map_plan(args)
+    if args.maps_only and maps is None:
+        raise ValueError("--maps-only trains the map verifiers --maps names: give --maps (e.g. --maps F3,F4)")
     training = joint.JointTraining.from_verifier_params(settings["04"], budgets[0]).replace(
         loss=args.loss,
         precision=args.precision,
@@ -170,6 +178,12 @@ def run(args, profile: dict) -> int:
     inputs = load_inputs(settings, kinds, args.device)
     for note in inputs["notes"]:
         print(note)
+    if args.maps_only:
+        beside = train_maps(inputs, settings, maps, seeds, budgets, results_dir, args.device)
+        with pd.option_context("display.width", 200, "display.max_columns", 40):
+            print(separation_table(beside).to_string())
+        print(f"results: {results_dir}")
+        return 0
     runs, tidy, fitted = joint.run_joint_grid(
         inputs["rows"],
         inputs["sets"],
