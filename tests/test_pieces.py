@@ -318,5 +318,7 @@ def test_unsaved_outputs_are_those_that_differ_from_the_lock(tmp_path, monkeypat
     (tmp_path / "a.txt").write_text("edited\n")
     assert P.unsaved_outputs(["second"], root=tmp_path) == {"a.txt": "first", "made": "second"}
     assert P.unsaved_outputs(["first"], root=tmp_path) == {"a.txt": "first"}
+    # targets that share an upstream stage: each stage and output once
+    assert P.unsaved_outputs(["second", "first"], root=tmp_path) == {"a.txt": "first", "made": "second"}
     (tmp_path / "a.txt").unlink()
     assert P.unsaved_outputs(["first"], root=tmp_path) == {}

@@ -354,10 +354,16 @@ def unsaved_outputs(targets: list[str], root=None) -> dict[str, str]:
 
     found = {}
     with Repo(str(root or resolve("."))) as repo:
-        for target in targets:
+        # each stage once, though several targets need it (local-04 needs local-01): hashing a large output
+        # such as runs/<profile>/verifiers twice would double the wait before the piece starts
+        stages = {
+            dvc_stage.name: dvc_stage
+            for target in targets
             # the stage by its dvc.yaml's path: DVC resolves a bare name from the working directory
-            for dvc_stage in repo.stage.collect(f"{Path(repo.root_dir) / 'dvc.yaml'}:{target}", with_deps=True):
-                for out in dvc_stage.outs:
-                    if out.exists and out.workspace_status():
-                        found[out.def_path] = dvc_stage.name
+            for dvc_stage in repo.stage.collect(f"{Path(repo.root_dir) / 'dvc.yaml'}:{target}", with_deps=True)
+        }
+        for dvc_stage in stages.values():
+            for out in dvc_stage.outs:
+                if out.exists and out.workspace_status():
+                    found[out.def_path] = dvc_stage.name
     return dict(sorted(found.items()))
