@@ -4,6 +4,7 @@ committed folder only when asked, byte for byte the same from the same run, link
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -438,3 +439,57 @@ def test_pieces_made_at_other_code_share_a_table_only_with_a_note_naming_every_c
     assert len(done["code_notes"]) == 1 and "only the figure changed" in done["code_notes"][0]
     manifest = json.loads((dest / publish.MANIFEST).read_text())
     assert manifest["pieces"][second.name]["code_notes"] == done["code_notes"]
+
+
+def test_a_piece_is_judged_at_the_commit_its_stage_ran_at_not_its_reports(tmp_path, monkeypatch):
+    """A piece's report is written after `dvc exp run` has left its values in params/<profile>.yaml, so the
+    report says "<commit>-dirty"; its stage ran clean and says so in stages.json. The code check compares
+    that stage's commit, and without one it falls back to the report's, which git cannot compare."""
+    from compsense.pipeline.runner import Refused
+
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
+
+    def changes(stage, old, new):  # git cannot compare an uncommitted tree; the two commits share code
+        return None if new.endswith("-dirty") else []
+
+    monkeypatch.setattr(publish, "stage_code_changes", changes)
+    dest = tmp_path / "figs"
+    one, first = _budget_piece_run(tmp_path)  # made at abc1234
+    publish.publish_piece(first.name, run=one, dest=dest)
+    two, second = _budget_piece_run(tmp_path, name="study-04-budget-48k-seeds", points=((48000, 3),))
+    summary = json.loads((two / "summary.json").read_text())
+    summary["commit"] = "def5678-dirty"
+    (two / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(Refused, match="cannot compare abc1234 with def5678-dirty"):
+        publish.publish_piece(second.name, run=two, dest=dest)
+    summary["stages"]["04"]["commit"] = "def5678"
+    (two / "summary.json").write_text(json.dumps(summary))
+    assert publish.stage_commit(summary, "04") == "def5678" and publish.stage_commit(summary, "01") == "def5678-dirty"
+    publish.publish_piece(second.name, run=two, dest=dest)
+    table = pd.read_csv(dest / "tables" / "verifier_budget.csv")
+    assert set(table.piece) == {first.name, second.name}
+
+
+def test_a_dvc_pieces_provenance_names_the_piece_its_command_and_each_stages_commit(tmp_path, monkeypatch):
+    """A DVC piece's executed notebooks sit in runs/<profile>/notebooks/ with no run summary beside them,
+    and a stage DVC skipped keeps a stages.json record written elsewhere (another clone's path): each
+    provenance row still names the piece, `python -m compsense piece NAME` and the commit the stage ran at,
+    never the retired runner's command."""
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
+    dest = tmp_path / "figs"
+    run, piece = _budget_piece_run(tmp_path, name="study-04-budget-48k-seeds", points=((48000, 3),))
+    summary = json.loads((run / "summary.json").read_text())
+    commits = {"01": "aaa1111", "04": "bbb2222"}
+    for key, done in summary["stages"].items():
+        done.update(reason="dvc repro", commit=commits[key], finished=f"2026-12-07T0{key[-1]}:00:00+00:00")
+    (run / "summary.json").write_text(json.dumps(summary))
+    stages_json = Path(summary["work_dir"]) / "stages.json"
+    records = json.loads(stages_json.read_text())
+    records["01"]["output"] = "/elsewhere/runs/local/notebooks/01_data_and_negatives.ipynb"
+    records["04"].update(fingerprint="dvc", commit=commits["04"])  # as a DVC stage records itself
+    stages_json.write_text(json.dumps(records))
+    publish.publish_piece(piece.name, run=run, dest=dest)
+    rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False).set_index("stage")
+    assert set(rows.piece) == {piece.name}
+    assert set(rows.command) == {f"python -m compsense piece {piece.name}"}
+    assert rows.commit.to_dict() == commits and rows.loc["01", "finished"] == "2026-12-07T01:00:00+00:00"

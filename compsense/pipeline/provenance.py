@@ -24,7 +24,7 @@ import pandas as pd
 from compsense.core.layout import RESULTS
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import COMMIT, CorruptFile, read_table
-from compsense.pipeline.stages import DVC_RUN, SUMMARY, read_summary
+from compsense.pipeline.stages import DVC_REASON, DVC_RUN, SUMMARY, read_summary
 
 PROVENANCE_FILE = "provenance.csv"
 # publishes: blank where the row's run was published whole; else the files of it a piece published on its
@@ -138,8 +138,18 @@ def run_records(run_dir: Path, work_dir) -> dict[str, dict]:
         if latest.get(stage, {}).get("output") == done.get("output"):
             records[stage] = latest[stage]
         else:
-            finished = str(summary.get("finished", ""))
-            records[stage] = {"output": done["output"], "seconds": done.get("seconds"), "finished": finished}
+            # the report's own copy: a DVC stage's carries its commit and times (`stage.report`), and says
+            # it was DVC's, so the row names `dvc repro`, not the retired runner's command
+            records[stage] = {
+                "output": done["output"],
+                "seconds": done.get("seconds"),
+                "finished": str(done.get("finished") or summary.get("finished", "")),
+                **(
+                    {"fingerprint": DVC_RUN, "commit": done.get("commit", "")}
+                    if done.get("reason") == DVC_REASON
+                    else {}
+                ),
+            }
     return records
 
 

@@ -203,14 +203,15 @@ def publish_piece(name: str, run: str | os.PathLike | None = None, dest: str | o
     out = resolve(dest)
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(out.parent / f".{out.name}.publish.lock"):
-        not_drawn, sharing, notes = _merge(out, files, piece, str(summary.get("commit") or ""))
+        not_drawn, sharing, notes = _merge(out, files, piece, summary)
         done = _publish_files(out, files, piece, run_dir, work_dir, sharing, notes)
         return {**done, "not_drawn": not_drawn, "code_notes": notes}
 
 
-def _merge(out: Path, files: dict[str, bytes], piece, commit: str) -> tuple[list[str], set[str], list[str]]:
+def _merge(out: Path, files: dict[str, bytes], piece, summary: dict) -> tuple[list[str], set[str], list[str]]:
     """Merge each `MERGED` table among `files` with the one published in `out`, and draw its figure
-    again from the merged table, in `files`. Returns the figure files that could not be drawn (a PNG
+    again from the merged table, in `files`; each table's rows are judged at the commit of the stage that
+    made them (`stage_commit`). Returns the figure files that could not be drawn (a PNG
     without its engine): they are left out, never published from the piece's run alone; the pieces
     whose rows the merged tables still hold (their provenance rows stay); and what `check_code` said."""
     not_drawn, sharing, notes = [], set(), []
@@ -218,7 +219,7 @@ def _merge(out: Path, files: dict[str, bytes], piece, commit: str) -> tuple[list
         if rel not in files:
             continue
         table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece.name, seeds, defaults)
-        notes += check_code(out, rel, stage, set(table.piece), piece, commit)
+        notes += check_code(out, rel, stage, set(table.piece), piece, stage_commit(summary, stage))
         files[rel] = table.to_csv(index=False).encode("utf-8")
         sharing |= set(table.piece)
         wanted = [n for n in files if figure and Path(n).stem == figure and Path(n).suffix in FIGURE_SUFFIXES]
@@ -234,6 +235,14 @@ def _merge(out: Path, files: dict[str, bytes], piece, commit: str) -> tuple[list
                 else:
                     files[name] = path.read_bytes()
     return not_drawn, sharing, notes
+
+
+def stage_commit(summary: dict, stage: str) -> str:
+    """The commit stage `stage` of a run's `summary` ran at (its stages.json record), else the report's.
+    Why not the report's alone: a piece's report is written after `dvc exp run` has left the piece's values
+    in params/<profile>.yaml, so it is stamped "-dirty", which no commit compares with, while its stages ran
+    clean (params files are left out of their stamp inside the experiment: `core.paths.git_commit`)."""
+    return str((summary.get("stages") or {}).get(stage, {}).get("commit") or summary.get("commit") or "")
 
 
 def check_code(out: Path, rel: str, stage: str, pieces_in: set[str], piece, commit: str) -> list[str]:
@@ -324,7 +333,10 @@ def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, wor
     where = _relative(run_dir)
     mine = stage_provenance(work_dir, records=run_records(run_dir, work_dir))
     mine = mine[mine.stage.isin(piece.stages)]
-    mine = mine.assign(publishes=", ".join(piece.publishes))
+    # a DVC piece's stages record no run folder of their own to recognise the piece by: it is this one
+    mine = mine.assign(
+        piece=piece.name, command=f"python -m compsense piece {piece.name}", publishes=", ".join(piece.publishes)
+    )
     table = out / TABLES_DIR / PROVENANCE_FILE
     old = pd.read_csv(table, dtype=str, keep_default_na=False) if table.exists() else pd.DataFrame(columns=COLUMNS)
     old = old.reindex(columns=COLUMNS, fill_value="")

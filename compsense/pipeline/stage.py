@@ -28,7 +28,7 @@ from compsense.core.paths import git_commit, resolve
 from compsense.core.storage import file_digest, write_json
 from compsense.pipeline import runner
 from compsense.pipeline.profiles import load_profile, notebook_parameters
-from compsense.pipeline.stages import DVC_RUN, STAGE_WRITES, SUMMARY, stage_key
+from compsense.pipeline.stages import DVC_REASON, DVC_RUN, STAGE_WRITES, SUMMARY, stage_key
 
 EXECUTED = "notebooks"  # runs/<profile>/notebooks/<notebook>.ipynb: the executed copy DVC keeps
 
@@ -151,7 +151,7 @@ def report(profile: str) -> Path:
         executed = resolve(executed_notebook(profile, nb))
         if executed.is_file():
             done = records.get(key, {})
-            stages[key] = {"status": "ok", "output": str(executed), "reason": "dvc repro"}
+            stages[key] = {"status": "ok", "output": str(executed), "reason": DVC_REASON}
             stages[key].update({k: done[k] for k in ("seconds", "commit", "finished") if k in done})
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     summary = {
