@@ -41,7 +41,7 @@ from compsense.core.storage import write_text
 from compsense.data.family_names import PAPER_FAMILIES
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.pipeline.report import TABLES_DIR
-from compsense.verifiers.names import DEFAULT_TRAIN_DATA
+from compsense.verifiers.names import DEFAULT_TRAIN_DATA, with_train_data
 from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, noise_level, regime_rank, variant_folders
 
 MARKER = re.compile(
@@ -454,8 +454,7 @@ def budget(df: pd.DataFrame) -> str:
     authors' `model_b` (e.g. `balanced`) says so; per-family columns stay in the CSV."""
     df = df.astype({"budget": int, "seeds": int})
     df["regime"] = df["regime"].fillna("").astype(str)
-    train = df["train_data"] if "train_data" in df else pd.Series(DEFAULT_TRAIN_DATA, index=df.index)
-    df["train_data"] = train.fillna(DEFAULT_TRAIN_DATA).astype(str)
+    df = with_train_data(df).astype({"train_data": str})
     line = df.budget == 0
     first = df[line].sort_values("train_data", key=lambda t: t != DEFAULT_TRAIN_DATA, kind="stable")
     first = first.drop_duplicates(["scorer", "regime", "size", "recipe", "metric"])

@@ -292,3 +292,15 @@ def test_a_curve_on_balanced_rows_trains_into_its_own_folders_and_names_them(tin
     assert not T.verifier_dir(tmp_path, f"model_b-small{B.budget_suffix(8)}", 1, "F4-frozen").exists()
     table = B.budget_table(B.budget_runs(results))
     assert set(table.train_data) == {"balanced"} and {0, 8} == set(table.budget)
+
+
+def test_with_train_data_reads_rows_without_the_column_or_with_blanks_as_the_authors_rows():
+    """One rule for tables published before `train_data` existed, wherever they are read (the budget table,
+    its figure, the cross-encoder's figure, the README tables)."""
+    from compsense.verifiers.names import DEFAULT_TRAIN_DATA, with_train_data
+
+    old = pd.DataFrame({"scorer": ["F3", "F4"]})
+    assert with_train_data(old).train_data.tolist() == [DEFAULT_TRAIN_DATA] * 2
+    assert "train_data" not in old  # the caller's table is left as it was
+    mixed = pd.DataFrame({"scorer": ["F3", "F4", "F4"], "train_data": ["balanced", None, float("nan")]})
+    assert with_train_data(mixed).train_data.tolist() == ["balanced", DEFAULT_TRAIN_DATA, DEFAULT_TRAIN_DATA]

@@ -38,7 +38,7 @@ from compsense.figures.verifiers import checks_figure
 from compsense.nearmiss.checks import checks_per_run, split_variant
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.nearmiss.metrics import ALL_FAMILIES, AUC, CHECKS, PAIRWISE_ACCURACY, PAIRWISE_CI, SELF_MATCH
-from compsense.verifiers.names import DEFAULT_JOINT_LOSS, DEFAULT_TRAIN_DATA
+from compsense.verifiers.names import DEFAULT_JOINT_LOSS, with_train_data
 from compsense.verifiers.names import JOINT_MAPS as MAPS
 from compsense.verifiers.names import JOINT_OUT as DEFAULT_OUT
 from compsense.verifiers.names import JOINT_PRECISIONS as PRECISIONS
@@ -482,9 +482,7 @@ def curve_points(curve: pd.DataFrame | None, budgets: set) -> pd.DataFrame:
     seeds), as points like `map_points`': the map verifiers at the triplets the cross-encoder saw."""
     if curve is None:
         return pd.DataFrame()
-    curve = curve.assign(
-        train_data=curve["train_data"].fillna(DEFAULT_TRAIN_DATA) if "train_data" in curve else DEFAULT_TRAIN_DATA
-    )
+    curve = with_train_data(curve)
     sel = curve[curve.budget.isin(budgets) & (curve.budget > 0) & curve.metric.isin(CHECKS)]
     if sel.empty:
         return pd.DataFrame()

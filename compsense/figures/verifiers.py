@@ -22,7 +22,7 @@ from compsense.nearmiss.metrics import (
     PAIRWISE_ACCURACY,
     SELF_MATCH,
 )
-from compsense.verifiers.names import DEFAULT_TRAIN_DATA
+from compsense.verifiers.names import with_train_data
 
 # Issue 14's goal for a verifier that reads the edit: near-miss AUC >= 0.85 and self-match AUC >= 0.9.
 GOAL = {AUC: 0.85, SELF_MATCH: 0.9}
@@ -123,9 +123,7 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
         reference = reference[reference.seeds == reference.groupby(["scorer", "metric"]).seeds.transform("max")]
     palette = px.colors.qualitative.Plotly
     # rows published before the train_data column are the authors' rows (publish.MERGED's default)
-    trained = trained.assign(
-        train_data=trained["train_data"].fillna(DEFAULT_TRAIN_DATA) if "train_data" in trained else DEFAULT_TRAIN_DATA
-    )
+    trained = with_train_data(trained)
     lines = list(
         dict.fromkeys(zip(trained.scorer, trained.regime, trained["size"], trained.recipe, trained.train_data))
     )

@@ -29,7 +29,7 @@ from compsense.nearmiss import evaluation as N
 from compsense.nearmiss.metrics import AUC, PAIRWISE_ACCURACY, SELF_MATCH, SEPARATION
 from compsense.verifiers.architectures import verifier_names
 from compsense.verifiers.config import REGIMES, Compute, VerifierGrid, VerifierTraining
-from compsense.verifiers.names import DEFAULT_TRAIN_DATA
+from compsense.verifiers.names import DEFAULT_TRAIN_DATA, with_train_data
 from compsense.verifiers.study import run_study
 
 HELDOUT = "negatives-heldout"
@@ -217,10 +217,7 @@ def budget_runs(results: pd.DataFrame, dataset: str = HELDOUT) -> pd.DataFrame:
     data = results[results.dataset == dataset]
     if data.empty:
         raise ValueError(f"budget_runs: no rows for dataset {dataset!r}; have {sorted(results.dataset.unique())}")
-    data = data.assign(
-        recipe=data["recipe"].fillna("equal") if "recipe" in data else "equal",
-        train_data=data["train_data"].fillna(DEFAULT_TRAIN_DATA) if "train_data" in data else DEFAULT_TRAIN_DATA,
-    )
+    data = with_train_data(data.assign(recipe=data["recipe"].fillna("equal") if "recipe" in data else "equal"))
     data["scorer"], data["regime"] = zip(*map(N.split_variant, data.variant), strict=True)
     keys = [*POINT, "seed"]
     columns = {}
