@@ -489,6 +489,7 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
         (["--maps", "F9"], ["ValueError", "unknown verifier 'F9'"]),
         (["--maps", "F3", "--map-regimes", "frozen,warm"], ["ValueError", "--map-regimes", "['warm']"]),
         (["--maps", "F3", "--map-lr", "0"], ["ValueError", "--map-lr 0.0", "positive learning rate"]),
+        (["--maps", "F4", "--map-sizes", "paper,huge"], ["ValueError", "--map-sizes", "['huge']"]),
         (["--maps-only"], ["ValueError", "--maps-only", "give --maps"]),
     ],
 )

@@ -195,6 +195,12 @@ def test_maps_only_trains_the_map_verifiers_and_no_cross_encoder(published, tmp_
     key = ["variant", "verifier_variant", "seed", "dataset", "family", "metric"]
     same = beside[beside.variant == "F3-frozen"].merge(fixture, on=key, suffixes=("", "_beside"))
     assert len(same) and np.allclose(same.value, same.value_beside)
+    # --map-sizes narrows the sizes (smoke trains `small` only): the authors' size alone, nothing of ours
+    paper = tmp_path / "paper"
+    _crossencoder(paper, work, "--seeds", "7", "--maps", "F4", "--map-regimes", "frozen", "--map-sizes", "paper",
+                  "--maps-only")  # fmt: skip
+    trained = read_table(paper / "results" / f"{C.MAPS}.parquet")
+    assert set(trained[trained.budget == 16].verifier_variant) == {"balanced-paper-b16"}, set(trained.verifier_variant)
 
 
 def test_paired_versus_picks_the_strongest_map_per_set_and_tests_the_seed_differences():

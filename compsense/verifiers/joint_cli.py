@@ -115,6 +115,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "narrows the authors' size)",
     )
     p.add_argument(
+        "--map-sizes",
+        default=None,
+        help="with --maps: the sizes they train at (e.g. paper; default: the profile's sizes, size_scope still "
+        "narrowing the authors' size): a reproduction check of one published point need not train the other",
+    )
+    p.add_argument(
         "--map-lr",
         type=float,
         default=None,
@@ -377,16 +383,17 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
     from compsense.verifiers.joint import lr_suffix  # noqa: PLC0415
 
     p, names, regimes, rate = settings["04"], plan["names"], plan["regimes"], plan.get("encoder_lr")
+    sizes = tuple(plan.get("sizes") or p["sizes"])
     training = VerifierTraining(**{f.name: p[f.name] for f in fields(VerifierTraining) if f.name in p})
     training = training if rate is None else training.replace(encoder_lr=rate)
     grid = VerifierGrid(
-        verifiers=names, regimes=regimes, sizes=p["sizes"], size_scope=p["size_scope"], seeds=seeds,
+        verifiers=names, regimes=regimes, sizes=sizes, size_scope=p["size_scope"], seeds=seeds,
         include_special=p["include_special"], f2_learnable=p["f2_learnable"], folder_suffix=lr_suffix(rate),
     )  # fmt: skip
     tables = []
     for kind, rows in inputs["rows"].items():
         curve = BudgetCurve(
-            examples=tuple(sorted(budgets)), verifiers=tuple(names), sizes=tuple(p["sizes"]),
+            examples=tuple(sorted(budgets)), verifiers=tuple(names), sizes=sizes,
             size_scope=p["size_scope"], regimes=tuple(regimes), seeds_at_largest=tuple(seeds),
             train_data=kind, authors_recipe=False,
         )  # fmt: skip
@@ -400,9 +407,10 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
 
 
 def _map_plan(args) -> dict | None:
-    """`train_maps`' plan from `--maps`, `--map-regimes` and `--map-lr` ({"names", "regimes", "encoder_lr"}),
+    """`train_maps`' plan from `--maps`, `--map-regimes`, `--map-lr` and `--map-sizes` ({"names", "regimes",
+    "encoder_lr", "sizes"}: None, the profile's),
     checked before anything loads; None without `--maps`."""
-    from compsense.verifiers.architectures import verifier_names  # noqa: PLC0415
+    from compsense.verifiers.architectures import SIZES, verifier_names  # noqa: PLC0415
     from compsense.verifiers.config import REGIMES  # noqa: PLC0415
 
     if not args.maps:
@@ -413,7 +421,11 @@ def _map_plan(args) -> dict | None:
     if stray:
         raise ValueError(f"--map-regimes: unknown {stray}; use some of {list(REGIMES)}")
     rate = None if args.map_lr is None else _positive(args.map_lr, "--map-lr")
-    return {"names": names, "regimes": regimes, "encoder_lr": rate}
+    sizes = None if args.map_sizes is None else _names(args.map_sizes, "--map-sizes")
+    stray = sorted(set(sizes or ()) - set(SIZES))
+    if stray:
+        raise ValueError(f"--map-sizes: unknown {stray}; use some of {list(SIZES)}")
+    return {"names": names, "regimes": regimes, "encoder_lr": rate, "sizes": sizes}
 
 
 def _joint_label(run, label: str) -> str:
