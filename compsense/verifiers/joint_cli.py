@@ -384,17 +384,19 @@ def train_maps(inputs: dict, settings: dict, plan: dict, seeds, budgets, results
 
     p, names, regimes, rate = settings["04"], plan["names"], plan["regimes"], plan.get("encoder_lr")
     sizes = tuple(plan.get("sizes") or p["sizes"])
+    # `--map-sizes small` leaves the profile's scope of the authors' size with nothing to narrow
+    scope = {size: limits for size, limits in (p["size_scope"] or {}).items() if size in sizes}
     training = VerifierTraining(**{f.name: p[f.name] for f in fields(VerifierTraining) if f.name in p})
     training = training if rate is None else training.replace(encoder_lr=rate)
     grid = VerifierGrid(
-        verifiers=names, regimes=regimes, sizes=sizes, size_scope=p["size_scope"], seeds=seeds,
+        verifiers=names, regimes=regimes, sizes=sizes, size_scope=scope, seeds=seeds,
         include_special=p["include_special"], f2_learnable=p["f2_learnable"], folder_suffix=lr_suffix(rate),
     )  # fmt: skip
     tables = []
     for kind, rows in inputs["rows"].items():
         curve = BudgetCurve(
             examples=tuple(sorted(budgets)), verifiers=tuple(names), sizes=sizes,
-            size_scope=p["size_scope"], regimes=tuple(regimes), seeds_at_largest=tuple(seeds),
+            size_scope=scope, regimes=tuple(regimes), seeds_at_largest=tuple(seeds),
             train_data=kind, authors_recipe=False,
         )  # fmt: skip
         _, tidy = run_budget_curve(
