@@ -501,3 +501,32 @@ def test_cli_errors_are_one_clear_line(tmp_path, capsys, monkeypatch, extra, wor
     assert len(err.splitlines()) == 1 and err.startswith("compsense crossencoder:"), err
     for word in words:
         assert word in err, err
+
+
+def test_map_sizes_keep_only_the_scope_of_the_sizes_trained(monkeypatch, tmp_path):
+    """`--map-sizes small` on a profile that scopes the authors' size (local: paper F4 frozen only) trains our
+    size under no scope; it refused before, the scope naming a size the grid no longer held."""
+    import pandas as pd
+
+    from compsense.verifiers import budget as B
+    from compsense.verifiers import joint_cli as J
+
+    seen = []
+
+    def fake_curve(curve, rows, grid, *args, **kwargs):
+        seen.append((curve, grid))
+        return None, pd.DataFrame()
+
+    monkeypatch.setattr(B, "run_budget_curve", fake_curve)
+    monkeypatch.setattr("compsense.core.storage.append_results", lambda *a, **k: None)
+    p = {"sizes": ["small", "paper"], "size_scope": {"paper": {"verifiers": ["F4"], "regimes": ["frozen"]}},
+         "include_special": False, "f2_learnable": False}  # fmt: skip
+    settings = {"04": p, "work_dir": str(tmp_path), "backbone": "b", "profile": "local"}
+    inputs = {"rows": {"model_b": pd.DataFrame()}, "encoder": None, "sets": {}}
+    plan = {"names": ["F4"], "regimes": ["end2end"], "encoder_lr": None, "sizes": ["small"]}
+    J.train_maps(inputs, settings, plan, seeds=[42], budgets=[8192], results_dir=tmp_path)
+    curve, grid = seen[0]
+    assert tuple(curve.sizes) == ("small",) and tuple(grid.sizes) == ("small",)
+    assert not curve.size_scope and not grid.size_scope
+    J.train_maps(inputs, settings, {**plan, "sizes": None}, seeds=[42], budgets=[8192], results_dir=tmp_path)
+    assert seen[1][0].size_scope == p["size_scope"]  # the profile's sizes keep the profile's scope
