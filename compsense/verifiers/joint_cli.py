@@ -418,16 +418,19 @@ def _map_plan(args) -> dict | None:
     if not args.maps:
         return None
     names = verifier_names(_names(args.maps, "--maps"))
-    regimes = _names(args.map_regimes, "--map-regimes")
-    stray = sorted(set(regimes) - set(REGIMES))
-    if stray:
-        raise ValueError(f"--map-regimes: unknown {stray}; use some of {list(REGIMES)}")
+    regimes = _chosen(args.map_regimes, "--map-regimes", REGIMES)
     rate = None if args.map_lr is None else _positive(args.map_lr, "--map-lr")
-    sizes = None if args.map_sizes is None else _names(args.map_sizes, "--map-sizes")
-    stray = sorted(set(sizes or ()) - set(SIZES))
-    if stray:
-        raise ValueError(f"--map-sizes: unknown {stray}; use some of {list(SIZES)}")
+    sizes = None if args.map_sizes is None else _chosen(args.map_sizes, "--map-sizes", SIZES)
     return {"names": names, "regimes": regimes, "encoder_lr": rate, "sizes": sizes}
+
+
+def _chosen(text: str, option: str, allowed) -> list[str]:
+    """`option`'s comma-separated values, each one of `allowed`, or ValueError naming the others."""
+    values = _names(text, option)
+    stray = sorted(set(values) - set(allowed))
+    if stray:
+        raise ValueError(f"{option}: unknown {stray}; use some of {list(allowed)}")
+    return values
 
 
 def _joint_label(run, label: str) -> str:
