@@ -37,7 +37,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pandas as pd
 
 from compsense.core.paths import resolve
-from compsense.core.storage import write_text
+from compsense.core.storage import read_csv, write_text
 from compsense.data.family_names import PAPER_FAMILIES
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.pipeline.report import TABLES_DIR
@@ -557,7 +557,7 @@ def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -
             "writes it, then `make figures` (or restore the file from git)."
         )
     try:
-        return make(pd.read_csv(path))
+        return make(read_csv(path))
     except (KeyError, AttributeError, ValueError) as err:
         raise TableError(
             f"{path}: cannot make README table `{name}` ({type(err).__name__}: {err}). Fix: publish a "

@@ -16,7 +16,7 @@ import torch
 
 from compsense.__main__ import main as cli
 from compsense.core.encoders import load_encoder
-from compsense.core.storage import read_json, read_table, write_table
+from compsense.core.storage import read_csv, read_json, read_table, write_table
 from compsense.data.structural import heldout_paraphrase_pairs
 from compsense.nearmiss import evaluation as N
 from compsense.nearmiss.geometry import positive_pairs
@@ -232,7 +232,7 @@ def test_the_grid_keeps_each_loss_apart_in_folders_rows_and_tables(tmp_path):
     for loss in ("cmnrl", "bce"):
         at = TRAINING.replace(budget_examples=8, loss=loss)
         J.run_joint_grid({"toy": ROWS}, sets, "tiny-bert", tmp_path, at, seeds=[1], budgets=[8], results_dir=tmp_path)
-    runs = pd.read_csv(tmp_path / f"{J.RUNS}.csv")
+    runs = read_csv(tmp_path / f"{J.RUNS}.csv")
     assert sorted(runs["loss"]) == ["bce", "cmnrl"]  # a bce model does not replace the cmnrl one's row
     assert sorted(runs.verifier_variant) == ["toy-joint-b8", "toy-joint-bce-b8"]
     tidy = read_table(tmp_path / f"{J.RESULTS}.parquet")
@@ -327,7 +327,7 @@ def test_the_grid_keeps_each_precision_apart_in_folders_rows_and_tables(tmp_path
             {"toy": ROWS}, sets, "tiny-bert", tmp_path, at, seeds=[1], budgets=[8], results_dir=tmp_path
         )
         assert fitted[0].precision == fitted[0].scorer.precision == precision
-    runs = pd.read_csv(tmp_path / f"{J.RUNS}.csv")
+    runs = read_csv(tmp_path / f"{J.RUNS}.csv")
     assert sorted(zip(runs.precision, runs.verifier_variant)) == [
         ("bf16", "toy-joint-bf16-b8"),
         ("fp32", "toy-joint-b8"),
@@ -435,7 +435,7 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     assert {"negatives-heldout", "sugarcrepe", "condaqa"} <= set(table.dataset)
     assert {"self_match", "copy_vs_near_miss", "negation", "all"} <= set(table.family)
     assert {"auc", "pairwise_accuracy", "mean_score"} <= set(table.metric)
-    runs = pd.read_csv(results / "crossencoder_runs.csv")
+    runs = read_csv(results / "crossencoder_runs.csv")
     assert sorted(runs.train_data) == ["balanced", "model_b"] and (runs.seed == 7).all()
     assert (runs.steps == 2).all() and (runs.budget == 16).all() and runs["commit"].notna().all()
     assert {"train_seconds", "eval_seconds", "n_rows"} <= set(runs.columns) and not runs.loaded.any()
@@ -451,12 +451,12 @@ def test_cli_trains_scores_and_reranks_each_rows_kind(tmp_path, capsys):
     assert "results:" in capsys.readouterr().out
     # a second run loads the finished models instead of training them again
     assert cli(["crossencoder", *common, "--rows", "model_b", "--no-rerank"]) == 0
-    runs = pd.read_csv(results / "crossencoder_runs.csv").set_index("train_data")
+    runs = read_csv(results / "crossencoder_runs.csv").set_index("train_data")
     assert bool(runs.loc["model_b", "loaded"]) and not bool(runs.loc["balanced", "loaded"])
     # bf16: its own folder, trained (not the fp32 model loaded), and a precision on every row of every table
     args = ["crossencoder", *common, "--rows", "model_b", "--precision", "bf16", "--ks", "5", "--cost-queries", "2"]
     assert cli(args) == 0
-    runs = pd.read_csv(results / "crossencoder_runs.csv").set_index("verifier_variant")
+    runs = read_csv(results / "crossencoder_runs.csv").set_index("verifier_variant")
     assert (
         runs.loc["model_b-joint-bf16-head0.001-b16", "precision"] == "bf16"
         and not runs.loc["model_b-joint-bf16-head0.001-b16", "loaded"]

@@ -13,7 +13,7 @@ import pytest
 
 from compsense.__main__ import main as cli
 from compsense.core.stats import holm, seed_level_test
-from compsense.core.storage import read_table
+from compsense.core.storage import read_csv, read_table
 from compsense.figures import crossencoder as C
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.nearmiss.metrics import PAIRWISE_ACCURACY, PAIRWISE_CI
@@ -51,7 +51,7 @@ def published(tmp_path_factory):
 
 
 def _table(published, name: str) -> pd.DataFrame:
-    return pd.read_csv(published["dest"] / "tables" / C.TABLES[name])
+    return read_csv(published["dest"] / "tables" / C.TABLES[name])
 
 
 @pytest.mark.slow
@@ -122,7 +122,7 @@ def test_the_cross_encoders_pairwise_accuracy_stands_beside_the_best_map_verifie
     # the bce model at 24 triplets had no map verifiers beside it: notebook 04's grid, unpaired
     unpaired = versus[versus.pairing == C.PAIRINGS["unpaired"]]
     assert set(unpaired.budget) == {24} and len(unpaired) == len(C.VERSUS)
-    maps = pd.read_csv(MAPS / "all_verifiers.csv")
+    maps = read_csv(MAPS / "all_verifiers.csv")
     maps = maps[(maps.metric == PAIRWISE_ACCURACY) & maps.variant.str.match(r"F\d-(frozen|end2end)$")]
     for row in unpaired.itertuples():
         best = maps[(maps.train_data == row.train_data) & (maps.dataset == row.dataset) & (maps.family == row.family)]
@@ -326,7 +326,7 @@ def test_the_rerank_table_is_notebook_05s_with_ms_per_query(published):
 def test_the_record_has_each_models_run_the_command_and_the_time(published):
     record = json.loads((published["dest"] / "tables" / C.TABLES["record"]).read_text())
     assert record["command"] == COMMAND and pd.Timestamp(record["published_at"]).tzinfo is not None
-    runs = pd.read_csv(published["out"] / "results" / "crossencoder_runs.csv")
+    runs = read_csv(published["out"] / "results" / "crossencoder_runs.csv")
     models = pd.DataFrame(record["models"])
     assert len(models) == len(runs) == 3 and "folder" not in models
     for field in ("commit", "seed", "train_data", "loss", "precision", "budget", "steps", "train_seconds"):
@@ -335,7 +335,7 @@ def test_the_record_has_each_models_run_the_command_and_the_time(published):
 
 @pytest.mark.slow
 def test_the_figure_puts_each_model_beside_the_map_verifiers_and_the_noise_line(published):
-    points = pd.concat([C.map_points(pd.read_csv(MAPS / "all_verifiers.csv")), C.model_points(published["source"])])
+    points = pd.concat([C.map_points(read_csv(MAPS / "all_verifiers.csv")), C.model_points(published["source"])])
     fig = C.crossencoder_figure(points)
     names = {t.name for t in fig.data}
     assert {"CE, end2end", "F4, frozen", "noise control: frozen MaxSim + noise"} <= names
@@ -378,7 +378,7 @@ def test_a_later_publication_keeps_the_earlier_models_it_did_not_make(published,
 
 
 def test_map_points_are_the_committed_means_and_carry_the_noise_control():
-    table = pd.read_csv(MAPS / "all_verifiers.csv")
+    table = read_csv(MAPS / "all_verifiers.csv")
     points = C.map_points(table)
     assert not points.scorer.str.startswith("cosine").any()
     assert {"F0", "F1", "F2", "F3", "F4"} <= set(points.scorer)
@@ -392,7 +392,7 @@ def test_map_points_are_the_committed_means_and_carry_the_noise_control():
 
 
 def test_curve_points_are_the_budget_curves_verifiers_at_the_cross_encoders_budget():
-    curve = pd.read_csv(MAPS / "verifier_budget.csv")
+    curve = read_csv(MAPS / "verifier_budget.csv")
     points = C.curve_points(curve, {8192})
     assert len(points) and points["size"].str.endswith("8,192 triplets").all()
     assert set(zip(points.scorer, points.regime)) >= {("F4", "frozen"), ("F4", "end2end")}

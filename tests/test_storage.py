@@ -137,3 +137,18 @@ def test_a_dvc_experiments_params_values_do_not_make_its_stages_dirty(tmp_path, 
     assert paths.git_commit() == clean
     (tmp_path / "code.py").write_text("b\n")
     assert paths.git_commit() == f"{clean}-dirty"  # code stays code inside an experiment
+
+
+def test_a_commit_of_digits_or_of_float_shape_stays_the_text_it_was(tmp_path):
+    """A short hash can be all digits (8455727 was main's) or look like a float ("5e12345"): a CSV read
+    back through storage keeps it as the text it was, so tables merge with their parquet sources."""
+    import pandas as pd
+
+    from compsense.core.storage import read_csv, read_table, write_table
+
+    for commits in (["8455727", "8455727"], ["5e12345", "0123456"]):  # a column of one shape is guessed
+        path = write_table(pd.DataFrame({"commit": commits, "value": [1.0, 2.0]}), tmp_path / "t.csv")
+        assert read_table(path)["commit"].tolist() == commits
+        assert read_csv(path)["commit"].tolist() == commits
+        assert read_csv(path, dtype={"value": str})["value"].tolist() == ["1.0", "2.0"]
+        assert pd.read_csv(path)["commit"].tolist() != commits  # what pandas alone reads

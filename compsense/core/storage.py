@@ -25,6 +25,9 @@ RERUN = "delete it (or restore a copy) and re-run the notebook that writes it"
 # The code commit that computed a row (`stamp_commit`); never part of a key: a row recomputed at another
 # commit replaces the old one.
 COMMIT = "commit"
+# Columns holding commits: always text. A short hash can be all digits ("8455727") or read as a float
+# ("5e12345" -> inf, "0123456" -> 123456), which pandas' type guessing would turn into a number.
+TEXT_COLUMNS = (COMMIT, "row_commits")
 
 
 class CorruptFile(ValueError):
@@ -82,6 +85,14 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     return path
 
 
+def read_csv(source, **kwargs) -> pd.DataFrame:
+    """`pd.read_csv` with the commit columns (`TEXT_COLUMNS`) kept as text; `source` a path or buffer."""
+    dtype = kwargs.pop("dtype", {})
+    if isinstance(dtype, dict):  # dtype=str already reads every column as text
+        dtype = {name: str for name in TEXT_COLUMNS} | dtype
+    return pd.read_csv(source, dtype=dtype, **kwargs)
+
+
 def read_table(path: str | os.PathLike, recover: str = RERUN) -> pd.DataFrame:
     """A table written by `write_table`; one that cannot be parsed raises CorruptFile naming it and `recover`."""
     path = Path(path)
@@ -89,7 +100,7 @@ def read_table(path: str | os.PathLike, recover: str = RERUN) -> pd.DataFrame:
         raise FileNotFoundError(f"{path} does not exist; run the notebook that writes it first")
     readers = {
         ".parquet": pd.read_parquet,
-        ".csv": pd.read_csv,
+        ".csv": read_csv,
         ".jsonl": lambda p: pd.read_json(p, orient="records", lines=True),
     }
     if path.suffix not in readers:

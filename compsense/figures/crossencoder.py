@@ -31,7 +31,7 @@ import plotly.graph_objects as go
 
 from compsense.core.paths import repo_root, resolve
 from compsense.core.stats import holm, seed_level_test
-from compsense.core.storage import read_json, read_table, write_json, write_table
+from compsense.core.storage import read_csv, read_json, read_table, write_json, write_table
 from compsense.data.family_names import PAPER_FAMILIES
 from compsense.figures.export import save_figure
 from compsense.figures.verifiers import checks_figure
@@ -181,7 +181,7 @@ def _now() -> str:
 
 
 def _optional_csv(path: Path) -> pd.DataFrame | None:
-    return pd.read_csv(path) if path.is_file() else None
+    return read_csv(path) if path.is_file() else None
 
 
 # -- the tables ---------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from typing import Callable, NamedTuple
 import pandas as pd
 
 from compsense.core.paths import repo_root, resolve
-from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_json, write_json
+from compsense.core.storage import CorruptFile, atomic_path, exclusive, read_csv, read_json, write_json
 from compsense.figures.ab import dose_response_figure
 from compsense.figures.export import PLOTLY_JS, save_figure
 from compsense.figures.verifiers import budget_figure
@@ -218,7 +218,7 @@ def _merge(out: Path, files: dict[str, bytes], piece, summary: dict) -> tuple[li
     for rel, (key, seeds, stage, figure, draw, defaults) in MERGED.items():
         if rel not in files:
             continue
-        table = merge_points(out / rel, pd.read_csv(io.BytesIO(files[rel])), key, piece.name, seeds, defaults)
+        table = merge_points(out / rel, read_csv(io.BytesIO(files[rel])), key, piece.name, seeds, defaults)
         notes += check_code(out, rel, stage, set(table.piece), piece, stage_commit(summary, stage))
         files[rel] = table.to_csv(index=False).encode("utf-8")
         sharing |= set(table.piece)
@@ -300,7 +300,7 @@ def merge_points(
     `piece`); rows published before tables named theirs get "". A key column of `defaults` that a
     side lacks (or leaves blank) takes its default there."""
     new = _with_defaults(new.assign(piece=piece), defaults)
-    old = _with_defaults(pd.read_csv(published), defaults) if published.exists() else new.iloc[:0]
+    old = _with_defaults(read_csv(published), defaults) if published.exists() else new.iloc[:0]
     old = old.assign(piece=old["piece"].fillna("") if "piece" in old else "")
     old = old[old.piece != piece]
 
