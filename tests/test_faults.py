@@ -553,7 +553,7 @@ def test_a_damaged_summary_json_names_the_command_that_writes_it(tmp_path):
     (run / "report.md").write_text("# report\n")
     for read in (
         lambda: publish.publish(run=run, dest=tmp_path / "figures"),
-        lambda: E.measured_rates(run.parent, run / "summary.json"),
+        lambda: E.pages_measurements(run / "summary.json"),  # the estimate reads the pages run's copy
     ):
         with pytest.raises(io.CorruptFile) as err:
             read()
