@@ -104,12 +104,7 @@ def test_bundle_never_deletes_the_data_dir(tmp_path):
     path = _mrpc(data_dir, 3)
     with pytest.raises(bundle.UnsafeOut):
         bundle.build_bundle(
-            tmp_path / "shared",
-            "none",
-            [],
-            data_dir=str(data_dir),
-            log=lambda *a: None,
-            download=lambda *a: pytest.fail("nothing may be written"),
+            tmp_path / "shared", "none", [], data_dir=str(data_dir), download=lambda *a: pytest.fail("nothing written")
         )
     assert path.exists() and len(path.read_text().splitlines()) == 4
 
