@@ -97,7 +97,6 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the work_dir of a run, e.g. runs/local (default: the published run's rates, figures/tables/)",
     )
-    est.add_argument("--summary", default=None, help="one run's summary.json (default: every run in --from)")
     est.add_argument(
         "--set",
         dest="overrides",
@@ -108,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     est.add_argument("--only", default=None, help="comma-separated notebook prefixes, e.g. 02,03")
     est.add_argument("--piece", default=None, help="estimate a declared piece (its profile, stages and --set)")
-    est.add_argument("--bench", default=None, help="a benchmarks/bench_training.py --out JSON (02 train rate)")
     est.add_argument(
         "--rate",
         action="append",
@@ -374,15 +372,13 @@ def _estimate(args) -> int:
 
         piece = get_piece(args.piece)
         profile, overrides, only = piece.profile, [*piece.overrides, *overrides], piece.stages
-    est = E.estimate(
-        profile, args.work_dir, summary_json=args.summary, bench=args.bench, rates=rates, overrides=overrides, only=only
-    )
+    est = E.estimate(profile, args.work_dir, rates=rates, overrides=overrides, only=only)
     what = f"piece {args.piece} (" if args.piece else ""
     sets = "".join(f" --set '{o}'" for o in overrides) + (f" --only {','.join(only)}" if only else "")
     print(
         screen.wrap(f"# Time estimate: {what}profile {profile}{sets}{')' if args.piece else ''}", indent="  ", first="")
     )
-    print("\n" + screen.wrap(E.rates_origin(est, args.work_dir)) + "\n")
+    print("\n" + screen.wrap(E.rates_origin(args.work_dir)) + "\n")
     print(screen.wrap(E.headline(est)) + "\n")
     if args.verbose:
         from compsense.pipeline.report import _md_table
@@ -398,16 +394,6 @@ def _estimate(args) -> int:
             + screen.wrap(
                 "--verbose: the whole table (units, rate, seconds, source, device and assumption "
                 "per row) and what a unit is at each stage."
-            )
-        )
-    if args.work_dir and E.measured_profile(args.work_dir) == args.profile:
-        print("\nSame profile as the measured run: estimated vs recorded seconds per stage\n")
-        comparison = E.stage_comparison(est, args.work_dir)
-        print(
-            screen.table(
-                list(comparison.columns),
-                comparison.round(1).astype(object).fillna("–").values.tolist(),
-                right={1, 2, 3},
             )
         )
     return 0

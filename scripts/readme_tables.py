@@ -1,33 +1,24 @@
-"""`make readme-tables`: the README's result tables, generated from the committed tables in figures/tables/.
-
-Each generated table sits between two markers in README.md or docs/results.md (`DOCUMENTS`):
+"""`make readme-tables`: the result tables and quoted numbers of README.md and docs/results.md, rewritten from
+the committed tables in figures/tables/ so the documents cannot keep an older run's numbers. A table sits
+between markers that start lines, a number quoted in prose between inline ones:
 
     <!-- table:separation from figures/tables/separation.csv by `make readme-tables` -->
     | ... |
     <!-- /table -->
-
-and is rewritten from its CSV (written by the run's report, copied by `make figures`), so the numbers
-in the README cannot drift from a run's. `--check` changes nothing and exits 1 when the README is not
-what the tables give (tests/test_readme_tables.py runs it on the committed files).
-
-A number quoted in prose is marked the same way, inline, and rewritten from one cell of a table:
-
     B − A = <!-- value:table1.csv metric=ndcg@10 drop +3 -->−0.009<!-- /value -->
 
-(file, `column=value` filters that select exactly one row, the column, and the format: `3` three
-decimals, `+3` with a sign, `p` a p-value, `s` the text as it is (a commit, a run folder); `m2` is
-the mean of the rows the filters select, at two decimals, for tables with a row per seed), so the
-README's reading of a run cannot keep an older run's numbers.
-
-Numbers are rounded half up from their decimal text (0.725 -> 0.73), as a reader rounds; the minus
-sign is U+2212. Which columns and rows each table shows is set here, and every table says where all
-of its rows are.
+A value names its file, `column=value` filters that select exactly one row, the column, and the format: `3`
+three decimals, `+3` with a sign, `p` a p-value, `s` the text as it is (a commit, a run folder); `m2` the mean
+of the rows the filters select at two decimals (a row per seed). Numbers are rounded half up from their
+decimal text (0.725 -> 0.73), the minus sign is U+2212. `--check` changes nothing and exits 1 when a
+document is not what the tables give.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import itertools
 import math
 import os
 import re
@@ -47,32 +38,29 @@ from compsense.verifiers.rerank import ENCODER_ONLY, TRAINING_FREE, noise_level,
 MARKER = re.compile(
     r"^<!-- table:(?P<name>[A-Za-z0-9_-]+)(?P<rest>[^>]*)-->\n(?P<body>.*?)<!-- /table -->", re.S | re.M
 )
-DASH = "–"  # a cell with no number
 VALUE = re.compile(
     r"<!-- value:(?P<file>[A-Za-z0-9_.-]+\.csv)(?P<filters>(?: [^\s=]+=\S+)*) (?P<column>\S+) (?P<fmt>m?\+?\d|p|s) -->"
     r"(?P<body>[^<]*)<!-- /value -->"
 )
+DASH = "–"  # a cell with no number
+TABLES_AT = f"figures/{TABLES_DIR}"
+DOCUMENTS = ("README.md", "docs/results.md")  # the files whose marked tables are generated
 
+# the paper's names
 BACKBONE_LABELS = {
     "minilm-l6": "MiniLM-L6",
     "minilm-l12": "MiniLM-L12",
     "gte-small": "GTE-Small",
     "gte-modernbert-base": "GTE-ModernBERT-base",
-    "tiny-bert": "tiny-bert",
-}  # the paper's names
+}
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "acc@1": "Acc@1", "mrr@10": "MRR@10", "recall@100": "Recall@100"}
 ENCODER_LABELS = {"base": "Base", "A": "Model A", "B": "Model B"}
 VERIFIER_LABELS = {"F0": "F0 mean", "F1": "F1 MaxSim", "F2": "F2 alignment", "F3": "F3 CNN", "F4": "F4 Transformer"}
 VARIANT_NOTES = {"B-all": "all families", "C-identity": "control"}
-CONTROLS = ("C-identity",)
 
 
 class TableError(ValueError):
     """A README marker or a source table that cannot give a table; the message names the file and the fix."""
-
-
-# ----------------------------------------------------------------------------------------------
-# Numbers as the README writes them
 
 
 def _decimal(value) -> Decimal | None:
@@ -89,8 +77,7 @@ def num(value, places: int = 3, sign: bool = False) -> str:
     if d is None:
         return DASH
     d = d.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-    text = f"{d:+f}" if sign else f"{d:f}"
-    return text.replace("-", "−")
+    return (f"{d:+f}" if sign else f"{d:f}").replace("-", "−")
 
 
 def pvalue(value) -> str:
@@ -105,86 +92,62 @@ def pvalue(value) -> str:
     return f"{d.quantize(Decimal(1).scaleb(d.adjusted() - 1), rounding=ROUND_HALF_UP):f}"
 
 
-def mean_std(mean, std, places: int = 3) -> str:
-    """ "mean ± std", or the mean alone when there is no std (one seed)."""
-    return num(mean, places) if _decimal(std) is None else f"{num(mean, places)} ± {num(std, places)}"
+def bracket(low, high, places: int = 3, sign: bool = True) -> str:
+    return f"[{num(low, places, sign)}, {num(high, places, sign)}]"
+
+
+def mean_std(mean, std) -> str:
+    return num(mean) if _decimal(std) is None else f"{num(mean)} ± {num(std)}"
 
 
 def interval(delta, low, high) -> str:
     """ "+0.007 [−0.008, +0.022]"; the delta alone when there is no interval."""
     if _decimal(delta) is None:
         return DASH
-    ci = f" [{num(low, sign=True)}, {num(high, sign=True)}]" if _decimal(low) is not None else ""
-    return num(delta, sign=True) + ci
+    return num(delta, sign=True) + (f" {bracket(low, high)}" if _decimal(low) is not None else "")
 
 
-def markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+def _percent(delta, pct) -> str:
+    return DASH if _decimal(delta) is None else f"{num(delta, sign=True)} ({num(pct, 1, sign=True)}%)"
+
+
+def _noise_label(scorer) -> str | None:
+    """ "F1 MaxSim frozen + 2x noise (control)" for the noise control "F1-frozen+noise2x"; None for another."""
+    noise = parse_noise_name(scorer)
+    if noise is None:
+        return None
+    name, _, regime = noise[0].partition("-")
+    return f"{VERIFIER_LABELS.get(name, name)} {regime} + {noise[1]:g}x noise (control)"
+
+
+def markdown(header: str, rows: list[list[str]]) -> str:
+    """A markdown table; `header` is its first line's cells joined by " | "."""
+    lines = [f"| {header} |", "|" + "---|" * len(header.split(" | "))]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------------------------
-# The tables
-
-
 def table1(df: pd.DataFrame) -> str:
-    """Table 1: Base, A and B (mean ± std over seeds), B − A with its interval and Holm p, the paper's beside."""
-    order = {m: i for i, m in enumerate(["ndcg@10", "acc@1"])}
-    df = df.assign(_order=df.metric.map(order).fillna(len(order))).sort_values(["_order"], kind="stable")
-    backbones = list(dict.fromkeys(df.backbone))
+    """Table 1: Base, A and B (mean ± std over seeds), B − A with its interval and Holm p, the seed-level
+    tests (`compsense.core.stats.seed_level_test`; a dash before they existed), the paper's beside."""
+    df = df.assign(_order=df.metric.map({"ndcg@10": 0, "acc@1": 1}).fillna(2)).sort_values(["_order"], kind="stable")
     rows = []
-    for backbone in backbones:
+    for backbone in dict.fromkeys(df.backbone):
         for r in df[df.backbone == backbone].itertuples():
-            paper = (
-                DASH
-                if _decimal(r.paper_drop) is None
-                else f"{num(r.paper_drop, sign=True)} ({num(r.paper_drop_pct, 1, sign=True)}%)"
-            )
-            drop = DASH if _decimal(r.drop) is None else f"{num(r.drop, sign=True)} ({num(r.drop_pct, 1, sign=True)}%)"
+            paper, drop, seeds = _percent(r.paper_drop, r.paper_drop_pct), _percent(r.drop, r.drop_pct), DASH
             if _decimal(getattr(r, "ci_low", None)) is not None:
-                drop += f" [{num(r.ci_low, sign=True)}, {num(r.ci_high, sign=True)}]"
-            rows.append(
-                [
-                    BACKBONE_LABELS.get(backbone, backbone),
-                    METRIC_LABELS.get(r.metric, r.metric),
-                    mean_std(r.base_mean, r.base_std),
-                    mean_std(r.A_mean, r.A_std),
-                    mean_std(r.B_mean, r.B_std),
-                    drop,
-                    pvalue(getattr(r, "p_holm", None)),
-                    _seed_level(r),
-                    num(r.paper_A),
-                    num(r.paper_B),
-                    paper,
-                ]
-            )
+                drop += f" {bracket(r.ci_low, r.ci_high)}"
+            means = [mean_std(r.base_mean, r.base_std), mean_std(r.A_mean, r.A_std), mean_std(r.B_mean, r.B_std)]
+            if _decimal(getattr(r, "t_p", None)) is not None:
+                holm = "" if _decimal(getattr(r, "t_p_holm", None)) is None else f" (Holm {pvalue(r.t_p_holm)})"
+                seeds = f"{bracket(r.t_ci_low, r.t_ci_high)}, p {pvalue(r.t_p)}{holm}; "
+                seeds += f"{pvalue(r.perm_p)} (≥ {pvalue(r.perm_p_floor)})"
+            row = [BACKBONE_LABELS.get(backbone, backbone), METRIC_LABELS.get(r.metric, r.metric), *means, drop]
+            rows.append([*row, pvalue(getattr(r, "p_holm", None)), seeds, num(r.paper_A), num(r.paper_B), paper])
     return markdown(
-        [
-            "backbone",
-            "metric",
-            "Base",
-            "Model A",
-            "Model B",
-            "B − A [95% CI]",
-            "Holm p",
-            "over seeds: paired t [95% CI], p; sign flips p (floor)",
-            "paper A",
-            "paper B",
-            "paper B − A",
-        ],
+        "backbone | metric | Base | Model A | Model B | B − A [95% CI] | Holm p | "
+        "over seeds: paired t [95% CI], p; sign flips p (floor) | paper A | paper B | paper B − A",
         rows,
-    )
-
-
-def _seed_level(r) -> str:
-    """The seed-level tests of Table 1 (`compsense.core.stats.seed_level_test`), or a dash before they existed."""
-    if _decimal(getattr(r, "t_p", None)) is None:
-        return DASH
-    holm = "" if _decimal(getattr(r, "t_p_holm", None)) is None else f" (Holm {pvalue(r.t_p_holm)})"
-    return (
-        f"[{num(r.t_ci_low, sign=True)}, {num(r.t_ci_high, sign=True)}], p {pvalue(r.t_p)}{holm}; "
-        f"{pvalue(r.perm_p)} (≥ {pvalue(r.perm_p_floor)})"
     )
 
 
@@ -194,162 +157,105 @@ def variants(df: pd.DataFrame) -> str:
     several = df.backbone.nunique() > 1
     rows = []
     for r in df.itertuples():
+        delta = getattr(r, "mean_delta", None)
+        reference = _decimal(delta) is None
         label = r.variant + (f" ({VARIANT_NOTES[r.variant]})" if r.variant in VARIANT_NOTES else "")
-        reference = _decimal(getattr(r, "mean_delta", None)) is None
-        if r.n_seeds > 1 and not reference and r.variant not in CONTROLS:
+        if r.n_seeds > 1 and not reference and r.variant != "C-identity":  # bold; the control is not a point
             label = f"**{r.variant}**" + label[len(r.variant) :]
         share = DASH if _decimal(r.structural_share) is None else f"{float(r.structural_share):g}"
-        gain = getattr(r, "auc_gain", None)
-        delta = interval(getattr(r, "mean_delta", None), getattr(r, "ci_low", None), getattr(r, "ci_high", None))
-        rows.append(
-            ([BACKBONE_LABELS.get(r.backbone, r.backbone)] if several else [])
-            + [
-                label,
-                share,
-                f"{int(r.retrieval_rows):,}",
-                str(int(r.n_seeds)),
-                mean_std(r.mean, r.std),
-                delta,
-                pvalue(getattr(r, "p_holm", None)),
-                DASH if reference else num(gain, 2, sign=True),
-            ]
-        )
+        row = [label, share, f"{int(r.retrieval_rows):,}", str(int(r.n_seeds)), mean_std(r.mean, r.std)]
+        row += [interval(delta, getattr(r, "ci_low", None), getattr(r, "ci_high", None))]
+        row += [pvalue(getattr(r, "p_holm", None)), DASH if reference else num(getattr(r, "auc_gain", None), 2, True)]
+        rows.append(([BACKBONE_LABELS.get(r.backbone, r.backbone)] if several else []) + row)
     metric = METRIC_LABELS.get(df.metric.iloc[0], df.metric.iloc[0]) if "metric" in df and len(df) else "nDCG@10"
     return markdown(
-        (["backbone"] if several else [])
-        + [
-            "variant",
-            "share",
-            "retrieval rows",
-            "seeds",
-            metric,
-            "− A [95% CI]",
-            "Holm p",
-            "held-out near-miss AUC gain",
-        ],
+        ("backbone | " if several else "")
+        + f"variant | share | retrieval rows | seeds | {metric} | − A [95% CI] | Holm p | held-out near-miss AUC gain",
         rows,
     )
 
 
-# (README heading, column of separation.csv, collapse equal values): the near-miss AUCs are always shown
-# per scorer; a check (self-match, copy > near-miss) shows one value when every scorer of the row agrees.
-SEPARATION_COLUMNS = (
-    [("held-out all", "negatives-heldout auc", False)]
-    + [(f, f"negatives-heldout:{f} auc", False) for f in PAPER_FAMILIES]
-    + [
-        ("pairwise (all)", "negatives-heldout pairwise_accuracy", False),
-        ("self-match", "negatives-heldout self_match", True),
-        ("copy > nm", "negatives-heldout copy_vs_near_miss", True),
-        ("mean nm score", "negatives-heldout mean_near_miss", False),  # the paper's Figure 3 metric
-        ("mean para score", "negatives-heldout mean_paraphrase", False),
-        ("SugarCrepe", "sugarcrepe auc", False),
-        ("CondaQA", "condaqa auc", False),
-    ]
-)
+CHECKS = {  # a near-miss check: its README heading, in the separation table and the budget curve
+    "pairwise_accuracy": "pairwise (all)",
+    "self_match": "self-match",
+    "copy_vs_near_miss": "copy > nm",
+    "mean_near_miss": "mean nm score",  # the paper's Figure 3 metric
+    "mean_paraphrase": "mean para score",
+}
+SEPARATION_COLUMNS = {  # README heading: column of separation.csv
+    "held-out all": "negatives-heldout auc",
+    **{f: f"negatives-heldout:{f} auc" for f in PAPER_FAMILIES},
+    **{heading: f"negatives-heldout {check}" for check, heading in CHECKS.items()},
+    "SugarCrepe": "sugarcrepe auc",
+    "CondaQA": "condaqa auc",
+}
+COLLAPSED = ("self-match", "copy > nm")  # checks: one value when every scorer of a row agrees; AUCs never
 
 
 def _mean_std_cell(value) -> str:
     """A separation cell: "mean ± std" over seeds at 2 decimals, the mean alone when the spread rounds
     to 0; a pairwise cell's interval ("... [low, high]") follows it at 2 decimals."""
-    text, _, bracket = str(value).partition("[")
-    interval = ""
-    if bracket:
-        low, high = (part.strip() for part in bracket.rstrip("] ").split(","))
-        interval = f" [{num(low, 2)}, {num(high, 2)}]"
-    if "±" not in text:
-        return num(text.strip(), 2) + interval
-    mean, std = (part.strip() for part in text.split("±"))
+    text, _, ci = str(value).partition("[")
+    if ci:
+        low, high = ci.rstrip("] ").split(",")
+        ci = " " + bracket(low, high, 2, False)
+    mean, std = text.split("±") if "±" in text else (text, None)
     spread = num(std, 2)
-    return (num(mean, 2) if spread in ("0.00", DASH) else f"{num(mean, 2)} ± {spread}") + interval
-
-
-def _parameter_count(rows: pd.DataFrame) -> str:
-    """ ": 940,065 parameters" when the rows (one verifier at one size) agree on a count, else "": with
-    two sizes in the table, the label says what each size is."""
-    counts = {str(v) for v in rows.get("parameters", pd.Series(dtype=object)) if str(v).strip()}
-    if len(counts) != 1:
-        return ""
-    return f": {int(float(counts.pop())):,} parameters"
-
-
-def _noise_groups(noise: pd.DataFrame) -> list:
-    """One row per noise level ("F1 MaxSim frozen + 2x noise (control)"), the first of each scorer's rows
-    (the same control under every training set), in increasing noise."""
-    if noise.empty:
-        return []
-    first = noise.drop_duplicates("scorer")
-    first = first.assign(_m=first.scorer.map(lambda s: parse_noise_name(s)[1])).sort_values("_m", kind="stable")
-    groups = []
-    for scorer, multiple in zip(first.scorer, first._m, strict=True):
-        base = parse_noise_name(scorer)[0]
-        name, _, regime = base.partition("-")
-        label = f"{VERIFIER_LABELS.get(name, name)} {regime} + {multiple:g}x noise (control)"
-        groups.append((label.replace("  ", " "), first[first.scorer == scorer].drop(columns="_m")))
-    return groups
+    return (num(mean, 2) if spread in ("0.00", DASH) else f"{num(mean, 2)} ± {spread}") + ci
 
 
 def separation(df: pd.DataFrame) -> str:
-    """Pooled cosine (Base / A / B) and each verifier frozen / end2end, per training set. Frozen F0-F2
-    have no trained parameters of their own (F2's λ and τ are fixed): one function whatever the
-    training data, shown under the first training set only; end-to-end, their encoder is fine-tuned
-    on the data, so those rows are shown under every training set. Every row is in the CSV."""
+    """Pooled cosine (Base / A / B) and each verifier frozen / end2end, per training set and size. Frozen F0-F2
+    learn nothing (F2's λ and τ are fixed): shown under the first training set only. The noise control (frozen
+    MaxSim plus seeded noise) learns nothing either: a row per noise level, after frozen F1."""
     df = df.astype(object).where(df.notna(), "")
-    for col in ("regime", "train_data", "size"):
-        df[col] = df[col].astype(str)
-    groups = []
-    pooled = df[df.scorer.str.startswith("cosine ")]
-    if not pooled.empty:
-        names = [s.removeprefix("cosine ").removeprefix("Model ") for s in pooled.scorer]
-        groups.append((f"pooled cosine {' / '.join(names)}", pooled))
-    verifiers = df[~df.scorer.str.startswith("cosine ")]
-    # The noise control (frozen MaxSim plus seeded noise) learns nothing: one row per noise level,
-    # after the frozen F1 it is built on, whatever training set the run also scored.
+    for column in ("regime", "train_data", "size"):
+        df[column] = df[column].astype(str)
+    cosine = df.scorer.str.startswith("cosine ")
+    names = " / ".join(s.removeprefix("cosine ").removeprefix("Model ") for s in df[cosine].scorer)
+    groups = [(f"pooled cosine {names}", df[cosine])] if cosine.any() else []
+    verifiers = df[~cosine]
     is_noise = verifiers.scorer.map(lambda s: parse_noise_name(s) is not None)
     noise, verifiers = verifiers[is_noise], verifiers[~is_noise]
-    train_sets = list(dict.fromkeys(verifiers.train_data))
-    sizes = list(dict.fromkeys(verifiers["size"]))
-    for train_data in train_sets:
-        for size in sizes:
-            for scorer in sorted(set(verifiers.scorer)):
-                rows = verifiers[
-                    (verifiers.scorer == scorer) & (verifiers.train_data == train_data) & (verifiers["size"] == size)
-                ]
-                if train_data != train_sets[0] and scorer in TRAINING_FREE:
-                    rows = rows[rows.regime != "frozen"]  # the same function as under the first set
-                if rows.empty:
-                    continue
-                rows = rows.sort_values("regime", key=regime_rank, kind="stable")
-                # F0-F2 have one size: their label names none
-                sized = len(sizes) > 1 and scorer not in TRAINING_FREE
-                what = train_data + (f", {size}{_parameter_count(rows)}" if sized else "")
-                groups.append((f"{VERIFIER_LABELS.get(scorer, scorer)} {' / '.join(rows.regime)} ({what})", rows))
-                if scorer == "F1" and not noise.empty:
-                    groups += _noise_groups(noise)
-                    noise = noise.iloc[:0]
-    groups += _noise_groups(noise)  # no F1 row to follow
+    levels = sorted(dict.fromkeys(noise.scorer), key=lambda s: parse_noise_name(s)[1])
+    noise_rows = [(_noise_label(s).replace("  ", " "), noise[noise.scorer == s].iloc[:1]) for s in levels]
+    train_sets, sizes = list(dict.fromkeys(verifiers.train_data)), list(dict.fromkeys(verifiers["size"]))
+    for train_data, size, scorer in itertools.product(train_sets, sizes, sorted(set(verifiers.scorer))):
+        rows = verifiers[
+            (verifiers.scorer == scorer) & (verifiers.train_data == train_data) & (verifiers["size"] == size)
+        ]
+        if train_data != train_sets[0] and scorer in TRAINING_FREE:
+            rows = rows[rows.regime != "frozen"]  # the same function as under the first set
+        if rows.empty:
+            continue
+        rows = rows.sort_values("regime", key=regime_rank, kind="stable")
+        what = train_data
+        if len(sizes) > 1 and scorer not in TRAINING_FREE:  # F0-F2 have one size: their label names none
+            counts = {str(v) for v in rows.get("parameters", []) if str(v).strip()}  # one verifier at one size
+            what += f", {size}" + (f": {int(float(counts.pop())):,} parameters" if len(counts) == 1 else "")
+        groups.append((f"{VERIFIER_LABELS.get(scorer, scorer)} {' / '.join(rows.regime)} ({what})", rows))
+        if scorer == "F1":
+            groups, noise_rows = groups + noise_rows, []
     out = []
-    for label, rows in groups:
+    for label, rows in groups + noise_rows:  # noise rows left: no F1 row to follow
         seeds = [str(s) for s in rows["seeds"]] if "seeds" in rows else []
         if seeds and not label.startswith("pooled"):
-            label = (
-                label[:-1]
-                + f"; {' / '.join(dict.fromkeys(seeds)) if len(set(seeds)) == 1 else ' / '.join(seeds)} seeds)"
-            )
+            label = label[:-1] + f"; {seeds[0] if len(set(seeds)) == 1 else ' / '.join(seeds)} seeds)"
         cells = [label]
-        for _, column, collapse in SEPARATION_COLUMNS:
+        for heading, column in SEPARATION_COLUMNS.items():
             values = [_mean_std_cell(v) for v in rows[column]] if column in rows else [DASH] * len(rows)
-            same = len(set(values)) == 1 and (collapse or values[0] == DASH)
+            same = len(set(values)) == 1 and (heading in COLLAPSED or values[0] == DASH)
             cells.append(values[0] if same else " / ".join(values))
         out.append(cells)
-    return markdown(["scorer (train data)"] + [heading for heading, _, _ in SEPARATION_COLUMNS], out)
+    return markdown(" | ".join(["scorer (train data)", *SEPARATION_COLUMNS]), out)
 
 
 def rerank(df: pd.DataFrame) -> str:
-    """Each encoder alone and each verifier reranking its top K: the metric and the gain over Base."""
+    """Each encoder alone and each verifier reranking its top K: the metric and the gain over Base. With
+    verifiers of several notebook-04 variants, each label says its training data and size."""
     metric = df.columns[df.columns.get_loc("weight") + 1]  # rerank.csv: ..., k, weight, <metric>, mean_delta, ...
     reranked = df[df.regime != ENCODER_ONLY]
     k = int(reranked.k.max()) if not reranked.empty else None
-    # Verifiers of several notebook-04 variants: each label says its training data and size.
     folders = variant_folders(df)
     several = folders[folders != ""].nunique() > 1
     rows = []
@@ -358,22 +264,14 @@ def rerank(df: pd.DataFrame) -> str:
             label, regime = ENCODER_LABELS.get(r["variant"], r["variant"]), "encoder only"
         else:
             label, regime = VERIFIER_LABELS.get(r["verifier"], r["verifier"]), r["regime"]
-            noise = noise_level(r["variant"])
-            if noise:  # the noise control: frozen MaxSim plus noise, not F1 itself
+            if noise := noise_level(r["variant"]):  # the noise control: frozen MaxSim plus noise, not F1 itself
                 label += f" + {noise[1]:g}x noise (control)"
             if several and folder:
                 label += f" ({folder.replace('-', ', ')})"
-        rows.append(
-            [
-                label,
-                regime,
-                num(r[metric]),
-                interval(r.get("mean_delta"), r.get("ci_low"), r.get("ci_high")),
-                pvalue(r.get("p_holm")),
-            ]
-        )
+        delta = interval(r.get("mean_delta"), r.get("ci_low"), r.get("ci_high"))
+        rows.append([label, regime, num(r[metric]), delta, pvalue(r.get("p_holm"))])
     at = f" (top {k} reranked)" if k else ""
-    return markdown(["method", "regime", f"{METRIC_LABELS.get(metric, metric)}{at}", "− Base [95% CI]", "Holm p"], rows)
+    return markdown(f"method | regime | {METRIC_LABELS.get(metric, metric)}{at} | − Base [95% CI] | Holm p", rows)
 
 
 PURITY_CORPORA = {"mrpc": "MRPC", "stsb": "STS-B", "coco": "COCO captions", "user": "your sentences"}
@@ -386,74 +284,52 @@ def purity(df: pd.DataFrame) -> str:
     columns = [(c, s) for c in PURITY_CORPORA for s in PURITY_SPLITS if ((df.source == c) & (df.split == s)).any()]
     rows = []
     for family in [f for f in PAPER_FAMILIES if f in set(df.family)]:
-        cells = []
+        rows.append([family])
         for corpus, split in columns:
             r = df[(df.family == family) & (df.source == corpus) & (df.split == split)]
-            if r.empty:
-                cells.append(DASH)
-                continue
-            r = r.iloc[0]
-            cells.append(f"{int(r.pure):,} / {int(r.pairs):,} ({100 * float(r.purity):.1f}%)")
-        rows.append([family, *cells])
-    header = ["family", *[f"{PURITY_CORPORA[c]} {PURITY_SPLITS[s]}" for c, s in columns]]
-    return markdown(header, rows)
-
-
-GEOMETRY_VARIANTS = {"base": "Base", "A": "Model A", "B": "Model B"}
+            r = None if r.empty else r.iloc[0]
+            rows[-1].append(DASH if r is None else f"{int(r.pure):,} / {int(r.pairs):,} ({100 * float(r.purity):.1f}%)")
+    return markdown(" | ".join(["family", *(f"{PURITY_CORPORA[c]} {PURITY_SPLITS[s]}" for c, s in columns)]), rows)
 
 
 def geometry(df: pd.DataFrame) -> str:
-    """Notebook 03's separation under pooled cosine, from the report's all_geometry table: per family
-    (the paper's three, their pool "all", the others, then SugarCrepe's swap subsets) the near-miss AUC
-    and the within-anchor pairwise accuracy with its interval, Base / A / B (mean over seeds)."""
+    """Notebook 03's near-miss AUC and within-anchor pairwise accuracy [95% CI] under pooled cosine, Base / A / B
+    (mean over seeds), per family: the paper's three, their pool "all", the others, SugarCrepe's swaps."""
 
     def cell(variant, dataset, family, metric):
         r = df[(df.variant == variant) & (df.dataset == dataset) & (df.family == family) & (df.metric == metric)]
         return None if r.empty else float(r["mean"].mean())
 
-    variants = [v for v in GEOMETRY_VARIANTS if v in set(df.variant)]
+    variants = [v for v in ENCODER_LABELS if v in set(df.variant)]
     own = set(df[df.dataset == "negatives"].family)
-    families = [("negatives", f) for f in (*PAPER_FAMILIES, "all") if f in own]
-    families += [("negatives", f) for f in sorted(own - set(PAPER_FAMILIES) - {"all"})]
+    others = sorted(own - set(PAPER_FAMILIES) - {"all"})
+    families = [("negatives", f) for f in (*PAPER_FAMILIES, "all", *others) if f in own]
     families += [("sugarcrepe", f) for f in ("swap_att", "swap_obj") if f in set(df[df.dataset == "sugarcrepe"].family)]
     rows = []
     for dataset, family in families:
-        label = {"all": "the three pooled"}.get(family, family)
-        label = f"SugarCrepe {family}" if dataset == "sugarcrepe" else label
-        label += " (trained)" if family in PAPER_FAMILIES else ""
-        aucs = [num(cell(v, dataset, family, "auc"), 2) for v in variants]
-        pairwise = []
+        label = f"SugarCrepe {family}" if dataset == "sugarcrepe" else {"all": "the three pooled"}.get(family, family)
+        rows.append([label + (" (trained)" if family in PAPER_FAMILIES else "")])
+        rows[-1] += [num(cell(v, dataset, family, "auc"), 2) for v in variants]
         for v in variants:
             acc = cell(v, dataset, family, "pairwise_accuracy")
             low, high = (cell(v, dataset, family, f"pairwise_accuracy_ci_{end}") for end in ("low", "high"))
-            ci = f" [{num(low, 2)}, {num(high, 2)}]" if low is not None else ""
-            pairwise.append(DASH if acc is None else num(acc, 2) + ci)
-        rows.append([label, *aucs, *pairwise])
-    header = ["family", *[f"AUC {GEOMETRY_VARIANTS[v]}" for v in variants]]
-    header += [f"pairwise {GEOMETRY_VARIANTS[v]} [95% CI]" for v in variants]
-    return markdown(header, rows)
+            ci = f" {bracket(low, high, 2, False)}" if low is not None else ""
+            rows[-1].append(DASH if acc is None else num(acc, 2) + ci)
+    names = [ENCODER_LABELS[v] for v in variants]
+    return markdown(
+        " | ".join(["family", *(f"AUC {v}" for v in names), *(f"pairwise {v} [95% CI]" for v in names)]), rows
+    )
 
 
-BUDGET_METRICS = {
-    "auc": "near-miss AUC",
-    "pairwise_accuracy": "pairwise (all)",
-    "self_match": "self-match",
-    "copy_vs_near_miss": "copy > nm",
-    "mean_near_miss": "mean nm score",
-    "mean_paraphrase": "mean para score",
-    "noise_excess": "above the noise line",
-}
+BUDGET_METRICS = {"auc": "near-miss AUC", **CHECKS, "noise_excess": "above the noise line"}
 
 
 def budget(df: pd.DataFrame) -> str:
-    """The verifier budget curve (notebook 04's `verifiers.budget.budget_table`): one row per scorer x
-    regime x training rows x size x recipe x budget, each check's mean over seeds with its seed-level 95%
-    interval where there are several seeds. Budget 0 is frozen MaxSim (nothing learned) and its noise
-    control, the line every trained point is read against: it trains on no rows, so where several rows
-    kinds' pieces scored it, it is shown once (its `model_b` rows). A point trained on other rows than the
-    authors' `model_b` (e.g. `balanced`) says so; per-family columns stay in the CSV."""
-    df = df.astype({"budget": int, "seeds": int})
-    df["regime"] = df["regime"].fillna("").astype(str)
+    """The verifier budget curve (`verifiers.budget.budget_table`): a row per scorer x regime x training rows
+    x size x recipe x budget, each check's mean over seeds with its seed-level 95% interval. Budget 0, frozen
+    MaxSim and its noise control, is the line every point is read against: trained on no rows, it is shown
+    once (its `model_b` rows); a point trained on other rows than the authors' `model_b` says so."""
+    df = df.astype({"budget": int, "seeds": int}).assign(regime=lambda d: d["regime"].fillna("").astype(str))
     df = with_train_data(df).astype({"train_data": str})
     line = df.budget == 0
     first = df[line].sort_values("train_data", key=lambda t: t != DEFAULT_TRAIN_DATA, kind="stable")
@@ -462,90 +338,57 @@ def budget(df: pd.DataFrame) -> str:
     keys = ["scorer", "regime", "train_data", "size", "recipe", "budget"]
 
     def label(scorer, regime, train_data, size, recipe, budget) -> str:
-        noise = parse_noise_name(scorer)
-        if noise is not None:
-            name, _, base_regime = noise[0].partition("-")
-            return f"{VERIFIER_LABELS.get(name, name)} {base_regime} + {noise[1]:g}x noise (control)"
-        text = f"{VERIFIER_LABELS.get(scorer, scorer)} {regime}".strip()
-        notes = [f"{size} size"] if scorer in ("F3", "F4") and isinstance(size, str) and size else []
-        if budget > 0 and train_data != DEFAULT_TRAIN_DATA:
-            notes.insert(0, f"`{train_data}` rows")
-        if recipe == "authors":
-            notes.append("the authors' whole recipe")
-        return text + (f" ({', '.join(notes)})" if notes else "")
+        if (noise := _noise_label(scorer)) is not None:
+            return noise
+        notes = [f"`{train_data}` rows"] if budget > 0 and train_data != DEFAULT_TRAIN_DATA else []
+        notes += [f"{size} size"] if scorer in ("F3", "F4") and isinstance(size, str) and size else []
+        notes += ["the authors' whole recipe"] if recipe == "authors" else []
+        return f"{VERIFIER_LABELS.get(scorer, scorer)} {regime}".strip() + (f" ({', '.join(notes)})" if notes else "")
 
-    def order(row) -> tuple:
-        noise = parse_noise_name(row["scorer"])
-        size = row["size"] if isinstance(row["size"], str) else ""
-        return (
-            row["budget"] > 0,
-            noise[1] if noise else 0.0,
-            row["scorer"],
-            row["regime"] != "frozen",  # end-to-end points after the frozen curve they are read beside
-            size,
-            row["recipe"] != "equal",
-            row["train_data"] != DEFAULT_TRAIN_DATA,  # other rows after the authors' at each point
-            row["train_data"],
-            row["budget"],
-        )
+    def order(p) -> tuple:  # end-to-end points after the frozen curve, other rows after the authors' at each point
+        noise = parse_noise_name(p["scorer"])
+        size = p["size"] if isinstance(p["size"], str) else ""
+        first = (p["budget"] > 0, noise[1] if noise else 0.0, p["scorer"], p["regime"] != "frozen", size)
+        return (*first, p["recipe"] != "equal", p["train_data"] != DEFAULT_TRAIN_DATA, p["train_data"], p["budget"])
 
-    points = df.drop_duplicates(keys).copy()
-    points["_order"] = points.apply(order, axis=1)
     rows = []
-    for _, point in points.sort_values("_order", kind="stable").iterrows():
+    for point in sorted((p for _, p in df.drop_duplicates(keys).iterrows()), key=order):
         sel = df[(df[keys].astype(str) == point[keys].astype(str)).all(axis=1)].set_index("metric")
-        cells = []
+        rows.append([label(*point[keys]), f"{point['budget']:,}"])
         for metric in BUDGET_METRICS:
             if metric not in sel.index or (metric == "noise_excess" and point["budget"] == 0):
-                cells.append(DASH)  # budget 0 is the line itself: its distance to it says nothing
+                rows[-1].append(DASH)  # budget 0 is the line itself: its distance to it says nothing
                 continue
             r = sel.loc[metric]
             places, sign = (3, True) if metric == "noise_excess" else (2, False)
-            ci = ""
-            if r["seeds"] > 1 and _decimal(r["ci_low"]) is not None:
-                ci = f" [{num(r['ci_low'], places, sign)}, {num(r['ci_high'], places, sign)}]"
-            cells.append(num(r["mean"], places, sign) + ci)
-        seeds = int(sel["seeds"].max())
-        rows.append([label(*point[keys]), f"{point['budget']:,}", *cells, str(seeds)])
-    return markdown(["scorer", "triplets", *BUDGET_METRICS.values(), "seeds"], rows)
+            ci = r["seeds"] > 1 and _decimal(r["ci_low"]) is not None
+            ci = f" {bracket(r['ci_low'], r['ci_high'], places, sign)}" if ci else ""
+            rows[-1].append(num(r["mean"], places, sign) + ci)
+        rows[-1].append(str(int(sel["seeds"].max())))
+    return markdown(" | ".join(["scorer", "triplets", *BUDGET_METRICS.values(), "seeds"]), rows)
 
 
 def provenance(df: pd.DataFrame) -> str:
     """Which command, run and commit made each stage's results; a row of a piece published on its own
     (`publish --piece`) names the files it gave."""
-    df = df.copy()
-    if "publishes" not in df:
-        df["publishes"] = ""
-    rows = [
-        [
-            f"{str(r['stage']).zfill(2)} `{r['notebook']}`",  # the CSV reads "01" back as 1
-            f"`{r['command']}`" + (f" (only {r['publishes']})" if r["publishes"] else ""),
-            f"`{r['run']}`",
-            f"`{r['commit']}`",
-            f"{float(r['minutes']):.0f} min",
-        ]
-        for r in df.fillna("").to_dict("records")
-    ]
-    return markdown(["stage", "made by", "run", "commit", "wall time (2 cores)"], rows)
+    rows = []
+    for r in df.fillna("").to_dict("records"):
+        only = f" (only {r['publishes']})" if r.get("publishes") else ""
+        stage = f"{str(r['stage']).zfill(2)} `{r['notebook']}`"  # the CSV reads "01" back as 1
+        rows.append(
+            [stage, f"`{r['command']}`{only}", f"`{r['run']}`", f"`{r['commit']}`", f"{float(r['minutes']):.0f} min"]
+        )
+    return markdown("stage | made by | run | commit | wall time (2 cores)", rows)
 
 
-TABLES = {
-    "purity": ("purity.csv", purity),
-    "geometry": ("all_geometry.csv", geometry),
-    "table1": ("table1.csv", table1),
-    "variants": ("variants.csv", variants),
-    "separation": ("separation.csv", separation),
-    "rerank": ("rerank.csv", rerank),
-    "provenance": ("provenance.csv", provenance),
-    "budget": ("verifier_budget.csv", budget),
+CSV_FILES = {"geometry": "all_geometry.csv", "budget": "verifier_budget.csv"}  # the others': <table>.csv
+TABLES = {  # README table: (its CSV, the function that makes it)
+    make.__name__: (CSV_FILES.get(make.__name__, f"{make.__name__}.csv"), make)
+    for make in (purity, geometry, table1, variants, separation, rerank, provenance, budget)
 }
 
 
-# ----------------------------------------------------------------------------------------------
-# The README
-
-
-def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -> str:
+def render(name: str, tables_dir: str | os.PathLike = TABLES_AT) -> str:
     """README table `name` from its CSV in `tables_dir`."""
     if name not in TABLES:
         raise TableError(f"no README table named `{name}`; the tables are {', '.join(TABLES)}")
@@ -561,26 +404,20 @@ def render(name: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}") -
     except (KeyError, AttributeError, ValueError) as err:
         raise TableError(
             f"{path}: cannot make README table `{name}` ({type(err).__name__}: {err}). Fix: publish a "
-            "run's tables again with `make figures`; the file was edited or comes from an older "
-            "report."
+            "run's tables again with `make figures`; the file was edited or comes from an older report."
         ) from None
 
 
-def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/{TABLES_DIR}", where="") -> str:
-    """One cell of `file` in `tables_dir`, in the row `filters` select (exactly one), formatted by
-    `fmt`: "3" three decimals, "+3" three with a sign, "p" a p-value (`pvalue`), "s" the text; "m2" ("m+2"): the
-    mean of `column` over every row the filters select (one per seed), two decimals."""
+def value(file: str, filters: dict, column: str, fmt: str, tables_dir=TABLES_AT, where="") -> str:
+    """One cell of `file`, in the row `filters` select, formatted by `fmt` (the module's docstring says how)."""
     path = resolve(tables_dir) / file
     said = " ".join(f"{k}={v}" for k, v in filters.items())
     if not path.exists():
         raise TableError(f"{where}: a value is read from {path}, which is missing. Fix: `make figures`")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    unknown = [c for c in (*filters, column) if c not in df.columns]
+    rows = pd.read_csv(path, dtype=str, keep_default_na=False)
+    unknown = [c for c in (*filters, column) if c not in rows.columns]
     if unknown:
-        raise TableError(
-            f"{where}: {path} has no column {unknown[0]!r} (value `{said} {column}`); it has {list(df.columns)}"
-        )
-    rows = df
+        raise TableError(f"{where}: {path} has no column {unknown[0]!r} (value `{said} {column}`); it has {list(rows)}")
     for key, wanted in filters.items():
         rows = rows[rows[key] == wanted]
     mean = fmt.startswith("m")
@@ -593,66 +430,55 @@ def value(file: str, filters: dict, column: str, fmt: str, tables_dir=f"figures/
     fmt = fmt.lstrip("m")
     if fmt == "s":
         return str(cell).replace("<", "&lt;")
-    if fmt == "p":
-        return pvalue(cell)
-    return num(cell, int(fmt.lstrip("+")), sign=fmt.startswith("+"))
+    return pvalue(cell) if fmt == "p" else num(cell, int(fmt.lstrip("+")), sign=fmt.startswith("+"))
 
 
-def update(text: str, tables_dir: str | os.PathLike = f"figures/{TABLES_DIR}", where: str = "README.md") -> str:
+def update(text: str, tables_dir: str | os.PathLike = TABLES_AT, where: str = "README.md") -> str:
     """`text` with every marked table, and every marked value in prose, rewritten from its CSV."""
 
-    def at(document: str, position: int) -> str:
-        return f"{where}, line {document.count(chr(10), 0, position) + 1}"
+    def at(position: int) -> str:
+        return f"{where}, line {text.count(chr(10), 0, position) + 1}"
 
     for opened in re.finditer(r"^<!-- table:", text, re.M):  # a marker starts a line; a mention in prose does not
         if not MARKER.match(text, opened.start()):
             raise TableError(
-                f"{at(text, opened.start())}: a `<!-- table:NAME ... -->` marker without its closing "
+                f"{at(opened.start())}: a `<!-- table:NAME ... -->` marker without its closing "
                 "`<!-- /table -->` (or not followed by a new line). Fix: add the closing marker."
             )
     for opened in re.finditer(r"<!-- value:", text):
         if not VALUE.match(text, opened.start()):
             raise TableError(
-                f"{at(text, opened.start())}: a `<!-- value:FILE.csv [column=value ...] COLUMN FORMAT -->` marker "
+                f"{at(opened.start())}: a `<!-- value:FILE.csv [column=value ...] COLUMN FORMAT -->` marker "
                 "that does not parse, or without its closing `<!-- /value -->` on the same line. Fix: write it as "
                 "the module's docstring shows"
             )
 
-    def one(match: re.Match) -> str:
-        head = match.group(0)[: match.start("body") - match.start()]
-        return f"{head}{render(match.group('name'), tables_dir)}\n<!-- /table -->"
+    def table(m: re.Match) -> str:
+        return f"{m.string[m.start() : m.start('body')]}{render(m['name'], tables_dir)}\n<!-- /table -->"
 
-    def inline(match: re.Match) -> str:
-        filters = dict(f.split("=", 1) for f in match.group("filters").split())
-        got = value(
-            match.group("file"), filters, match.group("column"), match.group("fmt"), tables_dir, at(text, match.start())
-        )
-        return match.group(0)[: match.start("body") - match.start()] + got + "<!-- /value -->"
+    def inline(m: re.Match) -> str:
+        filters = dict(f.split("=", 1) for f in m["filters"].split())
+        got = value(m["file"], filters, m["column"], m["fmt"], tables_dir, at(m.start()))
+        return f"{m.string[m.start() : m.start('body')]}{got}<!-- /value -->"
 
     # values first, on `text` itself, so an error names the document's own line (a table rewritten above
     # a value would move it); no value marker sits inside a generated table
-    return MARKER.sub(one, VALUE.sub(inline, text))
-
-
-DOCUMENTS = ("README.md", "docs/results.md")  # the files whose marked tables are generated
+    return MARKER.sub(table, VALUE.sub(inline, text))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python scripts/readme_tables.py",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "python scripts/readme_tables.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--readme", nargs="+", default=list(DOCUMENTS), help="the documents to rewrite")
-    parser.add_argument("--tables", default=f"figures/{TABLES_DIR}", help="the committed tables (figures/tables)")
+    parser.add_argument("--tables", default=TABLES_AT, help="the committed tables (figures/tables)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a document differs")
     args = parser.parse_args(argv)
     return max(_one_document(name, args.tables, args.check) for name in args.readme)
 
 
 def _one_document(name: str, tables: str, check: bool) -> int:
-    path = resolve(name)
-    text = path.read_text(encoding="utf-8")
+    text = resolve(name).read_text(encoding="utf-8")
     try:
         new = update(text, tables, where=name)
     except TableError as err:
@@ -667,7 +493,7 @@ def _one_document(name: str, tables: str, check: bool) -> int:
         )
         print(f"{name}: the tables differ from {tables}/. Fix: make readme-tables", file=sys.stderr)
         return 1
-    write_text(path, new)
+    write_text(resolve(name), new)
     print(
         f"{name}: {len(MARKER.findall(text))} table(s) and {len(VALUE.findall(text))} value(s) rewritten from {tables}/"
     )

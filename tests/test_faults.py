@@ -104,12 +104,7 @@ def test_bundle_never_deletes_the_data_dir(tmp_path):
     path = _mrpc(data_dir, 3)
     with pytest.raises(bundle.UnsafeOut):
         bundle.build_bundle(
-            tmp_path / "shared",
-            "none",
-            [],
-            data_dir=str(data_dir),
-            log=lambda *a: None,
-            download=lambda *a: pytest.fail("nothing may be written"),
+            tmp_path / "shared", "none", [], data_dir=str(data_dir), download=lambda *a: pytest.fail("nothing written")
         )
     assert path.exists() and len(path.read_text().splitlines()) == 4
 
@@ -553,7 +548,7 @@ def test_a_damaged_summary_json_names_the_command_that_writes_it(tmp_path):
     (run / "report.md").write_text("# report\n")
     for read in (
         lambda: publish.publish(run=run, dest=tmp_path / "figures"),
-        lambda: E.measured_rates(run.parent, run / "summary.json"),
+        lambda: E.pages_measurements(run / "summary.json"),  # the estimate reads the pages run's copy
     ):
         with pytest.raises(io.CorruptFile) as err:
             read()

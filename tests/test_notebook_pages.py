@@ -1,9 +1,6 @@
-"""The executed notebooks published as pages (scripts/notebook_pages.py): the run each stage's
-page comes from, figures drawn with the published plotly.js, stale pages found; and (issue 52) every
-cell kept behind pandas Styler tables, the run's log (stderr, frozen progress bars) and the default
-parameters cell left out, the title taken from the notebook and its links resolving from the page; and
-each page's <head> holding only its own (the lab template's CSS in one shared stylesheet, its scripts only
-where the page needs them)."""
+"""The executed notebooks as pages (scripts/notebook_pages.py): each stage's page from its own run, figures
+drawn offline, stale pages found; every cell kept (behind pandas Styler tables too), the run's log and the
+defaults cell left out, the Markdown's links resolving from the page; each <head> holding only its own."""
 
 from __future__ import annotations
 
@@ -13,6 +10,8 @@ from pathlib import Path
 import nbformat
 import plotly.graph_objects as go
 import pytest
+from bs4 import BeautifulSoup
+from nbconvert import HTMLExporter
 
 from scripts import load_script
 
@@ -21,12 +20,7 @@ PAGES = Path(__file__).resolve().parents[1] / P.PAGES_DIR
 
 
 def _inlined_head(html: str) -> list[str]:
-    """What a page's <head> carries beyond its title and the shared stylesheet's link: each <style> and
-    <script>, but MathJax's (lab's, which a page with TeX keeps) and, on a page with a mermaid diagram,
-    mermaid's."""
-    from bs4 import BeautifulSoup
-    from nbconvert import HTMLExporter
-
+    """Each <style> and <script> in a page's <head> but MathJax's and, with a mermaid diagram, mermaid's."""
     soup = BeautifulSoup(html, "html.parser")
     mathjax = {"src": HTMLExporter().mathjax_url}, {"type": "text/x-mathjax-config"}
     diagrams = bool(soup.select(".jp-Mermaid"))
@@ -42,15 +36,13 @@ def _inlined_head(html: str) -> list[str]:
 
 def _executed(folder, name="03_pooled_geometry.ipynb", commit="abc1234"):
     folder.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("fig.show()")
-    figure = go.Figure(go.Bar(x=["negation"], y=[0.84])).to_plotly_json()
+    v4, cell = nbformat.v4, nbformat.v4.new_code_cell("fig.show()")
+    figure = json.loads(json.dumps(go.Figure(go.Bar(x=["negation"], y=[0.84])).to_plotly_json(), default=list))
+    widget = {P.WIDGET_MIME: {"model_id": "x"}, "text/plain": "encode: 3/3 done"}
     cell.outputs = [
-        nbformat.v4.new_output("display_data", {P.PLOTLY_MIME: json.loads(json.dumps(figure, default=list))}),
-        nbformat.v4.new_output("display_data", {P.WIDGET_MIME: {"model_id": "x"}, "text/plain": "encode: 3/3 done"}),
+        v4.new_output("display_data", data) for data in ({P.PLOTLY_MIME: figure}, widget, {P.PLOTLY_MIME: figure})
     ]
-    nb.cells = [nbformat.v4.new_markdown_cell("# 03 · Pooled geometry"), cell]
-    nbformat.write(nb, folder / name)
+    nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell("# 03 · Pooled geometry"), cell]), folder / name)
     (folder / "summary.json").write_text(json.dumps({"profile": "local", "commit": commit}))
     return folder / name
 
@@ -58,14 +50,9 @@ def _executed(folder, name="03_pooled_geometry.ipynb", commit="abc1234"):
 def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_path):
     work = tmp_path / "runs" / "local"
     first = _executed(work / "20261203-0900")
-    (work / "stages.json").write_text(
-        json.dumps(
-            {
-                "03": {"fingerprint": "f", "output": str(first)},
-                "05": {"fingerprint": "f", "output": str(work / "gone" / "05_reranking.ipynb")},
-            }
-        )
-    )
+    gone = work / "gone" / "05_reranking.ipynb"
+    records = {"03": {"fingerprint": "f", "output": str(first)}, "05": {"fingerprint": "f", "output": str(gone)}}
+    (work / "stages.json").write_text(json.dumps(records))
     out, figures = tmp_path / "docs" / "notebooks", tmp_path / "figures"
     done = P.write_pages(work, out, figures=str(figures))
     assert done["written"] == ["03_pooled_geometry.html", P.CSS_FILE]  # a stage whose notebook is gone has none
@@ -78,13 +65,14 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     assert ".highlight .k {" in css and "a.anchor-link {" in css and not _inlined_head(html)
     assert "<title>03 · Pooled geometry</title>" in html
     assert "run <code>20261203-0900</code>" in html and "commit <code>abc1234</code>" in html
-    assert 'src="../../figures/plotly.min.js"' in html and 'id="figure-2-0"' in html  # drawn, offline
+    assert html.count('src="../../figures/plotly.min.js"') == 1  # drawn offline, plotly.js loaded once
+    assert 'id="figure-2-0"' in html and 'id="figure-2-1"' in html
     assert "encode: 3/3 done" not in html and P.WIDGET_MIME not in html  # a widget view's text is not its state
     assert P.write_pages(work, out, figures=str(figures), check=True) == {
         "written": [],
         "unchanged": ["03_pooled_geometry.html", P.CSS_FILE],
         "stale": [],
-        "missing": [f"05 ({work / 'gone' / '05_reranking.ipynb'})"],  # named, not skipped in silence
+        "missing": [f"05 ({gone})"],  # named, not skipped in silence
     }
     # a later run of the stage makes the page stale until it is written again
     second = _executed(work / "20261203-1000", commit="def5678")
@@ -121,7 +109,7 @@ def test_a_dvc_stages_page_names_its_stage_and_commit_and_the_pages_run_is_recor
 
 def test_a_work_dir_without_runs_is_a_named_error(tmp_path, capsys):
     with pytest.raises(FileNotFoundError, match="no stage has finished into it"):
-        P.executed_notebooks(tmp_path)
+        P.write_pages(tmp_path, tmp_path / "out")
     assert P.main(["--work-dir", str(tmp_path)]) == 2 and "make reproduce" in capsys.readouterr().err
 
 
@@ -135,16 +123,20 @@ def _styler_html(marker: str) -> str:
 
 
 def _debris_notebook(folder):
-    """An executed notebook as papermill leaves it: the defaults and the injected parameters, two Styler
-    tables with more than 20 KB of cells between and after them, a library warning and a tqdm bar on
-    stderr, a progress-bar widget frozen at 0%, links written from notebooks/."""
+    """An executed notebook as papermill leaves it: the defaults and the injected parameters, two Styler tables
+    with over 20 KB of cells between and after them, a warning and a tqdm bar on stderr, a progress-bar widget
+    frozen at 0%, links written from notebooks/."""
     v4 = nbformat.v4
     folder.mkdir(parents=True)
+    bar = "evaluate:   0%|          | 0/3 [00:00<?, ?model/s]"
 
     def code(source, outputs=(), tags=()):
         cell = v4.new_code_cell(source)
         cell.outputs, cell.metadata["tags"] = list(outputs), list(tags)
         return cell
+
+    def stream(name, text):
+        return v4.new_output("stream", name=name, text=text)
 
     def html(text):
         return v4.new_output("execute_result", {"text/html": text, "text/plain": "table"}, execution_count=1)
@@ -152,46 +144,34 @@ def _debris_notebook(folder):
     long_output = "<table>" + "<tr><td>row</td><td>0.123</td></tr>" * 800 + "</table>"  # ~ 28 KB
     cells = [
         v4.new_markdown_cell(
-            "# 02 · Training Model A and Model B\n\n[results](../docs/results.md), [this page, executed]"
-            "(../docs/notebooks/02_training_ab.html), [Table 1](#Table-1), [the paper](https://arxiv.org/abs/2604.16351)"
+            "A line before the heading\n# 02 · Training Model A and Model B\n\n[results](../docs/results.md), [this "
+            "page, executed](../docs/notebooks/02_training_ab.html), [Table 1](#Table-1), [the paper]"
+            '(https://arxiv.org/abs/2604.16351), <a href="../docs/results.md">raw HTML</a>'
         ),
         code('profile = "smoke"', tags=["parameters"]),
         code('# Parameters\nprofile = "local"\n', tags=["injected-parameters"]),
         code("table1", [html(_styler_html("first styled table"))]),
-        code(
-            "print('cell after the table 1')", [v4.new_output("stream", name="stdout", text="cell after the table 1\n")]
-        ),
+        code("print('cell after the table 1')", [stream("stdout", "cell after the table 1\n")]),
         code("big", [html(long_output)]),
         code("variants", [html(_styler_html("second styled table"))]),
         code(
             "train()",
             [
-                v4.new_output(
-                    "stream", name="stderr", text="/x/sampler.py:12: UserWarning: produced only 99 batches\n"
-                ),
-                v4.new_output("stream", name="stderr", text="\rtrain:   0%|          | 0/3 [00:00<?, ?it/s]"),
-                v4.new_output(
-                    "display_data",
-                    {
-                        P.WIDGET_MIME: {"model_id": "m"},
-                        "text/plain": "evaluate:   0%|          | 0/3 [00:00<?, ?model/s]",
-                    },
-                ),
-                v4.new_output("stream", name="stdout", text="cell after the table 2\n"),
+                stream("stderr", "/x/sampler.py:12: UserWarning: produced only 99 batches\n"),
+                stream("stderr", "\rtrain:   0%|          | 0/3 [00:00<?, ?it/s]"),
+                v4.new_output("display_data", {P.WIDGET_MIME: {"model_id": "m"}, "text/plain": bar}),
+                stream("stdout", "cell after the table 2\n"),
             ],
         ),
         code("big_again", [html(long_output)]),
         v4.new_markdown_cell("## The result in words\n\ncell after the table 3"),
     ]
-    nb = v4.new_notebook(cells=cells)
-    nbformat.write(nb, folder / "02_training_ab.ipynb")
+    nbformat.write(v4.new_notebook(cells=cells), folder / "02_training_ab.ipynb")
     (folder / "summary.json").write_text(json.dumps({"profile": "local", "commit": "abc1234"}))
     return folder / "02_training_ab.ipynb", len(cells)
 
 
 def test_a_page_keeps_every_cell_and_leaves_out_the_run_log(tmp_path):
-    from bs4 import BeautifulSoup
-
     executed, n_cells = _debris_notebook(tmp_path / "runs" / "local" / "20261206-0100")
     repo = tmp_path / "repo"
     (repo / "docs" / "notebooks").mkdir(parents=True)
@@ -211,13 +191,14 @@ def test_a_page_keeps_every_cell_and_leaves_out_the_run_log(tmp_path):
     # no run log: warnings, tqdm text on stderr, the frozen widget
     assert "UserWarning" not in text and "0%|" not in text and "it/s" not in text and P.WIDGET_MIME not in html
     assert not soup.select('[data-mime-type="application/vnd.jupyter.stderr"]')
-    # the title is the notebook's, and the CSS is linked, not inlined
+    # the title is the notebook's first heading (after lines and cells without one), the CSS linked, not inlined
     assert soup.title.string == "02 · Training Model A and Model B"
     assert soup.find("link", href=P.CSS_FILE) and len(html) < 120_000 < len(css)
     # links written from notebooks/ resolve from docs/notebooks/, inside the repository
     hrefs = {a.get_text(): a["href"] for a in soup.select(".jp-RenderedMarkdown a") if not a.get("class")}
     assert hrefs["results"] == "../results.md" and hrefs["this page, executed"] == "02_training_ab.html"
     assert hrefs["Table 1"] == "#Table-1" and hrefs["the paper"] == "https://arxiv.org/abs/2604.16351"
+    assert hrefs["raw HTML"] == "../results.md"
     for link in ("../results.md", "02_training_ab.html"):
         target = (repo / "docs" / "notebooks" / link).resolve()
         assert target.is_file() and target.is_relative_to(repo)
@@ -231,20 +212,9 @@ def test_moved_links_leave_urls_anchors_and_absolute_paths_alone():
         assert P.moved_link(kept, source, page_dir) == kept
 
 
-def test_first_heading_skips_cells_without_one():
-    v4 = nbformat.v4
-    nb = v4.new_notebook(
-        cells=[v4.new_markdown_cell("**Executed notebook**"), v4.new_markdown_cell("text\n## 05 · Reranking")]
-    )
-    assert P.first_heading(nb) == "05 · Reranking" and P.first_heading(v4.new_notebook()) is None
-
-
 def test_a_pages_head_loads_mathjax_and_mermaid_only_where_the_notebook_has_them(tmp_path):
-    """lab puts MathJax (from its CDN) and mermaid's loader in every head; a page keeps them, as lab
-    writes them, only where its notebook has TeX in Markdown (or a LaTeX output) or a mermaid diagram."""
-    from bs4 import BeautifulSoup
-    from nbconvert import HTMLExporter
-
+    """lab puts MathJax (from its CDN) and mermaid's loader in every head; a page keeps them, as lab writes them,
+    only where its notebook has TeX in Markdown (or a LaTeX output) or a mermaid diagram."""
     v4 = nbformat.v4
     prices = v4.new_code_cell("table")
     prices.outputs = [  # a table's $ are prices, not TeX: HTML outputs are not typeset
@@ -268,14 +238,13 @@ def test_a_pages_head_loads_mathjax_and_mermaid_only_where_the_notebook_has_them
         assert bool(head.find("script", src=mathjax_url)) == (name in ("math", "latex")), name
         assert bool(head.find("script", type="module")) == (name == "mermaid"), name
         assert not _inlined_head(html), name  # nothing else: no require.js, no CSS
+        assert head.title.string == {"plain": "03 · Pooled geometry", "latex": "Notebook"}.get(name, "03"), name
 
 
 @pytest.mark.skipif(not PAGES.is_dir(), reason="no published pages in this checkout")
 def test_the_published_pages_link_the_shared_head_instead_of_inlining_it():
-    """docs/notebooks/: each page links the shared stylesheet, and its <head> inlines none of the lab
-    template's CSS or scripts again (once ~610 lines on every page, the same on each)."""
-    from bs4 import BeautifulSoup
-
+    """docs/notebooks/: each page links the shared stylesheet, and its <head> inlines none of the lab template's
+    CSS or scripts again (once ~610 lines on every page, the same on each)."""
     pages = sorted(PAGES.glob("0*.html"))
     assert pages and (PAGES / P.CSS_FILE).is_file()
     for page in pages:
