@@ -30,6 +30,9 @@ def offline_defaults() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+DATA_DIR_HELP = "the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
+
+
 def main(argv: list[str] | None = None) -> int:
     offline_defaults()
     parser = argparse.ArgumentParser(prog="compsense", description=__doc__)
@@ -157,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         "--root", default=None, help="runs and scores (default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)"
     )
     ln.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/ (the structural rows)")
-    ln.add_argument(
-        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
-    )
+    ln.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     ln.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ln.add_argument("--backbone", default="minilm-l6", help="tiny-bert only to check the path (the curve is minilm-l6)")
     ln.add_argument("--eval-max-queries", type=int, default=None, help="subsample the test queries (checks only)")
@@ -173,64 +174,54 @@ def main(argv: list[str] | None = None) -> int:
     ln.add_argument(
         "--control-root", default=None, help="with --publish: a root of pieces run in the other precision (the control)"
     )
-    from compsense.explorer.scorers_cli import add_parser as add_scorers_parser  # argparse only: starts light
-    from compsense.verifiers.joint_cli import add_parser as add_crossencoder_parser  # argparse only, too
+    from compsense.explorer import scorers_cli  # argparse only: starts light
+    from compsense.verifiers import joint_cli  # argparse only, too
 
-    add_scorers_parser(sub)
-    add_crossencoder_parser(sub)
+    scorers_cli.add_parser(sub)
+    joint_cli.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
     except Exception as err:
         # What a user can cause (a wrong path, a damaged file, a bad value) ends in one line that
         # names it and the fix; --debug shows where it was raised. Anything else is a bug: traceback.
-        if args.debug or not (isinstance(err, _user_errors()) or _disk_error(err)):
+        if args.debug or not _user_error(err):
             raise
         print(f"compsense {args.command}: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """The errors a user's input causes; imported only when one is raised (the CLI starts light).
+def _user_error(err: BaseException) -> bool:
+    """Whether a user's input caused `err` (imported only when one is raised: the CLI starts light).
     DataError (a bad dataset row) and a profile value the schema refuses are ValueErrors;
     BackboneUnavailable is a model name that cannot be loaded here (its message names the offline ones);
-    WriteFailed, a file of the runner's own that a full disk refused (it names the file)."""
+    WriteFailed, a file of the runner's own that a full disk refused (it names the file). A full disk, a
+    quota or a read-only file system met while writing is the user's to fix too (free space, another folder)."""
+    import errno
+
     from compsense.core.encoders import BackboneUnavailable
     from compsense.core.storage import CorruptFile
     from compsense.pipeline.runner import Refused, WriteFailed  # Refused: a bad --only or piece name, anywhere
 
-    return (
-        FileNotFoundError,
-        NotADirectoryError,
-        IsADirectoryError,
-        PermissionError,
-        ValueError,
-        CorruptFile,
-        Refused,
-        BackboneUnavailable,
-        WriteFailed,
+    paths = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+    return isinstance(err, (*paths, ValueError, CorruptFile, Refused, BackboneUnavailable, WriteFailed)) or (
+        isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
     )
-
-
-def _disk_error(err: BaseException) -> bool:
-    """A full disk, a quota or a read-only file system met while writing: the user's to fix (free space,
-    another folder), so one line, which names the file when the OS gave one."""
-    import errno
-
-    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 def _one_encoder(sub, out: str, seed_help: str) -> None:
     """The arguments `evaluate` and `nearmiss` share: the model, where data and results are, and how it encodes."""
     sub.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
-    sub.add_argument(
-        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
-    )
+    sub.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     sub.add_argument("--out", default=out, help=f"folder for results/ and mteb/ (default {out})")
     sub.add_argument("--batch-size", type=int, default=64)
     sub.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
     sub.add_argument("--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)")
     sub.add_argument("--seed", type=int, default=0, help=seed_help)
+
+
+def _csv(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
 
 
 def _dispatch(args) -> int:
@@ -255,36 +246,22 @@ def _dispatch(args) -> int:
         from compsense.doctor import main as doctor
 
         return doctor(profile=args.profile)
-    if args.command == "nearmiss":
+    if args.command in ("nearmiss", "evaluate"):
         from compsense.core.encoders import Encoding
-        from compsense.nearmiss.external import main as nearmiss
 
-        return nearmiss(
-            args.model,
-            sets=args.sets,
-            work_dir=args.work_dir,
-            data_dir=args.data_dir,
-            out=args.out,
-            encoding=Encoding(batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device),
-            seed=args.seed,
-            n_boot=args.n_boot,
+        shared = {"data_dir": args.data_dir, "out": args.out, "seed": args.seed}
+        shared["encoding"] = Encoding(
+            batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device
         )
-    if args.command == "evaluate":
-        from compsense.core.encoders import Encoding
+        if args.command == "nearmiss":
+            from compsense.nearmiss.external import main as nearmiss
+
+            return nearmiss(args.model, sets=args.sets, work_dir=args.work_dir, n_boot=args.n_boot, **shared)
         from compsense.retrieval.evaluate import main as evaluate
 
         subsets = _evaluate_subsets(args.datasets, args.data_dir, args.allow_subset)
-        return evaluate(
-            args.model,
-            args.datasets,
-            split=args.split,
-            data_dir=args.data_dir,
-            out=args.out,
-            encoding=Encoding(batch_size=args.batch_size, max_seq_length=args.max_seq_length, device=args.device),
-            seed=args.seed,
-            nanobeir_dataset_id=args.nanobeir_dataset_id,
-            subsets=subsets,
-        )
+        extra = {"split": args.split, "nanobeir_dataset_id": args.nanobeir_dataset_id, "subsets": subsets}
+        return evaluate(args.model, args.datasets, **extra, **shared)
     if args.command == "stage":
         from compsense.pipeline import stage
 
@@ -306,30 +283,17 @@ def _length(args) -> int:
         for path in publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
             print(path)
         return 0
-    steps = [int(s) for s in (args.steps or "25,50").split(",") if s.strip()]
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    steps, variants = [int(s) for s in _csv(args.steps or "25,50")], _csv(args.variants)
+    where = (args.root, args.work_dir, args.data_dir)
     if args.external:
-        steps = steps if args.steps else None
         table = length_run.score_external(
-            args.seed, variants, steps, args.root, args.work_dir, args.data_dir, backbone=args.backbone
+            args.seed, variants, steps if args.steps else None, *where, backbone=args.backbone
         )
         pooled = table[(table.family == "all") & (table.metric == "auc")]
         print(pooled.pivot_table(index="dataset", columns=["variant", "step"], values="value").round(3).to_string())
         return 0
-    print(
-        length_run.run_piece(
-            args.seed,
-            steps,
-            variants,
-            args.precision,
-            args.root,
-            args.work_dir,
-            args.data_dir,
-            args.device,
-            args.backbone,
-            args.eval_max_queries,
-        )
-    )
+    rest = (args.device, args.backbone, args.eval_max_queries)
+    print(length_run.run_piece(args.seed, steps, variants, args.precision, *where, *rest))
     return 0
 
 
@@ -359,7 +323,15 @@ def _estimate(args) -> int:
     from compsense.pipeline import screen
 
     if args.length:
-        return _estimate_length(args)
+        steps, variants = [int(s) for s in _csv(args.steps)], _csv(args.variants)
+        est = E.length_estimate(steps, variants, args.precision, seed=args.seed, root=args.root)
+        command = (
+            f"python -m compsense length --seed {args.seed} --steps {','.join(map(str, steps))} "
+            f"--variants {','.join(variants)} --precision {args.precision}"
+        )
+        print(screen.wrap(f"# Time estimate: {command}", indent="  ", first="") + "\n")
+        print(E.length_text(est))
+        return 0
     rates = E.parse_rates(args.rate, args.rate_device, args.rate_source)  # checked before anything is read
     from compsense.pipeline.runner import select_stages
     from compsense.pipeline.stages import stage_key
@@ -380,38 +352,16 @@ def _estimate(args) -> int:
     )
     print("\n" + screen.wrap(E.rates_origin(args.work_dir)) + "\n")
     print(screen.wrap(E.headline(est)) + "\n")
-    if args.verbose:
-        from compsense.pipeline.report import _md_table
+    if not args.verbose:
+        more = "--verbose: the whole table (units, rate, seconds, source, device and assumption per row) and what"
+        print(E.screen_text(est) + "\n\n" + screen.wrap(f"{more} a unit is at each stage."))
+        return 0
+    from compsense.pipeline.report import _md_table
 
-        print(_md_table(E.display_frame(est)))
-        print("\nUnits (compsense.estimate.UNITS):")
-        for (stage, component), unit in E.UNITS.items():
-            print(screen.wrap(unit, indent="    ", first=f"  {stage} {component}: "))
-    else:
-        print(E.screen_text(est))
-        print(
-            "\n"
-            + screen.wrap(
-                "--verbose: the whole table (units, rate, seconds, source, device and assumption "
-                "per row) and what a unit is at each stage."
-            )
-        )
-    return 0
-
-
-def _estimate_length(args) -> int:
-    from compsense import estimate as E
-    from compsense.pipeline import screen
-
-    steps = [int(s) for s in args.steps.split(",") if s.strip()]
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    est = E.length_estimate(steps, variants, args.precision, seed=args.seed, root=args.root)
-    command = (
-        f"python -m compsense length --seed {args.seed} --steps {','.join(map(str, steps))} "
-        f"--variants {','.join(variants)} --precision {args.precision}"
-    )
-    print(screen.wrap(f"# Time estimate: {command}", indent="  ", first="") + "\n")
-    print(E.length_text(est))
+    print(_md_table(E.display_frame(est)))
+    print("\nUnits (compsense.estimate.UNITS):")
+    for (stage, component), unit in E.UNITS.items():
+        print(screen.wrap(unit, indent="    ", first=f"  {stage} {component}: "))
     return 0
 
 

