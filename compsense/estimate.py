@@ -161,14 +161,15 @@ def _verifier(name: str, regime: str, size: str) -> str:
 # What a run measured
 
 
-def measured_rates(work_dir) -> pd.DataFrame:
+def measured_rates(work_dir, sizes: dict | None = None) -> pd.DataFrame:
     """Per stage, component and backbone: the units and seconds the run in `work_dir` measured, the rate,
-    its source file and device (the run's), and the settings it ran at. Every run folder's notebooks count."""
+    its source file and device (the run's), and the settings it ran at. Every run folder's notebooks count.
+    `sizes`: the run's dataset sizes when the caller has read them (`run_sizes`)."""
     work = resolve(work_dir)
     if not work.is_dir():
         raise FileNotFoundError(f"{work}: no such run folder; pass the work_dir of a run (e.g. runs/local)")
     device = run_device(work)
-    notebooks = _notebook_rates(work, device)
+    notebooks = _notebook_rates(work, device, run_sizes(work) if sizes is None else sizes)
     backbone04 = next((r[2] for r in notebooks if r[0] == "04"), None)  # what notebook 04 trained verifiers on
     rows = _train_rates(work, device) + _verifier_rates(work, device, backbone04) + notebooks
     df = pd.DataFrame(rows, columns=MEASURED)
@@ -208,12 +209,11 @@ def _verifier_rates(work: Path, device: str, backbone: str | None) -> list[list]
     return rows
 
 
-def _notebook_rates(work: Path, device: str) -> list[list]:
+def _notebook_rates(work: Path, device: str, sizes: dict) -> list[list]:
     """Per stage, its own part (REST) from its slowest finished execution: a re-run that finds finished models
     and caches does less. A training stage's own time is its duration less the trainings that finished inside
     its window; an execution without a window (run by hand) is left out, its training share unknown."""
     best: dict[str, list] = {}
-    sizes = run_sizes(work)
     for path in sorted(work.glob("*/[0-9][0-9]_*.ipynb")):
         stage, pm = path.name[:2], read_json(path).get("metadata", {}).get("papermill", {})
         window, trains = (_utc(pm.get("start_time")), _utc(pm.get("end_time"))), stage in TRAINS
@@ -269,10 +269,14 @@ def run_device(work: Path) -> str:
     if cost.exists() and (devices := sorted(read_table(cost)["device"].dropna().astype(str).unique())):
         return ", ".join(devices)
     for done in (f / "DONE.json" for f in trained_model_dirs(work) if (f / "DONE.json").exists()):
-        torch = read_json(done).get("versions", {}).get("torch", "")
-        if torch.endswith("+cpu"):
-            return f"cpu (torch {torch})"
+        if device := _cpu_build(read_json(done).get("versions", {}).get("torch", "")):
+            return device
     return UNRECORDED
+
+
+def _cpu_build(torch: str, where: str = "") -> str | None:
+    """'cpu (torch 2.x+cpu<where>)' for a CPU-only torch build's version string, else None."""
+    return f"cpu (torch {torch}{where})" if torch.endswith("+cpu") else None
 
 
 def _one(values):
@@ -331,7 +335,7 @@ def pages_measurements(path=None) -> pd.DataFrame:
     the device is not recorded. Empty when the file is absent."""
     path = resolve(path) if path is not None else repo_root() / PAGES_SUMMARY
     summary = read_summary(path) if path.is_file() else {}
-    params = stage_params(summary["profile"], summary.get("overrides") or ()) if summary else {}
+    params = stage_params(summary.get("profile", "local"), summary.get("overrides") or ()) if summary else {}
     source = f"{shown(path)}: {PAGES_SOURCE} (profile {summary.get('profile')}, commit {summary.get('commit', '?')})"
     rows = []
     for stage, r in sorted(summary.get("stages", {}).items()):
@@ -377,7 +381,11 @@ def estimate(
     (False: not read). rates: rates measured elsewhere, cited:
     {(stage, component, backbone or None): {"rate": units/s, "device": ..., "source": ...}}."""
     cited = _check_rates(rates or {})
-    measured, sizes = published_measurements(tables_dir) if work_dir is None else (measured_rates(work_dir), None)
+    if work_dir is None:
+        measured, sizes = published_measurements(tables_dir)
+    else:
+        sizes = run_sizes(resolve(work_dir))
+        measured = measured_rates(work_dir, sizes)
     if pages_summary is not False:
         pages = pages_measurements(pages_summary)
         pages = pages[~pages.stage.isin(measured.stage[measured.component == "notebook"])]
@@ -387,6 +395,7 @@ def estimate(
     left_out = int(df.seconds.isna().sum())
     source = f"{left_out} row(s) {NOT_MEASURED}: the total leaves them out (a lower bound)" if left_out else ""
     total = {"stage": "total", "component": "measured rows", "seconds": df.seconds.sum(min_count=1)}
+    total["device"] = "; ".join(sorted(set(df.device.dropna())))
     return pd.concat([df, pd.DataFrame([{**total, "source": source or "every row measured"}])], ignore_index=True)
 
 
@@ -426,7 +435,10 @@ def _price(u: dict, measured: pd.DataFrame, cited: dict) -> list:
         if count.get(b) and count.get(target):
             why = f"scaled from {b} by parameter count ({count[b]:,} / {count[target]:,})"
             return row(rate * count[b] / count[target], source, device, why)
-    why = f"measured for {', '.join(same.backbone.astype(str))} only, and BACKBONES has no n_parameters to scale by"
+    why = (
+        f"measured for {', '.join(same.backbone.astype(str))} only, and compsense/core/encoders.py "
+        "BACKBONES has no n_parameters to scale by"
+    )
     return row(source=f"{NOT_MEASURED} for {target}: {'no run measured it' if same.empty else why}")
 
 
@@ -550,7 +562,7 @@ def screen_text(est: pd.DataFrame) -> str:
         parts = [r["source"], isinstance(r["device"], str) and f"device: {r['device']}", r["assumption"]]
         note = notes.setdefault("; ".join(p for p in parts if isinstance(p, str) and p), len(notes) + 1)
         backbone, units = (r["backbone"] if isinstance(r["backbone"], str) else ""), _num(r["units"], ",.0f", "")
-        rate = _num(r["rate"], ".4g") + "/s" * (r["rate"] == r["rate"])
+        rate = _num(r["rate"], ".4g") + ("/s" if pd.notna(r["rate"]) else "")
         rows.append([r["stage"], r["component"], backbone, units, rate, screen.duration(r["seconds"]), f"[{note}]"])
     table = screen.table("stage component backbone units rate time note".split(), rows, right={3, 4, 5}, fit=1)
     notes_text = [screen.wrap(text, indent=" " * (len(str(n)) + 3), first=f"[{n}] ") for text, n in notes.items()]
@@ -566,7 +578,8 @@ LENGTH_RECORD = Path("figures") / "tables" / "length_record.json"
 def length_rates(precision: str, record_path=None) -> dict:
     """Seconds a training step and a scored step take at `precision`, each the slowest recorded part's (a part
     that resumed from a checkpoint trained fewer steps than it lists), from the committed record of the curve's
-    parts (`length --publish`): {"train": (s, part), "score": (s, part), "parts": n, "device", "source"}."""
+    parts (`length --publish`): {"train": (s, part), "score": (s, part), "train_range": (lo, hi), "parts": n,
+    "device", "source"}."""
     path = resolve(record_path) if record_path is not None else repo_root() / LENGTH_RECORD
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no record of the curve's pieces; `compsense length --publish` writes it")
@@ -577,12 +590,16 @@ def length_rates(precision: str, record_path=None) -> dict:
         if p.get("precision") == precision and p.get("steps") and None not in (p.get("train_s"), p.get("eval_s"))
     ]
     if not parts:
-        raise ValueError(f"{shown(path)}: no part of the curve ran at {precision}; run one, or price the other")
+        raise ValueError(
+            f"{shown(path)}: no part of the curve ran at {precision}; run one, or estimate the other precision"
+        )
     torch = record.get("versions", {}).get("torch", "")
-    device = f"cpu (torch {torch}, {shown(path)})" if torch.endswith("+cpu") else f"not recorded (torch {torch})"
+    device = _cpu_build(torch, f", {shown(path)}") or f"not recorded (torch {torch or '?'})"
+    per_step = [(float(p["train_s"]) / max(p["steps"]), p) for p in parts]
     return {
-        "train": max(((float(p["train_s"]) / max(p["steps"]), p) for p in parts), key=lambda x: x[0]),
+        "train": max(per_step, key=lambda x: x[0]),
         "score": max(((float(p["eval_s"]) / len(p["steps"]), p) for p in parts), key=lambda x: x[0]),
+        "train_range": (min(x[0] for x in per_step), max(x[0] for x in per_step)),
         "parts": len(parts),
         "device": device,
         "source": shown(path),
@@ -620,22 +637,26 @@ def length_estimate(steps, variants, precision="bf16", seed=42, root=None, recor
         start, exported = length_progress(variant, seed, root)
         todo = [s for s in steps if s not in exported]
         trained = max(steps[-1] - start, 0) if todo else 0
-        trains, scores = f"steps {start}-{steps[-1]}" if trained else "nothing", f"steps {','.join(map(str, todo))}"
-        rows.append([variant, trains, trained * train_s, scores if todo else "nothing", len(todo) * score_s])
+        trains = f"steps {start}-{steps[-1]}" if trained else "nothing"
+        scores = f"steps {','.join(map(str, todo))}" if todo else "nothing"
+        rows.append([variant, trains, trained * train_s, scores, len(todo) * score_s])
     df = pd.DataFrame(rows, columns=["model", "trains", "train_s", "scores", "score_s"])
     df["seconds"] = df.train_s + df.score_s
     df.loc[len(df)] = ["total", "", df.train_s.sum(), "", df.score_s.sum(), df.seconds.sum()]
 
-    def part(p, key):
-        steps = ",".join(map(str, p["steps"]))
-        return f"{p['variant']} of seed {p['seed']} at {p['commit']}: {p[key]:,.1f} s for steps {steps}"
+    def part(p):
+        return f"{p['variant']} of seed {p['seed']} at {p['commit']}, steps {','.join(map(str, p['steps']))}"
 
+    lo, hi = rates["train_range"]
     df.attrs["rates"] = (
-        f"From {rates['source']} ({rates['parts']} {precision} part(s) of the curve; each rate is the slowest "
-        "part's, as a part that resumed from a checkpoint trained fewer steps than it lists): "
-        f"training {train_s:.1f} s a step at batch 128 ({part(train_part, 'train_s')}), scoring {score_s:.1f} s a "
-        f"step ({score_s / 60:.1f} min; {part(score_part, 'eval_s')}). Measured on {rates['device']}. Base is "
-        "priced as one scored step; loading the data, not recorded, is left out."
+        f"From {rates['source']} ({rates['parts']} {precision} part(s) of the curve): training "
+        f"{train_s:.1f} s a step at batch 128 (the slowest part, {part(train_part)}: "
+        f"{train_part['train_s']:,.1f} s to step {max(train_part['steps'])}; the parts ranged {lo:.1f}-{hi:.1f} "
+        "s a step, and one that resumed from a checkpoint trained fewer steps than it lists), "
+        f"scoring {score_s:.1f} s a "
+        f"step ({score_s / 60:.1f} min; the slowest part, {part(score_part)}: {score_part['eval_s']:,.1f} s "
+        f"for {len(score_part['steps'])} step(s)). Measured on {rates['device']}. Base is priced as one "
+        "scored step; loading the data, not recorded, is left out."
     )
     df.attrs["root"] = (
         f"Runs under {shown(root)}: a step exported there is neither trained nor scored again, and a run resumes "
