@@ -28,6 +28,7 @@ from packaging.requirements import Requirement
 
 from compsense.core.encoders import BACKBONES, _package_model_dir
 from compsense.core.paths import local_data_dir, repo_root, resolve
+from compsense.core.storage import atomic_path, write_text
 
 LIMIT_BYTES = 64 * 1024 * 1024  # what travels to the device machine, working tree and carried paths together
 # The packages in the GPU image ('cuda', nvidia-h200), as listed in the device notes (read 2026-11-17).
@@ -319,6 +320,8 @@ def build_bundle(
             there = ", ".join(sorted(p.name for p in base.iterdir() if p.is_dir()))
             raise FileNotFoundError(f"no dataset {name!r} under {base} (there: {there})")
     out.mkdir(parents=True, exist_ok=True)
+    if not (out / "manifest.json").exists():  # marked ours at once, so a run that fails below can be re-run
+        write_text(out / "manifest.json", json.dumps({"compsense_bundle": 1}) + "\n")
     packages = missing_packages(DEFAULT_ROOTS, installed_requires, read_constraints())
     print(f"wheels: {len(packages)} package(s) the GPU image lacks: {', '.join(packages)}")
     _remove(out / "wheels")
@@ -332,14 +335,13 @@ def build_bundle(
         sizes["minilm-l6"], sizes["shim"] = tree_bytes(out / "minilm-l6"), tree_bytes(out / "shim")
     _remove(out / "data", out / "data.tar.xz")  # a plain data/ folder is what earlier bundles wrote
     if names:  # xz: text corpora shrink ~3-4x, which lets two BEIR sets travel beside wheels and weights
-        with tarfile.open(out / "data.tar.xz.tmp", "w:xz") as tar:
+        with atomic_path(out / "data.tar.xz") as tmp, tarfile.open(tmp, "w:xz") as tar:
             for name in names:
                 tar.add(base / name, arcname=name)
             note = b"Copies of licence-restricted datasets, carried to the GPU machine only. Never commit them.\n"
             info = tarfile.TarInfo("NOT_FOR_COMMIT.txt")
             info.size = len(note)
             tar.addfile(info, io.BytesIO(note))
-        os.replace(out / "data.tar.xz.tmp", out / "data.tar.xz")
         sizes["data"] = (out / "data.tar.xz").stat().st_size
 
     script = out / "run_on_gpu.sh"
@@ -358,14 +360,14 @@ def build_bundle(
     }
     # the script, the manifest as it is now, and 1 KiB for what the manifest gains below
     sizes["bundle other files"] = script.stat().st_size + len(json.dumps(manifest, indent=1)) + 1 + 1024
-    sizes["working tree"] = working_tree_bytes()
     try:
+        sizes["working tree"] = working_tree_bytes()
         manifest["size_check"] = check_size(sizes)
     except BundleTooLarge as err:
         manifest["size_check"] = {"total": sum(sizes.values()), "limit": LIMIT_BYTES, "fits": False, "error": str(err)}
         raise
     finally:
-        (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        write_text(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     for w in manifest["version_warnings"]:
         print(f"warning: {w}")
     return manifest

@@ -244,3 +244,18 @@ def test_a_copy_finished_by_another_process_is_kept(tmp_path, monkeypatch):
     assert load_bundled_weights(tmp_path / "int8", tmp_path / "fp32") == winner
     assert marker.read_text() == "loading"  # not replaced under the process using it
     assert not list(tmp_path.glob("fp32.tmp*"))
+
+
+def test_a_bundle_that_fails_in_a_new_folder_can_be_run_again(tmp_path):
+    """A download that fails in a fresh --out leaves a folder marked as the bundle's, so the next run
+    replaces it instead of refusing a folder it wrote itself."""
+
+    def failing_download(pins, dest):
+        dest.mkdir(parents=True)
+        raise RuntimeError("pip download failed")
+
+    with pytest.raises(RuntimeError):
+        bundle.build_bundle(tmp_path / "b", "none", [], download=failing_download)
+    bundle.check_out(tmp_path / "b")  # ours: no UnsafeOut
+    manifest = bundle.build_bundle(tmp_path / "b", "none", [], download=fake_download)
+    assert manifest["wheels"] == {"papermill-2.7.0-py3-none-any.whl": 100}
