@@ -14,6 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from compsense.explorer.scorers_cli import DATA_DIR_HELP  # both argparse only: the CLI starts light
+from compsense.verifiers.joint_cli import comma_list
+
 
 def offline_defaults() -> None:
     """What the command line sets for itself and the notebook kernels it starts, never `import
@@ -28,9 +31,6 @@ def offline_defaults() -> None:
         if hub_reachable() is not None:
             os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-DATA_DIR_HELP = "the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,10 +220,6 @@ def _one_encoder(sub, out: str, seed_help: str) -> None:
     sub.add_argument("--seed", type=int, default=0, help=seed_help)
 
 
-def _csv(text: str) -> list[str]:
-    return [v.strip() for v in text.split(",") if v.strip()]
-
-
 def _dispatch(args) -> int:
     if args.command == "scorers":
         from compsense.explorer.scorers_cli import run as build_scorers
@@ -283,17 +279,20 @@ def _length(args) -> int:
         for path in publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
             print(path)
         return 0
-    steps, variants = [int(s) for s in _csv(args.steps or "25,50")], _csv(args.variants)
-    where = (args.root, args.work_dir, args.data_dir)
+    steps = [int(s) for s in comma_list(args.steps or "25,50", "--steps")]
+    variants = comma_list(args.variants, "--variants")
+    where = {"root": args.root, "work_dir": args.work_dir, "data_dir": args.data_dir, "backbone": args.backbone}
     if args.external:
         table = length_run.score_external(
-            args.seed, variants, steps if args.steps else None, *where, backbone=args.backbone
+            seed=args.seed, variants=variants, steps=steps if args.steps else None, **where
         )
         pooled = table[(table.family == "all") & (table.metric == "auc")]
         print(pooled.pivot_table(index="dataset", columns=["variant", "step"], values="value").round(3).to_string())
         return 0
-    rest = (args.device, args.backbone, args.eval_max_queries)
-    print(length_run.run_piece(args.seed, steps, variants, args.precision, *where, *rest))
+    rest = {"device": args.device, "eval_max_queries": args.eval_max_queries}
+    print(
+        length_run.run_piece(seed=args.seed, steps=steps, variants=variants, precision=args.precision, **where, **rest)
+    )
     return 0
 
 
@@ -323,7 +322,8 @@ def _estimate(args) -> int:
     from compsense.pipeline import screen
 
     if args.length:
-        steps, variants = [int(s) for s in _csv(args.steps)], _csv(args.variants)
+        steps = [int(s) for s in comma_list(args.steps, "--steps")]
+        variants = comma_list(args.variants, "--variants")
         est = E.length_estimate(steps, variants, args.precision, seed=args.seed, root=args.root)
         command = (
             f"python -m compsense length --seed {args.seed} --steps {','.join(map(str, steps))} "

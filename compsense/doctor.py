@@ -1,6 +1,7 @@
 """`python -m compsense doctor [--profile local]`: what this machine can do for compsense, in one screen
-(what it checks: docs/usage.md, Install). Exits 1 when anything the profile needs is missing, so a script
-can stop before a long run; an optional item (one the profile does not use) never counts."""
+(what it checks: docs/usage.md, "Installing and running" and "Local data"). Exits 1 when anything the
+profile needs is missing, so a script can stop before a long run; an optional item (one the profile does
+not use) never counts."""
 
 from __future__ import annotations
 

@@ -214,6 +214,7 @@ def _notebook_rates(work: Path, device: str, sizes: dict) -> list[list]:
     and caches does less. A training stage's own time is its duration less the trainings that finished inside
     its window; an execution without a window (run by hand) is left out, its training share unknown."""
     best: dict[str, list] = {}
+    trainings = _finished_trainings(work)
     for path in sorted(work.glob("*/[0-9][0-9]_*.ipynb")):
         stage, pm = path.name[:2], read_json(path).get("metadata", {}).get("papermill", {})
         window, trains = (_utc(pm.get("start_time")), _utc(pm.get("end_time"))), stage in TRAINS
@@ -223,7 +224,8 @@ def _notebook_rates(work: Path, device: str, sizes: dict) -> list[list]:
             rows = [r for r in _units(stage, pm.get("parameters", {}), sizes) if r[1] == REST[stage]]
         except (KeyError, TypeError):  # run by hand, without parameters the runner would have injected
             continue
-        seconds = pm["duration"] - (_trained_inside(work, *window) if trains else 0.0)
+        inside = sum(t for finished, t in trainings if window[0] <= finished <= window[1]) if trains else 0.0
+        seconds = pm["duration"] - inside
         units, old = sum(r[3] for r in rows), best.get(stage)
         if seconds <= 0 or not rows or math.isnan(units) or (old and units / seconds >= old[3] / old[4]):
             continue
@@ -242,13 +244,13 @@ def _utc(stamp) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def _trained_inside(work: Path, start: datetime, end: datetime) -> float:
-    """Seconds of the trainings recorded as finished inside [start, end]: the part of a notebook's time the
-    training rates already count (a model reused from an earlier run is not in it). A verifier.json written
-    before verifiers recorded finished_at counts at its file's time."""
+def _finished_trainings(work: Path) -> list[tuple[datetime, float]]:
+    """(finished at, seconds) of every training the run recorded, read once for all its executions: the part
+    of a notebook's time the training rates already count (a model reused from an earlier run is not in it).
+    A verifier.json written before verifiers recorded finished_at counts at its file's time."""
     root = verifiers_root(work)
     verifiers = sorted(root.rglob("verifier.json")) if root.is_dir() else []
-    total = 0.0
+    out = []
     for path in [f / "DONE.json" for f in trained_model_dirs(work)] + verifiers:
         try:
             d = json.loads(path.read_text())
@@ -257,10 +259,9 @@ def _trained_inside(work: Path, start: datetime, end: datetime) -> float:
         if path.name == "verifier.json":
             d = d.get("history", {})
             d["finished_at"] = d.get("finished_at") or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-        finished = _utc(d.get("finished_at"))
-        if finished is not None and start <= finished <= end:
-            total += float(d.get("duration_s") or d.get("seconds") or 0)
-    return total
+        if (finished := _utc(d.get("finished_at"))) is not None:
+            out.append((finished, float(d.get("duration_s") or d.get("seconds") or 0)))
+    return out
 
 
 def run_device(work: Path) -> str:

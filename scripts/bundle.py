@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Mapping
 
 from packaging.requirements import Requirement
 
-from compsense.core.encoders import BACKBONES, _package_model_dir
+from compsense.core.encoders import BACKBONES, QUANT_MARKER, _package_model_dir
 from compsense.core.paths import local_data_dir, repo_root, resolve
 from compsense.core.storage import atomic_path, write_text
 
@@ -196,7 +196,7 @@ def bundle_weights(src: str | os.PathLike, dest: str | os.PathLike, mode: str = 
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns(*skip))
     tensors, meta = quantize_state_dict(load_file(str(src / "model.safetensors")), mode)
     save_file(tensors, str(dest / "model.safetensors"), metadata=meta)
-    (dest / "compsense_quant.json").write_text(json.dumps({"mode": meta["compsense_quant"], "source": src.name}) + "\n")
+    (dest / QUANT_MARKER).write_text(json.dumps({"mode": meta["compsense_quant"], "source": src.name}) + "\n")
     return dest
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import itertools
 import math
 import os
@@ -117,12 +118,12 @@ def _noise_label(scorer) -> str | None:
     if noise is None:
         return None
     name, _, regime = noise[0].partition("-")
-    return f"{VERIFIER_LABELS.get(name, name)} {regime} + {noise[1]:g}x noise (control)"
+    return " ".join(filter(None, [VERIFIER_LABELS.get(name, name), regime, f"+ {noise[1]:g}x noise (control)"]))
 
 
-def markdown(header: str, rows: list[list[str]]) -> str:
-    """A markdown table; `header` is its first line's cells joined by " | "."""
-    lines = [f"| {header} |", "|" + "---|" * len(header.split(" | "))]
+def markdown(headers: list[str], rows: list[list[str]]) -> str:
+    """A markdown table: `headers` its first line's cells, `rows` the others'."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -144,9 +145,10 @@ def table1(df: pd.DataFrame) -> str:
                 seeds += f"{pvalue(r.perm_p)} (≥ {pvalue(r.perm_p_floor)})"
             row = [BACKBONE_LABELS.get(backbone, backbone), METRIC_LABELS.get(r.metric, r.metric), *means, drop]
             rows.append([*row, pvalue(getattr(r, "p_holm", None)), seeds, num(r.paper_A), num(r.paper_B), paper])
+    seeds = "over seeds: paired t [95% CI], p; sign flips p (floor)"
     return markdown(
-        "backbone | metric | Base | Model A | Model B | B − A [95% CI] | Holm p | "
-        "over seeds: paired t [95% CI], p; sign flips p (floor) | paper A | paper B | paper B − A",
+        ["backbone", "metric", "Base", "Model A", "Model B", "B − A [95% CI]", "Holm p", seeds]
+        + ["paper A", "paper B", "paper B − A"],
         rows,
     )
 
@@ -168,11 +170,8 @@ def variants(df: pd.DataFrame) -> str:
         row += [pvalue(getattr(r, "p_holm", None)), DASH if reference else num(getattr(r, "auc_gain", None), 2, True)]
         rows.append(([BACKBONE_LABELS.get(r.backbone, r.backbone)] if several else []) + row)
     metric = METRIC_LABELS.get(df.metric.iloc[0], df.metric.iloc[0]) if "metric" in df and len(df) else "nDCG@10"
-    return markdown(
-        ("backbone | " if several else "")
-        + f"variant | share | retrieval rows | seeds | {metric} | − A [95% CI] | Holm p | held-out near-miss AUC gain",
-        rows,
-    )
+    headers = ["variant", "share", "retrieval rows", "seeds", metric, "− A [95% CI]", "Holm p"]
+    return markdown(["backbone"] * several + headers + ["held-out near-miss AUC gain"], rows)
 
 
 CHECKS = {  # a near-miss check: its README heading, in the separation table and the budget curve
@@ -189,7 +188,8 @@ SEPARATION_COLUMNS = {  # README heading: column of separation.csv
     "SugarCrepe": "sugarcrepe auc",
     "CondaQA": "condaqa auc",
 }
-COLLAPSED = ("self-match", "copy > nm")  # checks: one value when every scorer of a row agrees; AUCs never
+# checks shown as one value when every scorer of a row agrees; AUCs never
+COLLAPSED = (CHECKS["self_match"], CHECKS["copy_vs_near_miss"])
 
 
 def _mean_std_cell(value) -> str:
@@ -218,7 +218,7 @@ def separation(df: pd.DataFrame) -> str:
     is_noise = verifiers.scorer.map(lambda s: parse_noise_name(s) is not None)
     noise, verifiers = verifiers[is_noise], verifiers[~is_noise]
     levels = sorted(dict.fromkeys(noise.scorer), key=lambda s: parse_noise_name(s)[1])
-    noise_rows = [(_noise_label(s).replace("  ", " "), noise[noise.scorer == s].iloc[:1]) for s in levels]
+    noise_rows = [(_noise_label(s), noise[noise.scorer == s].iloc[:1]) for s in levels]
     train_sets, sizes = list(dict.fromkeys(verifiers.train_data)), list(dict.fromkeys(verifiers["size"]))
     for train_data, size, scorer in itertools.product(train_sets, sizes, sorted(set(verifiers.scorer))):
         rows = verifiers[
@@ -247,7 +247,7 @@ def separation(df: pd.DataFrame) -> str:
             same = len(set(values)) == 1 and (heading in COLLAPSED or values[0] == DASH)
             cells.append(values[0] if same else " / ".join(values))
         out.append(cells)
-    return markdown(" | ".join(["scorer (train data)", *SEPARATION_COLUMNS]), out)
+    return markdown(["scorer (train data)", *SEPARATION_COLUMNS], out)
 
 
 def rerank(df: pd.DataFrame) -> str:
@@ -271,7 +271,7 @@ def rerank(df: pd.DataFrame) -> str:
         delta = interval(r.get("mean_delta"), r.get("ci_low"), r.get("ci_high"))
         rows.append([label, regime, num(r[metric]), delta, pvalue(r.get("p_holm"))])
     at = f" (top {k} reranked)" if k else ""
-    return markdown(f"method | regime | {METRIC_LABELS.get(metric, metric)}{at} | − Base [95% CI] | Holm p", rows)
+    return markdown(["method", "regime", f"{METRIC_LABELS.get(metric, metric)}{at}", "− Base [95% CI]", "Holm p"], rows)
 
 
 PURITY_CORPORA = {"mrpc": "MRPC", "stsb": "STS-B", "coco": "COCO captions", "user": "your sentences"}
@@ -289,7 +289,7 @@ def purity(df: pd.DataFrame) -> str:
             r = df[(df.family == family) & (df.source == corpus) & (df.split == split)]
             r = None if r.empty else r.iloc[0]
             rows[-1].append(DASH if r is None else f"{int(r.pure):,} / {int(r.pairs):,} ({100 * float(r.purity):.1f}%)")
-    return markdown(" | ".join(["family", *(f"{PURITY_CORPORA[c]} {PURITY_SPLITS[s]}" for c, s in columns)]), rows)
+    return markdown(["family", *(f"{PURITY_CORPORA[c]} {PURITY_SPLITS[s]}" for c, s in columns)], rows)
 
 
 def geometry(df: pd.DataFrame) -> str:
@@ -316,9 +316,7 @@ def geometry(df: pd.DataFrame) -> str:
             ci = f" {bracket(low, high, 2, False)}" if low is not None else ""
             rows[-1].append(DASH if acc is None else num(acc, 2) + ci)
     names = [ENCODER_LABELS[v] for v in variants]
-    return markdown(
-        " | ".join(["family", *(f"AUC {v}" for v in names), *(f"pairwise {v} [95% CI]" for v in names)]), rows
-    )
+    return markdown(["family", *(f"AUC {v}" for v in names), *(f"pairwise {v} [95% CI]" for v in names)], rows)
 
 
 BUDGET_METRICS = {"auc": "near-miss AUC", **CHECKS, "noise_excess": "above the noise line"}
@@ -365,7 +363,7 @@ def budget(df: pd.DataFrame) -> str:
             ci = f" {bracket(r['ci_low'], r['ci_high'], places, sign)}" if ci else ""
             rows[-1].append(num(r["mean"], places, sign) + ci)
         rows[-1].append(str(int(sel["seeds"].max())))
-    return markdown(" | ".join(["scorer", "triplets", *BUDGET_METRICS.values(), "seeds"]), rows)
+    return markdown(["scorer", "triplets", *BUDGET_METRICS.values(), "seeds"], rows)
 
 
 def provenance(df: pd.DataFrame) -> str:
@@ -378,7 +376,7 @@ def provenance(df: pd.DataFrame) -> str:
         rows.append(
             [stage, f"`{r['command']}`{only}", f"`{r['run']}`", f"`{r['commit']}`", f"{float(r['minutes']):.0f} min"]
         )
-    return markdown("stage | made by | run | commit | wall time (2 cores)", rows)
+    return markdown(["stage", "made by", "run", "commit", "wall time (2 cores)"], rows)
 
 
 CSV_FILES = {"geometry": "all_geometry.csv", "budget": "verifier_budget.csv"}  # the others': <table>.csv
@@ -408,13 +406,19 @@ def render(name: str, tables_dir: str | os.PathLike = TABLES_AT) -> str:
         ) from None
 
 
+@functools.lru_cache(maxsize=16)
+def _text_cells(path: str, _mtime_ns: int) -> pd.DataFrame:
+    """A CSV's cells as text, read once per file version for all of a document's value markers."""
+    return read_csv(path, dtype=str, keep_default_na=False)
+
+
 def value(file: str, filters: dict, column: str, fmt: str, tables_dir=TABLES_AT, where="") -> str:
     """One cell of `file`, in the row `filters` select, formatted by `fmt` (the module's docstring says how)."""
     path = resolve(tables_dir) / file
     said = " ".join(f"{k}={v}" for k, v in filters.items())
     if not path.exists():
         raise TableError(f"{where}: a value is read from {path}, which is missing. Fix: `make figures`")
-    rows = pd.read_csv(path, dtype=str, keep_default_na=False)
+    rows = _text_cells(str(path), path.stat().st_mtime_ns)
     unknown = [c for c in (*filters, column) if c not in rows.columns]
     if unknown:
         raise TableError(f"{where}: {path} has no column {unknown[0]!r} (value `{said} {column}`); it has {list(rows)}")

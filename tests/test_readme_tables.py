@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from compsense.core.paths import repo_root
+from compsense.core.storage import read_csv
 from scripts import load_script
 
 T = load_script("readme_tables")
@@ -17,7 +18,7 @@ TABLES = repo_root() / "figures" / "tables"
 
 def _csv(text: str) -> pd.DataFrame:
     """A table as its CSV gives it (the tables are read from CSV files)."""
-    return pd.read_csv(io.StringIO(text.strip()))
+    return read_csv(io.StringIO(text.strip()))
 
 
 @pytest.mark.parametrize("document", T.DOCUMENTS)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+DATA_DIR_HELP = "the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
+
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """The `scorers` subcommand on the command line's subparsers."""
@@ -18,9 +20,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="train and calibrate the explorer's shipped MiniLM scorers (F3, F4, the authors' F4) into "
         "compsense/resources/scorers/ (minutes on one CPU core)",
     )
-    p.add_argument(
-        "--data-dir", default=None, help="the local data folder (default: COMPSENSE_DATA_DIR or shared/data)"
-    )
+    p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     p.add_argument("--out", default=None, help="where to write them (default: the package's resources/scorers/)")
     p.add_argument("--backbone", default="minilm-l6", help="the encoder whose maps they read (default minilm-l6)")
     p.add_argument("--budget", type=int, default=None, help="training examples per scorer (default: scorers.TRAINING)")

@@ -164,7 +164,8 @@ def run(args, profile: dict) -> int:
     from compsense.verifiers import joint  # noqa: PLC0415
 
     settings = profile_settings(profile, args)
-    kinds, seeds, budgets = _names(args.rows, "--rows"), _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
+    kinds = comma_list(args.rows, "--rows")
+    seeds, budgets = _ints(args.seeds, "--seeds"), _ints(args.budget, "--budget")
     _check_kinds(kinds)
     maps = _map_plan(args)
     if args.maps_only and maps is None:
@@ -302,7 +303,7 @@ def rerank(fitted, encoder, settings: dict, args, results_dir):
     from compsense.verifiers.training import variant_name  # noqa: PLC0415
 
     p, seed = settings["05"], settings["seed"]
-    names = _names(args.map_verifiers, "--map-verifiers")
+    names = comma_list(args.map_verifiers, "--map-verifiers")
     seeds = sorted({run.seed for run in fitted})
     # a training-free verifier is one function at every seed: reranked once
     seeds = seeds[:1] if set(names) <= set(R.TRAINING_FREE) else seeds
@@ -417,7 +418,7 @@ def _map_plan(args) -> dict | None:
 
     if not args.maps:
         return None
-    names = verifier_names(_names(args.maps, "--maps"))
+    names = verifier_names(comma_list(args.maps, "--maps"))
     regimes = _chosen(args.map_regimes, "--map-regimes", REGIMES)
     rate = None if args.map_lr is None else _positive(args.map_lr, "--map-lr")
     sizes = None if args.map_sizes is None else _chosen(args.map_sizes, "--map-sizes", SIZES)
@@ -426,7 +427,7 @@ def _map_plan(args) -> dict | None:
 
 def _chosen(text: str, option: str, allowed) -> list[str]:
     """`option`'s comma-separated values, each one of `allowed`, or ValueError naming the others."""
-    values = _names(text, option)
+    values = comma_list(text, option)
     stray = sorted(set(values) - set(allowed))
     if stray:
         raise ValueError(f"{option}: unknown {stray}; use some of {list(allowed)}")
@@ -479,7 +480,7 @@ def _positive(rate: float, option: str) -> float:
     return float(rate)
 
 
-def _names(text: str, option: str) -> list[str]:
+def comma_list(text: str, option: str) -> list[str]:
     names = [t.strip() for t in str(text).split(",") if t.strip()]
     if not names:
         raise ValueError(f"{option} is empty; give comma-separated values")
@@ -488,7 +489,7 @@ def _names(text: str, option: str) -> list[str]:
 
 def _ints(text: str, option: str) -> list[int]:
     try:
-        values = [int(t) for t in _names(text, option)]
+        values = [int(t) for t in comma_list(text, option)]
     except ValueError:
         raise ValueError(f"{option} {text!r}: give comma-separated whole numbers, e.g. 42,43,44") from None
     if any(v < 0 for v in values):
