@@ -613,3 +613,13 @@ def test_figure_2_leaves_the_noise_control_out_of_f1s_bar():
     assert R.is_noise_control(pd.Series([r["variant"] for r in rows])).tolist() == [False, True, True]
     (bar,) = [t for t in FR.figure_rerank(pd.DataFrame(rows)).data if t.type == "bar"]
     assert list(bar.y) == pytest.approx([0.78])
+
+
+def test_describe_cache_sums_megabytes_by_kind(tmp_path):
+    (tmp_path / "scifact" / "seed42").mkdir(parents=True)
+    (tmp_path / "pooled-base.safetensors").write_bytes(b"\0" * 2**19)  # 0.5 MB of pooled vectors
+    (tmp_path / "scifact" / "seed42" / "tokens-base.safetensors").write_bytes(b"\0" * 2**20)
+    (tmp_path / "scifact" / "pooled-A.safetensors").write_bytes(b"\0" * 2**18)
+    (tmp_path / "scifact" / "notes.json").write_text("{}")  # not a cache file: not counted
+    assert R.describe_cache(tmp_path) == {"pooled": 0.75, "tokens": 1.0}
+    assert R.describe_cache(tmp_path / "absent") == {"pooled": 0.0, "tokens": 0.0}

@@ -25,6 +25,7 @@ from compsense.retrieval.harness import (
     table1,
     top_k,
     variant_table,
+    with_auc_gain,
 )
 
 TINY_CORPUS = Path(retrieval.__file__).resolve().parents[1] / "resources" / "tiny_corpus.txt"
@@ -274,6 +275,24 @@ def test_dose_response_pairs_each_variant_with_a_of_its_seed():
     dose = dose_response(results, nearmiss).set_index(["variant", "seed"])
     assert dose.loc[("B", 43), "drop"] == pytest.approx(-0.1) and dose.loc[("B", 42), "auc_gain"] == pytest.approx(0.4)
     assert dose.loc[("A", 42), "drop"] == 0
+
+
+def test_with_auc_gain_adds_each_variants_mean_gain_over_a_of_the_same_seed():
+    results = pd.DataFrame(
+        [("m", v, s, "zs", "ndcg@10", 0.5, 0.19, "zero-shot") for s in (42, 43) for v in ("A", "B", "C-identity")],
+        columns=["backbone", "variant", "seed", "dataset", "metric", "value", "structural_share", "regime"],
+    )
+    aucs = {("A", 42): 0.3, ("A", 43): 0.4, ("B", 42): 0.7, ("B", 43): 0.6, ("C-identity", 42): 0.3}
+    nearmiss = pd.DataFrame(
+        [("m", v, s, "all", auc) for (v, s), auc in aucs.items()],
+        columns=["backbone", "variant", "seed", "family", "value"],
+    )
+    variants = pd.DataFrame({"backbone": "m", "variant": ["A", "B", "C-identity", "B-all"], "mean": 0.5})
+    table = with_auc_gain(variants, results, nearmiss).set_index("variant")
+    assert list(table.index) == ["A", "B", "C-identity", "B-all"]  # every row of the variants table, in order
+    assert table.loc["B", "auc_gain"] == pytest.approx(0.3)  # (0.4 + 0.2) / 2: paired by seed, then averaged
+    assert table.loc["C-identity", "auc_gain"] == pytest.approx(0.0)  # only seed 42 was scored
+    assert table.loc["A", "auc_gain"] == 0 and pd.isna(table.loc["B-all", "auc_gain"])  # no scores: no gain
 
 
 def test_evaluate_refuses_qrels_naming_absent_documents():

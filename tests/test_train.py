@@ -582,3 +582,30 @@ def test_weights_damaged_in_place_at_the_same_size_are_not_trusted(trained, tmp_
     assert f"final/{weights.name}: its content differs from the sha256" in caplog.text
     assert len(_log(config)) > n_before  # trained again, not reused
     assert json.loads((config.run_dir / "DONE.json").read_text())["final_sha256"][weights.name] == sha256_file(weights)
+
+
+@pytest.mark.slow
+def test_run_grid_trains_each_run_once_and_reports_what_each_saw(tmp_path):
+    """Notebook 02's grid: base is not trained, A and B see max_steps x batch triplets (B with its share of
+    structural rows), a second call skips the finished runs, and a family notebook 01 did not make is refused."""
+    from compsense.retrieval.training import RunSpec, run_grid
+
+    runs = [RunSpec("tiny-bert", "base", 0, None), RunSpec("tiny-bert", "A", 0, 0.0)]
+    runs.append(RunSpec("tiny-bert", "B", 0, 0.25, ("negation",)))
+    knobs = {"max_steps": 2, "batch_size": 8, "device": "cpu", "max_seq_length": 32}
+    first = run_grid(runs, retrieval_rows(), structural_rows(), tmp_path, **knobs).set_index("variant")
+    assert first.loc["base", "status"] == "base" and first.loc["base", "model"] == "tiny-bert"
+    assert list(first.loc[["A", "B"], "status"]) == ["trained", "trained"]
+    assert (first.loc["A", "retrieval_rows"], first.loc["A", "structural_rows"]) == (16, 0)
+    assert (first.loc["B", "retrieval_rows"], first.loc["B", "structural_rows"]) == (12, 4)
+    assert first.loc["B", "families"] == "negation" and first.loc["A", "families"] == ""
+    assert Path(first.loc["B", "model"]) == run_dir(tmp_path, "tiny-bert", "B", 0) / "final"
+    assert Path(first.loc["B", "train_keys"]).is_file()
+
+    again = run_grid(runs, retrieval_rows(), structural_rows(), tmp_path, **knobs).set_index("variant")
+    assert list(again.loc[["A", "B"], "status"]) == ["skipped (done)", "skipped (done)"]
+    assert again.loc["B", "model_stamp"] == first.loc["B", "model_stamp"]
+
+    spatial = [RunSpec("tiny-bert", "B", 1, 0.25, ("spatial",))]
+    with pytest.raises(ValueError, match=r"no structural triplets of famil\(ies\) \['spatial'\]"):
+        run_grid(spatial, retrieval_rows(), structural_rows(), tmp_path, **knobs)

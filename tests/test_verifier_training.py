@@ -482,3 +482,25 @@ def test_the_training_settings_refuse_bad_values_naming_them():
         VerifierGrid(regimes=["thawed"])
     assert VerifierTraining(weight_decay=0.01).encoder_decay == 0.01
     assert VerifierTraining(weight_decay=0.01, encoder_weight_decay=0.0).encoder_decay == 0.0
+
+
+def test_stage_inputs_reads_notebook_01s_splits_and_samples_held_out_pairs(tmp_path):
+    from compsense.core import layout
+    from compsense.core.storage import write_table
+
+    with pytest.raises(FileNotFoundError, match="pairs.parquet is missing: run notebooks/01"):
+        T.stage_inputs(tmp_path)
+    pairs = pd.DataFrame({"anchor": [f"a{i}" for i in range(10)], "family": ["negation", "spatial"] * 5})
+    pairs["split"] = ["train"] * 4 + ["test"] * 6
+    triplets = pd.DataFrame({"anchor": ["t0", "t1", "t2"], "split": ["train", "train", "test"]})
+    write_table(pairs, layout.pairs_file(tmp_path, create=True))
+    write_table(triplets, layout.triplets_file(tmp_path, create=True))
+
+    train, heldout = T.stage_inputs(tmp_path)
+    assert list(train.anchor) == ["t0", "t1"] and list(heldout.anchor) == [f"a{i}" for i in range(4, 10)]
+    _, few = T.stage_inputs(tmp_path, max_pairs=3, seed=7)
+    assert len(few) == 3 and set(few.anchor) <= set(heldout.anchor)
+    assert list(few.anchor) == sorted(few.anchor, key=lambda a: int(a[1:]))  # the sample keeps the file's order
+    assert list(T.stage_inputs(tmp_path, max_pairs=3, seed=7)[1].anchor) == list(few.anchor)  # seeded
+    with pytest.raises(ValueError, match=r"has no rows with split='dev' \(found: \['test', 'train'\]\)"):
+        T.stage_inputs(tmp_path, heldout_split="dev")
