@@ -1,4 +1,4 @@
-"""The report of a `reproduce` run: report.md and report.html assembled from tidy tables and figures.
+"""The report of a `reproduce` run: report.md assembled from tidy tables and figures.
 
 It reads what the stages wrote (<work_dir>/results/<stage>/*.parquet, the run's figures folder and the
 runner's summary) and never recomputes a result. It leads with the answer (Table 1 beside the
@@ -13,7 +13,6 @@ MAX_ROWS says how many rows it leaves out and links that file: nothing is cut si
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +105,8 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
 def build_report(
     work_dir: str | os.PathLike, figures_dir: str | os.PathLike, run_dir: str | os.PathLike, summary: dict | None = None
 ) -> dict[str, Path]:
-    """Write run_dir/report.md, run_dir/report.html and run_dir/tables/*.csv; returns the two reports' paths."""
+    """Write run_dir/report.md and run_dir/tables/*.csv; returns {"md": the report's path}. (No HTML copy: `make
+    figures` publishes the markdown, which GitHub renders, and the executed notebooks are the pages.)"""
     work, figs, run = resolve(work_dir), resolve(figures_dir), resolve(run_dir)
     profile = (summary or {}).get("profile")
     tables = {name: read_table(results_file(work, name)) for name, _ in SECTIONS if results_file(work, name).exists()}
@@ -172,10 +172,10 @@ def build_report(
             written.add(_write_csv(block.table, run / TABLES_DIR / f"{block.name}.csv"))
     for old in set((run / TABLES_DIR).glob("*.csv")) - written:  # an earlier report's table in this folder
         old.unlink()
-    md_path, html_path = run / "report.md", run / "report.html"
+    md_path = run / "report.md"
     write_text(md_path, _markdown(blocks, run))
-    write_text(html_path, _html(blocks, run))
-    return {"md": md_path, "html": html_path}
+    (run / "report.html").unlink(missing_ok=True)  # an older report's HTML copy would show stale tables
+    return {"md": md_path}
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
@@ -249,12 +249,12 @@ def _rel(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path, start)).as_posix()
 
 
-def _cut_note(block: Block, link_format: str = "[{0}]({0})") -> str:
+def _cut_note(block: Block) -> str:
     """What a table leaves out and where all of it is; empty when it shows every row."""
     n = len(block.table)
     if n <= MAX_ROWS:
         return ""
-    link = link_format.format(f"{TABLES_DIR}/{block.name}.csv")
+    link = f"[{TABLES_DIR}/{block.name}.csv]({TABLES_DIR}/{block.name}.csv)"
     source = f" (read from `{block.source}`)" if block.source else ""
     return f"{n - MAX_ROWS:,} more rows not shown ({n:,} in all): the full table is {link}{source}."
 
@@ -288,29 +288,4 @@ def _markdown(blocks: list[Block], run: Path) -> str:
             parts.append(f"![{fig.stem}]({_rel(png, run)})" if png.exists() else f"- [{fig.stem}]({_rel(fig, run)})")
         if block.figures:
             parts.append("")
-    return "\n".join(parts)
-
-
-_HTML_LINK = "<a href='{0}'>{0}</a>"  # table names are [a-z0-9_]: nothing to escape
-
-
-def _html(blocks: list[Block], run: Path) -> str:
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>compsense report</title>",
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
-        "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}iframe{width:100%;height:560px;border:0}"
-        "</style></head><body><h1>compsense report</h1>",
-    ]
-    for block in blocks:
-        parts.append(f"<h2>{html.escape(block.title)}</h2>")
-        if block.text:
-            parts.append(f"<p>{html.escape(block.text)}</p>")
-        if block.table is not None:
-            parts.append(block.table.head(MAX_ROWS).to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–"))
-            if _cut_note(block):
-                parts.append(f"<p>{_cut_note(block, link_format=_HTML_LINK)}</p>")
-        parts += [
-            f"<h3>{html.escape(f.stem)}</h3><iframe src='{html.escape(_rel(f, run))}'></iframe>" for f in block.figures
-        ]
-    parts.append("</body></html>")
     return "\n".join(parts)
