@@ -18,6 +18,7 @@ from compsense.figures import crossencoder as C
 from compsense.nearmiss.evaluation import parse_noise_name
 from compsense.nearmiss.metrics import PAIRWISE_ACCURACY, PAIRWISE_CI
 from compsense.verifiers import joint_cli
+from compsense.verifiers.names import with_train_data
 from tests.test_joint import SMOKE, _work_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -396,8 +397,13 @@ def test_curve_points_are_the_budget_curves_verifiers_at_the_cross_encoders_budg
     points = C.curve_points(curve, {8192})
     assert len(points) and points["size"].str.endswith("8,192 triplets").all()
     assert set(zip(points.scorer, points.regime)) >= {("F4", "frozen"), ("F4", "end2end")}
-    e2e = points[(points.scorer == "F4") & (points.regime == "end2end") & points["size"].str.startswith("small")]
+    # each kind of training rows is a point of its own (model_b's and, since 2026-12-07, balanced's end to end)
+    assert {"model_b", "balanced"} <= set(points.train_data[points.regime == "end2end"])
+    mine = (points.scorer == "F4") & (points.regime == "end2end") & (points.train_data == "model_b")
+    e2e = points[mine & points["size"].str.startswith("small")]
+    curve = with_train_data(curve)
     source = curve[(curve.scorer == "F4") & (curve.regime == "end2end") & (curve["size"] == "small")]
+    source = source[source.train_data == "model_b"]
     source = source[source.budget == 8192].set_index("metric")
     assert e2e.auc.item() == source.loc["auc", "mean"] and e2e.seed.item() == f"mean of {source.loc['auc', 'seeds']}"
     assert C.curve_points(curve, {16}).empty and C.curve_points(None, {8192}).empty
