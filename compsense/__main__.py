@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from compsense.explorer.scorers_cli import DATA_DIR_HELP  # both argparse only: the CLI starts light
-from compsense.verifiers.joint_cli import comma_list
+from compsense.explorer import scorers_cli  # both argparse only: the CLI starts light
+from compsense.verifiers import joint_cli
 
 
 def offline_defaults() -> None:
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         "--root", default=None, help="runs and scores (default $COMPSENSE_LENGTH_DIR or ~/.cache/compsense/length)"
     )
     ln.add_argument("--work-dir", default="runs/local", help="where notebook 01 left negatives/ (the structural rows)")
-    ln.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    ln.add_argument("--data-dir", default=None, help=scorers_cli.DATA_DIR_HELP)
     ln.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ln.add_argument("--backbone", default="minilm-l6", help="tiny-bert only to check the path (the curve is minilm-l6)")
     ln.add_argument("--eval-max-queries", type=int, default=None, help="subsample the test queries (checks only)")
@@ -174,9 +174,6 @@ def main(argv: list[str] | None = None) -> int:
     ln.add_argument(
         "--control-root", default=None, help="with --publish: a root of pieces run in the other precision (the control)"
     )
-    from compsense.explorer import scorers_cli  # argparse only: starts light
-    from compsense.verifiers import joint_cli  # argparse only, too
-
     scorers_cli.add_parser(sub)
     joint_cli.add_parser(sub)
     args = parser.parse_args(argv)
@@ -212,7 +209,7 @@ def _user_error(err: BaseException) -> bool:
 def _one_encoder(sub, out: str, seed_help: str) -> None:
     """The arguments `evaluate` and `nearmiss` share: the model, where data and results are, and how it encodes."""
     sub.add_argument("model", help="short name (minilm-l6, tiny-bert), hub id, or a saved SentenceTransformer folder")
-    sub.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    sub.add_argument("--data-dir", default=None, help=scorers_cli.DATA_DIR_HELP)
     sub.add_argument("--out", default=out, help=f"folder for results/ and mteb/ (default {out})")
     sub.add_argument("--batch-size", type=int, default=64)
     sub.add_argument("--max-seq-length", type=int, default=128, help="tokens per text (the paper's 128)")
@@ -279,8 +276,7 @@ def _length(args) -> int:
         for path in publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
             print(path)
         return 0
-    steps = [int(s) for s in comma_list(args.steps or "25,50", "--steps")]
-    variants = comma_list(args.variants, "--variants")
+    steps, variants = _steps_and_variants(args.steps or "25,50", args.variants)
     where = {"root": args.root, "work_dir": args.work_dir, "data_dir": args.data_dir, "backbone": args.backbone}
     if args.external:
         table = length_run.score_external(
@@ -294,6 +290,11 @@ def _length(args) -> int:
         length_run.run_piece(seed=args.seed, steps=steps, variants=variants, precision=args.precision, **where, **rest)
     )
     return 0
+
+
+def _steps_and_variants(steps: str, variants: str) -> tuple[list[int], list[str]]:
+    """`length`'s and `estimate --length`'s --steps (whole numbers) and --variants, each a comma list."""
+    return [int(s) for s in joint_cli.comma_list(steps, "--steps")], joint_cli.comma_list(variants, "--variants")
 
 
 def _evaluate_subsets(datasets: list[str], data_dir, allow: bool) -> list[str]:
@@ -322,8 +323,7 @@ def _estimate(args) -> int:
     from compsense.pipeline import screen
 
     if args.length:
-        steps = [int(s) for s in comma_list(args.steps, "--steps")]
-        variants = comma_list(args.variants, "--variants")
+        steps, variants = _steps_and_variants(args.steps, args.variants)
         est = E.length_estimate(steps, variants, args.precision, seed=args.seed, root=args.root)
         command = (
             f"python -m compsense length --seed {args.seed} --steps {','.join(map(str, steps))} "

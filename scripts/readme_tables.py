@@ -171,7 +171,7 @@ def variants(df: pd.DataFrame) -> str:
         rows.append(([BACKBONE_LABELS.get(r.backbone, r.backbone)] if several else []) + row)
     metric = METRIC_LABELS.get(df.metric.iloc[0], df.metric.iloc[0]) if "metric" in df and len(df) else "nDCG@10"
     headers = ["variant", "share", "retrieval rows", "seeds", metric, "− A [95% CI]", "Holm p"]
-    return markdown(["backbone"] * several + headers + ["held-out near-miss AUC gain"], rows)
+    return markdown((["backbone"] if several else []) + headers + ["held-out near-miss AUC gain"], rows)
 
 
 CHECKS = {  # a near-miss check: its README heading, in the separation table and the budget curve
@@ -407,7 +407,7 @@ def render(name: str, tables_dir: str | os.PathLike = TABLES_AT) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _text_cells(path: str, _mtime_ns: int) -> pd.DataFrame:
+def _text_cells(path: str, _version: tuple[int, int]) -> pd.DataFrame:
     """A CSV's cells as text, read once per file version for all of a document's value markers."""
     return read_csv(path, dtype=str, keep_default_na=False)
 
@@ -418,7 +418,8 @@ def value(file: str, filters: dict, column: str, fmt: str, tables_dir=TABLES_AT,
     said = " ".join(f"{k}={v}" for k, v in filters.items())
     if not path.exists():
         raise TableError(f"{where}: a value is read from {path}, which is missing. Fix: `make figures`")
-    rows = _text_cells(str(path), path.stat().st_mtime_ns)
+    stat = path.stat()
+    rows = _text_cells(str(path), (stat.st_mtime_ns, stat.st_size))
     unknown = [c for c in (*filters, column) if c not in rows.columns]
     if unknown:
         raise TableError(f"{where}: {path} has no column {unknown[0]!r} (value `{said} {column}`); it has {list(rows)}")
