@@ -118,7 +118,9 @@ TABLE_STAGE = {
         "02",
     ),
     **dict.fromkeys(("geometry", "geometry_scores"), "03"),
-    **dict.fromkeys(("verifiers", "separation", "verifier_budget", "verifier_budget_curve"), "04"),
+    **dict.fromkeys(
+        ("verifiers", "separation", "verifier_budget", "verifier_budget_curve", "verifier_budget_runs"), "04"
+    ),
     **dict.fromkeys(("rerank", "rerank_per_query", "rerank_cost", "rerank_answer"), "05"),
 }
 

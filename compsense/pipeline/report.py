@@ -27,7 +27,7 @@ from compsense.estimate import report_sections
 from compsense.nearmiss.evaluation import SEPARATION_FILE
 from compsense.pipeline.stages import shown as _where
 from compsense.retrieval.harness import DOSE_FILE, TABLE1_FILE, VARIANT_TESTS_FILE, VARIANTS_FILE
-from compsense.verifiers.budget import CURVE_FILE
+from compsense.verifiers.budget import CURVE_FILE, RUNS_FILE
 from compsense.verifiers.rerank import RERANK_ANSWER_FILE
 
 # Result tables the stages write, with the heading of the section that shows all of them.
@@ -72,6 +72,11 @@ BUDGET_NOTE = (
     "As notebook 04 wrote it: per scorer, size, recipe and budget (triplets seen; 0 is frozen MaxSim and its "
     "noise control, nothing learned), the mean over verifier seeds and a seed-level 95% t interval (blank with "
     "one seed). noise_excess: near-miss AUC above the noise line at the run's self-match AUC."
+)
+BUDGET_RUNS_TITLE = "The verifier budget curve per seed (notebook 04)"
+BUDGET_RUNS_NOTE = (
+    "One row per scorer, size, recipe, budget and seed, unrounded: the runs the curve's means and intervals "
+    "are taken over. `publish --piece` merges them with the seeds other pieces published."
 )
 RERANK_NOTE = (
     "As notebook 05 wrote it. mean_delta/ci_low/ci_high: reranked minus Base's nDCG@10 over the same "
@@ -126,6 +131,7 @@ def build_report(
             SEPARATION_TITLE, results_file(work, SEPARATION_FILE), "separation", missing=SEPARATION_MISSING
         )
     answer += _written(BUDGET_TITLE, results_file(work, CURVE_FILE), "verifier_budget", BUDGET_NOTE)
+    details += _written(BUDGET_RUNS_TITLE, results_file(work, RUNS_FILE), "verifier_budget_runs", BUDGET_RUNS_NOTE)
     if "rerank" in tables:
         answer += _written(RERANK_TITLE, results_file(work, RERANK_ANSWER_FILE), "rerank", RERANK_NOTE, RERANK_MISSING)
     figures = tuple(sorted(figs.glob("*.html"))) if figs.exists() else ()

@@ -35,6 +35,9 @@ from compsense.verifiers.study import run_study
 HELDOUT = "negatives-heldout"
 RESULTS = "verifier_budget"  # results/<this>.parquet: every point's tidy results, appended as it finishes
 CURVE_FILE = "verifier_budget_curve.parquet"  # results/<this>: `budget_table` as notebook 04 writes it
+# results/<this>: `budget_runs` (one row per seed) as notebook 04 writes it. Published beside the curve, so a
+# piece that trains one seed on a new machine merges with the seeds other machines published
+RUNS_FILE = "verifier_budget_runs.parquet"
 BUDGET = "examples_seen"  # the tidy results' column that holds the triplets a verifier saw
 # What names one point of the curve. `train_data` ("model_b", "balanced"): which rows trained it, so
 # curves on two training sets stand in one table without being averaged together.
