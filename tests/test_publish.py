@@ -309,7 +309,8 @@ def test_study_pieces_merge_the_variants_and_dose_tables():
         merged = publish.merge_points(published, sweep, key, "study-02-sweep-a", seeds).set_index("variant")
         assert merged.loc["A", "n_seeds"] == 5 and merged.loc["A", "piece"] == "study-02-seeds"
         assert merged.loc["B-all", "piece"] == "study-02-sweep-a" and len(merged) == 4
-        key, seeds, _, figure, draw, _ = publish.MERGED["tables/dose_response.csv"]
+        spec = publish.MERGED["tables/dose_response.csv"]
+        key, seeds, figure, draw = spec.key, spec.seeds, spec.figure, spec.draw
         assert seeds is None and figure == "02_dose_response" and draw is not None
         dose = Path(tmp) / "dose_response.csv"
         points = lambda variants, drop: pd.DataFrame(  # noqa: E731
@@ -493,3 +494,41 @@ def test_a_dvc_pieces_provenance_names_the_piece_its_command_and_each_stages_com
     assert set(rows.piece) == {piece.name}
     assert set(rows.command) == {f"python -m compsense piece {piece.name}"}
     assert rows.commit.to_dict() == commits and rows.loc["01", "finished"] == "2026-12-07T01:00:00+00:00"
+
+
+def test_one_seed_pieces_on_two_machines_publish_one_point_over_both_seeds(tmp_path, monkeypatch):
+    """A piece trains seed 43 on a machine without seed 42's run: its per-seed rows join the ones published
+    for seed 42, and the curve's point is recomputed over both (mean, seed-level interval, both commits)."""
+    from compsense.verifiers.budget import budget_table
+
+    monkeypatch.setattr(export, "_png_engine_available", lambda: False)
+    monkeypatch.setattr(publish, "stage_code_changes", lambda *args: [])  # the same notebook code
+    run_dir, piece = _budget_piece_run(tmp_path, name="study-04-balanced-e2e-seed43")
+    point = dict(scorer="F4", regime="end2end", train_data="balanced", size="paper", recipe="equal", budget=8192)
+
+    def runs(seed, auc, commit):
+        return pd.DataFrame([{**point, "seed": seed, "auc": auc, "self_match": 0.9, "commit": commit}])
+
+    mine = runs(43, 0.67, "bbb")
+    mine.to_csv(run_dir / "tables" / "verifier_budget_runs.csv", index=False)
+    budget_table(mine.drop(columns="commit")).assign(commit="bbb").to_csv(
+        run_dir / "tables" / "verifier_budget.csv", index=False
+    )
+    dest = tmp_path / "figs"
+    (dest / "tables").mkdir(parents=True)
+    earlier = "study-04-balanced-e2e-seed42"
+    runs(42, 0.61, "aaa").assign(piece=earlier).to_csv(dest / publish.BUDGET_RUNS, index=False)
+    budget_table(runs(42, 0.61, "aaa").drop(columns="commit")).assign(commit="aaa", piece=earlier).to_csv(
+        dest / "tables" / "verifier_budget.csv", index=False
+    )
+
+    publish.publish_piece(piece.name, run=run_dir, dest=dest)
+    per_seed = pd.read_csv(dest / publish.BUDGET_RUNS)
+    assert sorted(zip(per_seed.seed, per_seed.piece)) == [(42, earlier), (43, piece.name)]
+    curve = pd.read_csv(dest / "tables" / "verifier_budget.csv", keep_default_na=False)
+    auc = curve[curve.metric == "auc"].iloc[0]
+    assert len(curve[curve.metric == "auc"]) == 1 and auc.seeds == 2 and auc["mean"] == pytest.approx(0.64)
+    assert float(auc.ci_low) < 0.61 < 0.67 < float(auc.ci_high)
+    assert auc.commit == "aaa+bbb" and auc.piece == piece.name
+    again = publish.publish_piece(piece.name, run=run_dir, dest=dest)  # seed 43's own rows replaced, not added
+    assert len(pd.read_csv(dest / publish.BUDGET_RUNS)) == 2 and "tables/verifier_budget.csv" in again["unchanged"]

@@ -304,3 +304,52 @@ def test_with_train_data_reads_rows_without_the_column_or_with_blanks_as_the_aut
     assert "train_data" not in old  # the caller's table is left as it was
     mixed = pd.DataFrame({"scorer": ["F3", "F4", "F4"], "train_data": ["balanced", None, float("nan")]})
     assert with_train_data(mixed).train_data.tolist() == ["balanced", DEFAULT_TRAIN_DATA, DEFAULT_TRAIN_DATA]
+
+
+def _seed_runs(seeds, aucs, commit="c0"):
+    """`budget_runs` of the noise line and F4 (balanced rows, budget 8) at `seeds`, F4's AUC per seed."""
+    rows = []
+    for seed, auc in zip(seeds, aucs, strict=True):
+        rows += _tidy("balanced", "F1-frozen", 0, seed, 0.1, 1.0)
+        rows += _tidy("balanced", "F1-frozen+noise1x", 0, seed, 0.3, 0.8)
+        rows += _tidy("balanced", "F4-frozen", 8, seed, auc, 0.9)
+    return B.budget_runs(pd.DataFrame(rows)).assign(commit=commit)
+
+
+def test_over_seeds_of_a_runs_own_seeds_gives_back_its_table_through_a_csv(tmp_path):
+    runs = _seed_runs([42, 43], [0.61, 0.67])
+    curve = B.budget_table(runs.drop(columns="commit")).assign(commit="c0")
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    again = B.over_seeds(curve, pd.read_csv(tmp_path / "runs.csv"))
+    pd.testing.assert_frame_equal(again.reset_index(drop=True), curve.reset_index(drop=True))
+
+
+def test_seeds_trained_on_two_machines_make_one_point_with_a_seed_interval():
+    first, second = _seed_runs([42], [0.61], "aaa"), _seed_runs([43], [0.67], "bbb")
+    curve = B.budget_table(second.drop(columns="commit")).assign(commit="bbb")  # the second machine's own table
+    assert (curve.seeds == 1).all()
+    both = B.over_seeds(curve, pd.concat([first, second]))
+    f4 = both[(both.scorer == "F4") & (both.metric == "auc")].iloc[0]
+    assert f4.seeds == 2 and f4["mean"] == pytest.approx(0.64) and f4.ci_low < 0.61 and f4.ci_high > 0.67
+    assert f4.commit == "aaa+bbb"  # each seed's commit, in seed order
+    assert len(both) == len(curve) and list(both.columns) == list(curve.columns)
+    # a point no run of the table names is left as it is
+    other = curve.assign(scorer=curve.scorer.replace({"F4": "F3"}))
+    kept = B.over_seeds(other, first)
+    pd.testing.assert_frame_equal(
+        kept[kept.scorer == "F3"].reset_index(drop=True), other[other.scorer == "F3"].reset_index(drop=True)
+    )
+
+
+def test_a_one_seed_point_published_before_its_runs_becomes_that_seeds_run():
+    curve = B.budget_table(_seed_runs([42], [0.61]).drop(columns="commit")).assign(commit="aaa", piece="p42")
+    runs = B.runs_from_table(curve, 42)
+    assert set(runs.seed) == {42} and set(runs.piece) == {"p42"} and set(runs.commit) == {"aaa"}
+    f4 = runs[runs.scorer == "F4"].iloc[0]
+    assert f4.auc == pytest.approx(0.61) and f4.self_match == pytest.approx(0.9)
+    # joined by a second seed, the point is the mean of both
+    later = _seed_runs([43], [0.67], "bbb")
+    both = B.over_seeds(B.budget_table(later.drop(columns="commit")), pd.concat([runs, later]))
+    assert both[(both.scorer == "F4") & (both.metric == "auc")]["mean"].tolist() == pytest.approx([0.64])
+    with pytest.raises(ValueError, match="only a point of one seed"):
+        B.runs_from_table(B.budget_table(_seed_runs([42, 43], [0.6, 0.7]).drop(columns="commit")), 42)

@@ -50,9 +50,14 @@ from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, run_records,
 from compsense.pipeline.report import TABLES_DIR
 from compsense.pipeline.runner import Refused, run_summaries
 from compsense.pipeline.stages import read_summary
+from compsense.verifiers.budget import over_seeds
 from compsense.verifiers.names import DEFAULT_TRAIN_DATA
 
 MANIFEST = "published.json"
+BUDGET_RUNS = "tables/verifier_budget_runs.csv"
+# a budget point's columns, in the order the published table has always been sorted by
+BUDGET_POINT = ["scorer", "regime", "size", "recipe", "train_data", "budget"]
+MODEL_B = {"train_data": DEFAULT_TRAIN_DATA}  # what a budget row from before its train_data column is
 FIGURE_SUFFIXES = (".html", ".png")
 
 
@@ -71,16 +76,16 @@ class Merged(NamedTuple):
     # key columns the table gained later, with what a row without one means (verifier_budget.csv's
     # rows before its train_data column were all model_b rows)
     defaults: dict | None = None
+    # a table of the same points, one row per seed, merged first (listed before in MERGED): where the piece
+    # publishes it, the piece's points are recomputed over every seed it then holds (`budget.over_seeds`),
+    # so seeds trained by pieces on different machines make one point
+    per_seed: str | None = None
 
 
 MERGED = {
+    BUDGET_RUNS: Merged([*BUDGET_POINT, "seed"], None, "04", defaults=MODEL_B),
     "tables/verifier_budget.csv": Merged(
-        ["scorer", "regime", "size", "recipe", "train_data", "budget"],
-        "seeds",
-        "04",
-        "04_verifier_budget",
-        budget_figure,
-        {"train_data": DEFAULT_TRAIN_DATA},
+        BUDGET_POINT, "seeds", "04", "04_verifier_budget", budget_figure, MODEL_B, BUDGET_RUNS
     ),
     # notebook 02's study table: A, B and the control at five seeds from one piece, B-all and the share
     # sweep at the first seed from others (each trains its own A of that seed, which is the same model)
@@ -215,10 +220,13 @@ def _merge(out: Path, files: dict[str, bytes], piece, summary: dict) -> tuple[li
     without its engine): they are left out, never published from the piece's run alone; the pieces
     whose rows the merged tables still hold (their provenance rows stay); and what `check_code` said."""
     not_drawn, sharing, notes = [], set(), []
-    for rel, (key, seeds, stage, figure, draw, defaults) in MERGED.items():
+    for rel, (key, seeds, stage, figure, draw, defaults, per_seed) in MERGED.items():
         if rel not in files:
             continue
-        table = merge_points(out / rel, read_csv(io.BytesIO(files[rel])), key, piece.name, seeds, defaults)
+        new = read_csv(io.BytesIO(files[rel]))
+        if per_seed in files:  # already merged: every published seed of the piece's points
+            new = over_seeds(new, _with_defaults(read_csv(io.BytesIO(files[per_seed])), defaults))
+        table = merge_points(out / rel, new, key, piece.name, seeds, defaults)
         notes += check_code(out, rel, stage, set(table.piece), piece, stage_commit(summary, stage))
         files[rel] = table.to_csv(index=False).encode("utf-8")
         sharing |= set(table.piece)

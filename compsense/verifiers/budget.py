@@ -24,7 +24,7 @@ import pandas as pd
 
 from compsense.core import layout
 from compsense.core.stats import seed_level_test
-from compsense.core.storage import append_results
+from compsense.core.storage import COMMIT, append_results
 from compsense.nearmiss import evaluation as N
 from compsense.nearmiss.metrics import AUC, PAIRWISE_ACCURACY, SELF_MATCH, SEPARATION
 from compsense.verifiers.architectures import verifier_names
@@ -298,6 +298,49 @@ def budget_table(runs: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=[*keys, "metric", "mean", "ci_low", "ci_high", "seeds"])
+
+
+def over_seeds(curve: pd.DataFrame, runs: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
+    """`curve` (a `budget_table`) with each point that `runs` (`budget_runs`' rows, from any number of
+    pieces) holds recomputed over every seed it has there, by `budget_table`; points `runs` lacks stay as
+    they are. Each recomputed row's commit: its seeds' commits, in seed order, joined with "+".
+
+    Why: a piece trains what fits one session, and a session may be on a machine without the runs of
+    the earlier seeds. Their per-seed rows are published (tables/verifier_budget_runs.csv), so a point
+    trained one seed per machine is one point with a seed-level interval, as if one run had made it."""
+    keys = [k for k in _point(curve) if k in runs.columns]
+    if runs.empty or not keys:
+        return curve
+    points = curve[keys].drop_duplicates()
+    mine = runs.merge(points, on=keys)  # the runs of `curve`'s points only
+    if mine.empty:
+        return curve
+    metrics = [c for c in mine.columns if c not in (*keys, "seed", COMMIT, "piece")]
+    table = budget_table(mine[[*keys, "seed", *metrics]], decimals)
+    if COMMIT in mine:
+        ordered = mine.sort_values("seed", kind="stable")
+        commits = ordered.groupby(keys, sort=False)[COMMIT].agg(lambda c: "+".join(dict.fromkeys(c.astype(str))))
+        table = table.merge(commits.reset_index(), on=keys, how="left")
+    done = curve.merge(table[keys].drop_duplicates(), on=keys, how="left", indicator=True)._merge.eq("both")
+    out = pd.concat([curve[~done.to_numpy()], table], ignore_index=True)
+    return out[[c for c in curve.columns if c in out.columns]].sort_values(keys, kind="stable")
+
+
+def runs_from_table(table: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The per-seed rows (`budget_runs`' columns) of `table`'s one-seed points, each taken as seed `seed`'s
+    run at the table's decimals: for points published before their per-seed rows were, so a later seed can
+    join them (`over_seeds`). Points of several seeds are refused: their seeds' values are not in it."""
+    keys = _point(table)
+    several = table[table.seeds != 1]
+    if not several.empty:
+        raise ValueError(
+            f"runs_from_table: {len(several)} rows have {sorted(set(several.seeds))} seeds; only a point of one "
+            "seed is its seed's run. Fix: select the one-seed points"
+        )
+    extra = [c for c in (COMMIT, "piece") if c in table.columns]
+    table = table.assign(**{c: table[c].fillna("") for c in extra})  # pivot_table drops a blank index
+    wide = table.pivot_table(index=[*keys, *extra], columns="metric", values="mean", aggfunc="first")
+    return wide.reset_index().rename_axis(columns=None).assign(seed=int(seed))
 
 
 def budget_view(table: pd.DataFrame, metrics: Sequence[str] = (AUC, PAIRWISE_ACCURACY, SELF_MATCH, "noise_excess")):
