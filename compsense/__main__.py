@@ -276,12 +276,11 @@ def _length(args) -> int:
         for path in publish(root=args.root, work_dir=args.work_dir, control_root=args.control_root):
             print(path)
         return 0
-    steps, variants = _steps_and_variants(args.steps or "25,50", args.variants)
+    given = args.steps is not None  # "" is a given, empty list: refused by name, never read as the default
+    steps, variants = _steps_and_variants(args.steps if given else "25,50", args.variants)
     where = {"root": args.root, "work_dir": args.work_dir, "data_dir": args.data_dir, "backbone": args.backbone}
     if args.external:
-        table = length_run.score_external(
-            seed=args.seed, variants=variants, steps=steps if args.steps else None, **where
-        )
+        table = length_run.score_external(seed=args.seed, variants=variants, steps=steps if given else None, **where)
         pooled = table[(table.family == "all") & (table.metric == "auc")]
         print(pooled.pivot_table(index="dataset", columns=["variant", "step"], values="value").round(3).to_string())
         return 0

@@ -407,6 +407,20 @@ def test_length_external_cli_scores_every_exported_step_unless_steps_are_given(m
     assert "condaqa" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("extra", [[], ["--external"]])
+def test_an_empty_steps_list_is_refused_not_read_as_the_default_steps(monkeypatch, capsys, extra):
+    from compsense.__main__ import main
+    from compsense.nearmiss import length_run
+
+    def started(**kwargs):
+        raise AssertionError(f"a run started with {kwargs}")
+
+    monkeypatch.setattr(length_run, "run_piece", started)
+    monkeypatch.setattr(length_run, "score_external", started)
+    assert main(["length", "--steps", "", *extra]) != 0
+    assert "--steps is empty" in capsys.readouterr().err
+
+
 def test_nearmiss_seed_tests_pair_variants_within_a_seed():
     """B - A of a near-miss score is taken within each seed, then a paired t over the seeds: here B
     gains 0.30, 0.32 and 0.34 at seeds 42-44 (interval around 0.32, excluding 0); Base, one untrained
