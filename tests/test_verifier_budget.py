@@ -207,6 +207,28 @@ def test_budget_figure_draws_a_line_per_verifier_and_the_noise_line_as_reference
     assert names.count("F4-frozen (small, model_b rows)") == 2 and names.count("F4-frozen (small, balanced rows)") == 2
 
 
+def test_budget_figure_gives_each_verifier_its_own_colour_and_each_training_set_a_dash():
+    """More lines than plotly's ten colours: a colour per scorer x regime x size, a dash per training set,
+    so no two verifiers share a colour and a verifier's lines on two sets differ only in their dash."""
+    from compsense.figures.verifiers import budget_figure
+
+    verifiers = [(s, r, z) for s in ("F3", "F4") for r in ("frozen", "end2end") for z in ("small", "paper")]
+    rows = [
+        dict(scorer=s, regime=r, size=z, recipe="equal", budget=8, metric="auc", mean=0.5, ci_low=np.nan,
+             ci_high=np.nan, seeds=1, train_data=t)
+        for s, r, z in verifiers for t in ("balanced", "model_b")
+    ]  # fmt: skip
+    lines = [t for t in budget_figure(pd.DataFrame(rows)).data if t.line.color is not None]
+    assert len(lines) == 16
+    colour = {}
+    for trace in lines:
+        verifier = trace.name.split(",")[0]
+        colour.setdefault(verifier, set()).add(trace.line.color)
+        assert trace.line.dash == ("solid" if "model_b rows" in trace.name else "dash")
+    assert all(len(c) == 1 for c in colour.values())  # both sets of a verifier: one colour
+    assert len({c for cs in colour.values() for c in cs}) == len(verifiers)  # eight verifiers, eight colours
+
+
 def test_a_curve_on_training_data_notebook_04_did_not_build_is_refused():
     with pytest.raises(ValueError, match="add it to `train_data`"):
         B.run_budget_curve(

@@ -22,7 +22,7 @@ from compsense.nearmiss.metrics import (
     PAIRWISE_ACCURACY,
     SELF_MATCH,
 )
-from compsense.verifiers.names import with_train_data
+from compsense.verifiers.names import DEFAULT_TRAIN_DATA, with_train_data
 
 # Issue 14's goal for a verifier that reads the edit: near-miss AUC >= 0.85 and self-match AUC >= 0.9.
 GOAL = {AUC: 0.85, SELF_MATCH: 0.9}
@@ -105,6 +105,7 @@ BUDGET_PANELS = (
     (MEAN_NEAR_MISS, "mean near-miss score (the paper's Figure 3)", None),
     (MEAN_PARAPHRASE, "mean paraphrase score", None),
 )
+DASHES = ("solid", "dash", "dot", "dashdot")  # the budget curve's training sets: the authors' rows solid
 
 
 def budget_figure(table: pd.DataFrame, title: str | None = None):
@@ -128,9 +129,14 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
         dict.fromkeys(zip(trained.scorer, trained.regime, trained["size"], trained.recipe, trained.train_data))
     )
     several_rows = trained.train_data.nunique() > 1
+    # a colour per verifier (scorer x regime x size) and a dash per training set: the curve has more lines
+    # than the palette has colours, and a line of each set per verifier is read side by side
+    colour = {v: palette[k % len(palette)] for k, v in enumerate(dict.fromkeys(line[:3] for line in lines))}
+    sets = sorted(set(trained.train_data), key=lambda t: (t != DEFAULT_TRAIN_DATA, t))
+    dash = {t: DASHES[k % len(DASHES)] for k, t in enumerate(sets)}
     for i, (metric, _, chance) in enumerate(panels):
         row, col = i // 2 + 1, i % 2 + 1
-        for j, (scorer, regime, size, recipe, rows) in enumerate(lines):
+        for scorer, regime, size, recipe, rows in lines:
             sel = trained[
                 (trained.scorer == scorer)
                 & (trained.regime == regime)
@@ -159,7 +165,7 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
                         "symbol": "star" if recipe == "authors" else "circle",
                         "size": 11 if recipe == "authors" else 7,
                     },
-                    line={"color": palette[j % len(palette)]},
+                    line={"color": colour[scorer, regime, size], "dash": dash[rows]},
                     name=name,
                     legendgroup=name,
                     showlegend=i == 0,
