@@ -230,7 +230,7 @@ def test_each_piece_is_also_a_dvc_experiment_on_the_stages_of_its_profile_or_the
     for piece in pieces.values():
         args = piece.dvc_args()
         assert args[0] == f"dvc exp run -n {piece.name}"
-        targets = [a for a in args[1:] if not a.startswith("-S")]
+        targets = [a for a in args[1:] if not a.startswith(("-S", "--single-item"))]
         assert targets and set(targets) <= stages, piece.name
     local = pieces["local-02"].dvc_args()
     assert local == [
@@ -322,3 +322,47 @@ def test_unsaved_outputs_are_those_that_differ_from_the_lock(tmp_path, monkeypat
     assert P.unsaved_outputs(["second", "first"], root=tmp_path) == {"a.txt": "first", "made": "second"}
     (tmp_path / "a.txt").unlink()
     assert P.unsaved_outputs(["first"], root=tmp_path) == {}
+
+
+def test_a_piece_alone_runs_its_stages_without_the_stages_they_need(monkeypatch, tmp_path):
+    """`alone: true`: `dvc exp run --single-item`, after the folders another stage would make stand in empty."""
+    spec = {"pieces": {"budget": {"profile": "local", "only": "04", "alone": True}}}
+    (tmp_path / "pieces.yaml").write_text(yaml.safe_dump(spec))
+    piece = P.load_pieces(tmp_path / "pieces.yaml")["budget"]
+    assert piece.alone and piece.dvc_args()[:2] == ["dvc exp run -n budget", "--single-item"]
+    calls, asked = [], []
+    monkeypatch.setattr(P, "unsaved_outputs", lambda targets: {})
+    monkeypatch.setattr(P, "stand_ins", lambda targets: asked.append(targets) or ["runs/local/models"])
+    monkeypatch.setattr(P.subprocess, "call", lambda args, cwd, env: calls.append(args) or 0)
+    monkeypatch.setattr(P.stage, "report", lambda profile: f"runs/{profile}/report")
+    assert P.run_piece("budget", path=tmp_path / "pieces.yaml") == 0
+    assert calls == [["dvc", "exp", "run", "-n", "budget", "--single-item", "local-04"]] and asked == [["local-04"]]
+    assert not P.load_pieces()["local-04-frozen"].alone  # by default DVC runs what a stage needs
+
+
+def test_stand_ins_let_dvc_run_a_stage_without_the_one_upstream(tmp_path, monkeypatch):
+    """A real DVC project: the stage that would make `up/` never runs; `second` runs on an empty stand-in."""
+    import shutil
+    import subprocess
+
+    dvc = shutil.which("dvc", path=str(Path(sys.executable).parent)) or pytest.skip("dvc is not installed")
+    monkeypatch.delenv("DVC_EXP_NAME", raising=False)
+
+    def run(*args):
+        return subprocess.run(args, cwd=tmp_path, check=True, capture_output=True, text=True)
+
+    run("git", "init", "-q")
+    run(dvc, "init", "-q")
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n"
+        "  first: {cmd: mkdir -p up && touch up/slow && touch first-ran, outs: [up]}\n"
+        "  second: {cmd: ls up > seen.txt, deps: [up], outs: [seen.txt]}\n"
+        "  third: {cmd: cat log.json > x, deps: [log.json], outs: [x]}\n"
+        "  fourth: {cmd: touch log.json, outs: [log.json]}\n"
+    )
+    assert P.stand_ins(["second"], root=tmp_path) == ["up"] and (tmp_path / "up").is_dir()
+    assert P.stand_ins(["second"], root=tmp_path) == []  # there now
+    run(dvc, "repro", "--single-item", "second")
+    assert (tmp_path / "seen.txt").read_text() == "" and not (tmp_path / "first-ran").exists()
+    with pytest.raises(P.Refused, match="log.json: missing; stage third needs it. Fix: dvc repro fourth"):
+        P.stand_ins(["third"], root=tmp_path)

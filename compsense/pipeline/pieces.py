@@ -32,7 +32,7 @@ from compsense.pipeline.runner import Refused, select_stages
 from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
 
 PIECES_FILE = "pieces.yaml"
-KEYS = {"profile", "only", "set", "makes", "hours", "publishes", "code_note"}
+KEYS = {"profile", "only", "set", "makes", "hours", "publishes", "code_note", "alone"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,11 @@ class Piece:
     # its judgement (`code_why`); a difference in any other file is refused again.
     code_files: tuple[str, ...] = ()
     code_why: str = ""
+    # Its stages run without the stages they need (`dvc exp run --single-item`), where what those make is
+    # not part of what the piece makes: the budget pieces run notebook 04, whose DVC stage needs notebook
+    # 02's models for its pooled-cosine rows, which they do not publish; on a machine without them DVC
+    # would train them first (~70 min). An absent folder they would have made stands in empty (`stand_ins`).
+    alone: bool = False
 
     @cached_property  # globs the notebooks: once per piece
     def stages(self) -> list[str]:
@@ -99,7 +104,7 @@ class Piece:
                 f"-S 'params/{base}.yaml:{o}'"
                 for o in overrides(section, _values(mine, section), _values(theirs, section))
             ]
-        return [f"dvc exp run -n {self.name}", *sets, *self.dvc_targets()]
+        return [f"dvc exp run -n {self.name}", *(["--single-item"] if self.alone else []), *sets, *self.dvc_targets()]
 
     def dvc_targets(self) -> list[str]:
         """The DVC stages the piece names (`<profile>-<key>` on the profile it runs on); DVC runs what they need."""
@@ -168,6 +173,7 @@ def load_pieces(path=None) -> dict[str, Piece]:
             spec.get("hours"),
             tuple(str(f) for f in spec.get("publishes") or ()),
             *_code_note(spec.get("code_note"), where),
+            bool(spec.get("alone", False)),
         )
         bad = [f for f in piece.publishes if Path(f).is_absolute() or ".." in Path(f).parts]
         if bad:
@@ -333,6 +339,9 @@ def run_piece(name: str, force: bool = False, path=None) -> int:
         )
     if force:
         args.insert(3, "--force")
+    if piece.alone:
+        for made in stand_ins(piece.dvc_targets()):
+            print(f"{made}: absent, stands in empty (piece {name} runs its stages alone: `alone` in pieces.yaml)")
     print("$ " + " ".join(shlex.quote(a) for a in args), flush=True)
     # this interpreter's folder first: its dvc, and the `python` each stage's command names, are the ones
     # that have compsense, with or without an activated environment (as `make reproduce` sets PATH)
@@ -341,6 +350,27 @@ def run_piece(name: str, force: bool = False, path=None) -> int:
     if status == 0:
         print(f"report: {stage.report(dvc_profile(piece.profile))}")
     return status
+
+
+def stand_ins(targets: list[str], root=None) -> list[str]:
+    """Make, empty, each absent folder that DVC stages `targets` depend on and another stage makes, so that
+    `dvc exp run --single-item` runs them without that stage (DVC refuses a stage whose dependency is
+    missing). Returns the folders made. An absent file (a name with a suffix) is refused, naming its stage."""
+    from dvc.repo import Repo  # noqa: PLC0415 - DVC only where a piece runs
+
+    made = []
+    with Repo(str(root or resolve("."))) as repo:
+        makers = {str(out.fs_path): s.name for s in repo.index.stages for out in s.outs}
+        for target in targets:
+            for dep in repo.stage.collect(f"{Path(repo.root_dir) / 'dvc.yaml'}:{target}")[0].deps:
+                path, maker = Path(dep.fs_path), makers.get(str(dep.fs_path))
+                if maker is None or maker in targets or path.exists():
+                    continue
+                if path.suffix:
+                    raise Refused(f"{dep.def_path}: missing; stage {target} needs it. Fix: dvc repro {maker}")
+                path.mkdir(parents=True)
+                made.append(dep.def_path)
+    return made
 
 
 def unsaved_outputs(targets: list[str], root=None) -> dict[str, str]:
