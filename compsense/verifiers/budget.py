@@ -340,7 +340,8 @@ def runs_from_table(table: pd.DataFrame, seed: int) -> pd.DataFrame:
     extra = [c for c in (COMMIT, "piece") if c in table.columns]
     table = table.assign(**{c: table[c].fillna("") for c in extra})  # pivot_table drops a blank index
     wide = table.pivot_table(index=[*keys, *extra], columns="metric", values="mean", aggfunc="first")
-    return wide.reset_index().rename_axis(columns=None).assign(seed=int(seed))
+    runs = wide.reset_index().rename_axis(columns=None).assign(seed=int(seed))
+    return runs[[*keys, "seed", *wide.columns, *extra]]  # `budget_runs`' order: the point, the seed, the metrics
 
 
 def budget_view(table: pd.DataFrame, metrics: Sequence[str] = (AUC, PAIRWISE_ACCURACY, SELF_MATCH, "noise_excess")):
