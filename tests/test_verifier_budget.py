@@ -373,5 +373,25 @@ def test_a_one_seed_point_published_before_its_runs_becomes_that_seeds_run():
     later = _seed_runs([43], [0.67], "bbb")
     both = B.over_seeds(B.budget_table(later.drop(columns="commit")), pd.concat([runs, later]))
     assert both[(both.scorer == "F4") & (both.metric == "auc")]["mean"].tolist() == pytest.approx([0.64])
-    with pytest.raises(ValueError, match="only a point of one seed"):
+    with pytest.raises(ValueError, match="only the values of a point of one seed, or of two"):
         B.runs_from_table(B.budget_table(_seed_runs([42, 43], [0.6, 0.7]).drop(columns="commit")), 42)
+
+
+def test_a_two_seed_point_holds_its_pair_and_a_third_seed_joins_it_as_if_all_three_were_published():
+    truth = _seed_runs([42, 43, 44], [0.61, 0.67, 0.70])
+    two = B.budget_table(truth[truth.seed < 44].drop(columns="commit")).assign(commit="aaa")
+    pair = B.runs_from_table(two, [42, 43])
+    f4 = pair[pair.scorer == "F4"].sort_values("seed")
+    assert f4.auc.tolist() == pytest.approx([0.61, 0.67], abs=1e-3) and f4.self_match.tolist() == pytest.approx(
+        [0.9, 0.9]
+    )
+    assert pair.source.str.startswith("the pair in the published two-seed mean").all()
+    third = truth[truth.seed == 44]
+    joined = B.over_seeds(B.budget_table(third.drop(columns="commit")), pd.concat([pair, third]))
+    whole = B.budget_table(truth.drop(columns="commit"))
+    for frame in (joined, whole):
+        frame.set_index(["scorer", "budget", "metric"], inplace=True)
+    columns = ["mean", "ci_low", "ci_high", "seeds"]
+    pd.testing.assert_frame_equal(joined.loc[whole.index, columns], whole[columns], atol=2e-3)
+    with pytest.raises(ValueError, match="seeds \\[42, 43, 44\\] for points of \\[2\\] seeds"):
+        B.runs_from_table(two, [42, 43, 44])

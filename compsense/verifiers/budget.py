@@ -21,6 +21,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from compsense.core import layout
 from compsense.core.stats import seed_level_test
@@ -315,7 +316,8 @@ def over_seeds(curve: pd.DataFrame, runs: pd.DataFrame, decimals: int = 3) -> pd
     mine = runs.merge(points, on=keys)  # the runs of `curve`'s points only
     if mine.empty:
         return curve
-    metrics = [c for c in mine.columns if c not in (*keys, "seed", COMMIT, "piece")]
+    # the metrics: every numeric column but the seed (not the commit, piece or a backfilled row's `source`)
+    metrics = [c for c in mine.columns if c not in (*keys, "seed") and pd.api.types.is_numeric_dtype(mine[c])]
     table = budget_table(mine[[*keys, "seed", *metrics]], decimals)
     if COMMIT in mine:
         ordered = mine.sort_values("seed", kind="stable")
@@ -326,22 +328,41 @@ def over_seeds(curve: pd.DataFrame, runs: pd.DataFrame, decimals: int = 3) -> pd
     return out[[c for c in curve.columns if c in out.columns]].sort_values(keys, kind="stable")
 
 
-def runs_from_table(table: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """The per-seed rows (`budget_runs`' columns) of `table`'s one-seed points, each taken as seed `seed`'s
-    run at the table's decimals: for points published before their per-seed rows were, so a later seed can
-    join them (`over_seeds`). Points of several seeds are refused: their seeds' values are not in it."""
+def runs_from_table(table: pd.DataFrame, seeds: int | Sequence[int]) -> pd.DataFrame:
+    """The per-seed rows (`budget_runs`' columns) of `table`'s points published before their per-seed rows
+    were, so that a later seed can join them (`over_seeds`), each with a `source` saying what it is:
+    - one seed (`seeds` an int, or a list of one): the point's mean is that seed's value;
+    - two seeds (a list of two): a two-seed mean m with its t interval [m - h, m + h] (`budget_table`) holds
+      the pair: h = t(0.975, 1) |x1 - x2| / 2, so x = m -/+ h / t(0.975, 1), the lower value given to the first
+      seed. Which seed had which is not in the table, but no mean or interval over seeds depends on it.
+    At the table's decimals (a value within ~0.0005 of the run's). A point of another number of seeds, or of a
+    number other than `seeds` has, is refused: its seeds' values are not in it."""
+    seeds = [int(seeds)] if isinstance(seeds, (int, np.integer)) else [int(s) for s in seeds]
     keys = _point(table)
-    several = table[table.seeds != 1]
-    if not several.empty:
+    wrong = table[table.seeds != len(seeds)]
+    if len(seeds) not in (1, 2) or not wrong.empty:
         raise ValueError(
-            f"runs_from_table: {len(several)} rows have {sorted(set(several.seeds))} seeds; only a point of one "
-            "seed is its seed's run. Fix: select the one-seed points"
+            f"runs_from_table: seeds {seeds} for points of {sorted(set(table.seeds))} seeds; only the values of a "
+            "point of one seed, or of two with its interval, are in a table. Fix: select those points and name "
+            "their seeds"
         )
     extra = [c for c in (COMMIT, "piece") if c in table.columns]
     table = table.assign(**{c: table[c].fillna("") for c in extra})  # pivot_table drops a blank index
-    wide = table.pivot_table(index=[*keys, *extra], columns="metric", values="mean", aggfunc="first")
-    runs = wide.reset_index().rename_axis(columns=None).assign(seed=int(seed))
-    return runs[[*keys, "seed", *wide.columns, *extra]]  # `budget_runs`' order: the point, the seed, the metrics
+    if len(seeds) == 1:
+        parts = [(seeds[0], table["mean"])]
+        source = "the published one-seed mean"
+    else:
+        spread = (table.ci_high - table.ci_low).fillna(0) / 2 / sps.t.ppf(0.975, 1)
+        parts = [(seeds[0], table["mean"] - spread), (seeds[1], table["mean"] + spread)]
+        source = "the pair in the published two-seed mean and t interval (lower value to the first seed)"
+    runs = []
+    for seed, values in parts:
+        wide = table.assign(value=values).pivot_table(
+            index=[*keys, *extra], columns="metric", values="value", aggfunc="first"
+        )
+        one = wide.reset_index().rename_axis(columns=None).assign(seed=seed, source=source)
+        runs.append(one[[*keys, "seed", *wide.columns, *extra, "source"]])  # `budget_runs`' order
+    return pd.concat(runs, ignore_index=True)
 
 
 def budget_view(table: pd.DataFrame, metrics: Sequence[str] = (AUC, PAIRWISE_ACCURACY, SELF_MATCH, "noise_excess")):
