@@ -229,6 +229,19 @@ def test_budget_figure_gives_each_verifier_its_own_colour_and_each_training_set_
     assert len({c for cs in colour.values() for c in cs}) == len(verifiers)  # eight verifiers, eight colours
 
 
+def test_budget_figure_keeps_an_auc_panel_on_0_to_1_when_a_two_seed_interval_runs_off_it():
+    from compsense.figures.verifiers import budget_figure
+
+    row = dict(scorer="F4", regime="end2end", size="small", recipe="equal", budget=8, seeds=2, train_data="balanced")
+    table = pd.DataFrame(
+        [{**row, "metric": "auc", "mean": 0.3, "ci_low": -1.0, "ci_high": 1.6},
+         {**row, "metric": "noise_excess", "mean": 0.1, "ci_low": -0.7, "ci_high": 0.9}]
+    )  # fmt: skip
+    fig = budget_figure(table)
+    assert list(fig.layout.yaxis.range) == [-0.02, 1.02]  # near-miss AUC
+    assert fig.layout.yaxis2.range is None  # above the noise line: no bound, the interval drawn whole
+
+
 def test_a_curve_on_training_data_notebook_04_did_not_build_is_refused():
     with pytest.raises(ValueError, match="add it to `train_data`"):
         B.run_budget_curve(

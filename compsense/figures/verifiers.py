@@ -194,6 +194,8 @@ def budget_figure(table: pd.DataFrame, title: str | None = None):
             )
         if chance is not None:
             fig.add_hline(y=chance, line_width=1, line_color="lightgrey", row=row, col=col)
+        if chance == 0.5:  # an AUC or an accuracy: a two-seed t interval (12.7 x the spread) runs off [0, 1]
+            fig.update_yaxes(range=[-0.02, 1.02], row=row, col=col)
         budgets = sorted(set(trained.budget))
         fig.update_xaxes(
             type="log",
