@@ -293,9 +293,9 @@ def test_a_piece_refuses_to_run_over_outputs_dvc_would_replace_and_names_them(mo
     assert asked == [["local-04"]]
 
 
-def test_unsaved_outputs_are_those_that_differ_from_the_lock(tmp_path, monkeypatch):
-    """A real DVC project: a stage's output edited after `dvc repro` is unsaved; its upstream stage's
-    outputs are checked with it; an output as the lock has it, or absent, is not."""
+def _dvc_project(tmp_path, monkeypatch, stages: str):
+    """A git and DVC project in `tmp_path` with `stages` (dvc.yaml lines under `stages:`); returns a function
+    that runs this environment's dvc there (the test is skipped where dvc is not installed)."""
     import shutil
     import subprocess
 
@@ -303,16 +303,24 @@ def test_unsaved_outputs_are_those_that_differ_from_the_lock(tmp_path, monkeypat
     monkeypatch.delenv("DVC_EXP_NAME", raising=False)
 
     def run(*args):
-        subprocess.run(args, cwd=tmp_path, check=True, capture_output=True)
+        return subprocess.run(args, cwd=tmp_path, check=True, capture_output=True, text=True)
 
     run("git", "init", "-q")
     run(dvc, "init", "-q")
-    (tmp_path / "dvc.yaml").write_text(
-        "stages:\n"
+    (tmp_path / "dvc.yaml").write_text("stages:\n" + stages)
+    return lambda *args: run(dvc, *args)
+
+
+def test_unsaved_outputs_are_those_that_differ_from_the_lock(tmp_path, monkeypatch):
+    """A real DVC project: a stage's output edited after `dvc repro` is unsaved; its upstream stage's
+    outputs are checked with it; an output as the lock has it, or absent, is not."""
+    dvc = _dvc_project(
+        tmp_path,
+        monkeypatch,
         "  first: {cmd: echo one > a.txt, outs: [a.txt]}\n"
-        "  second: {cmd: mkdir -p made && cp a.txt made/b.txt, deps: [a.txt], outs: [{made: {persist: true}}]}\n"
+        "  second: {cmd: mkdir -p made && cp a.txt made/b.txt, deps: [a.txt], outs: [{made: {persist: true}}]}\n",
     )
-    run(dvc, "repro", "-q")
+    dvc("repro", "-q")
     assert P.unsaved_outputs(["second"], root=tmp_path) == {}
     (tmp_path / "made" / "mine.txt").write_text("trained outside DVC\n")
     (tmp_path / "a.txt").write_text("edited\n")
@@ -342,27 +350,17 @@ def test_a_piece_alone_runs_its_stages_without_the_stages_they_need(monkeypatch,
 
 def test_stand_ins_let_dvc_run_a_stage_without_the_one_upstream(tmp_path, monkeypatch):
     """A real DVC project: the stage that would make `up/` never runs; `second` runs on an empty stand-in."""
-    import shutil
-    import subprocess
-
-    dvc = shutil.which("dvc", path=str(Path(sys.executable).parent)) or pytest.skip("dvc is not installed")
-    monkeypatch.delenv("DVC_EXP_NAME", raising=False)
-
-    def run(*args):
-        return subprocess.run(args, cwd=tmp_path, check=True, capture_output=True, text=True)
-
-    run("git", "init", "-q")
-    run(dvc, "init", "-q")
-    (tmp_path / "dvc.yaml").write_text(
-        "stages:\n"
+    dvc = _dvc_project(
+        tmp_path,
+        monkeypatch,
         "  first: {cmd: mkdir -p up && touch up/slow && touch first-ran, outs: [up]}\n"
         "  second: {cmd: ls up > seen.txt, deps: [up], outs: [seen.txt]}\n"
         "  third: {cmd: cat log.json > x, deps: [log.json], outs: [x]}\n"
-        "  fourth: {cmd: touch log.json, outs: [log.json]}\n"
+        "  fourth: {cmd: touch log.json, outs: [log.json]}\n",
     )
     assert P.stand_ins(["second"], root=tmp_path) == ["up"] and (tmp_path / "up").is_dir()
     assert P.stand_ins(["second"], root=tmp_path) == []  # there now
-    run(dvc, "repro", "--single-item", "second")
+    dvc("repro", "--single-item", "second")
     assert (tmp_path / "seen.txt").read_text() == "" and not (tmp_path / "first-ran").exists()
     with pytest.raises(P.Refused, match="log.json: missing; stage third needs it. Fix: dvc repro fourth"):
         P.stand_ins(["third"], root=tmp_path)
