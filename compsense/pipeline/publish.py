@@ -220,13 +220,14 @@ def _merge(out: Path, files: dict[str, bytes], piece, summary: dict) -> tuple[li
     without its engine): they are left out, never published from the piece's run alone; the pieces
     whose rows the merged tables still hold (their provenance rows stay); and what `check_code` said."""
     not_drawn, sharing, notes = [], set(), []
+    merged: dict[str, pd.DataFrame] = {}
     for rel, (key, seeds, stage, figure, draw, defaults, per_seed) in MERGED.items():
         if rel not in files:
             continue
         new = read_csv(io.BytesIO(files[rel]))
-        if per_seed in files:  # already merged: every published seed of the piece's points
-            new = over_seeds(new, _with_defaults(read_csv(io.BytesIO(files[per_seed])), defaults))
-        table = merge_points(out / rel, new, key, piece.name, seeds, defaults)
+        if per_seed in merged:  # merged above, its defaults filled: every published seed of the piece's points
+            new = over_seeds(new, merged[per_seed])
+        table = merged[rel] = merge_points(out / rel, new, key, piece.name, seeds, defaults)
         notes += check_code(out, rel, stage, set(table.piece), piece, stage_commit(summary, stage))
         files[rel] = table.to_csv(index=False).encode("utf-8")
         sharing |= set(table.piece)
