@@ -3,6 +3,7 @@ report's recorded values, or a retired runner run's overrides), and `piece NAME`
 experiment."""
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -296,7 +297,6 @@ def test_a_piece_refuses_to_run_over_outputs_dvc_would_replace_and_names_them(mo
 def _dvc_project(tmp_path, monkeypatch, stages: str):
     """A git and DVC project in `tmp_path` with `stages` (dvc.yaml lines under `stages:`); returns a function
     that runs this environment's dvc there (the test is skipped where dvc is not installed)."""
-    import shutil
     import subprocess
 
     dvc = shutil.which("dvc", path=str(Path(sys.executable).parent)) or pytest.skip("dvc is not installed")
@@ -330,6 +330,10 @@ def test_unsaved_outputs_are_those_that_differ_from_the_lock(tmp_path, monkeypat
     assert P.unsaved_outputs(["second", "first"], root=tmp_path) == {"a.txt": "first", "made": "second"}
     (tmp_path / "a.txt").unlink()
     assert P.unsaved_outputs(["first"], root=tmp_path) == {}
+    # an empty folder (an `alone` piece's stand-in) differs from the lock but holds nothing to lose
+    shutil.rmtree(tmp_path / "made")
+    (tmp_path / "made").mkdir()
+    assert P.unsaved_outputs(["second"], root=tmp_path) == {}
 
 
 def test_a_piece_alone_runs_its_stages_without_the_stages_they_need(monkeypatch, tmp_path):

@@ -379,7 +379,8 @@ def unsaved_outputs(targets: list[str], root=None) -> dict[str, str]:
     these stages' locked outputs with force (`dvc.repo.experiments.executor.base`), which replaces what is
     there with the locked version from the cache, or deletes it where the cache lacks it, `persist` or
     not: work no stage of this checkout recorded, e.g. verifiers `crossencoder --maps` trained into
-    runs/<profile>/verifiers, was lost that way. {path as dvc.yaml names it: its stage}, by path."""
+    runs/<profile>/verifiers, was lost that way. An empty folder is not listed: it holds nothing to lose.
+    {path as dvc.yaml names it: its stage}, by path."""
     from dvc.repo import Repo  # noqa: PLC0415 - DVC only where a piece runs
 
     found = {}
@@ -394,6 +395,8 @@ def unsaved_outputs(targets: list[str], root=None) -> dict[str, str]:
         }
         for dvc_stage in stages.values():
             for out in dvc_stage.outs:
-                if out.exists and out.workspace_status():
+                # an empty folder holds no work to lose: e.g. the stand-in an `alone` piece made upstream
+                empty = Path(out.fs_path).is_dir() and not any(Path(out.fs_path).iterdir())
+                if out.exists and not empty and out.workspace_status():
                     found[out.def_path] = dvc_stage.name
     return dict(sorted(found.items()))
