@@ -32,7 +32,7 @@ from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import write_text
 from compsense.figures.export import PLOTLY_JS
 from compsense.pipeline.profiles import load_profile
-from compsense.pipeline.provenance import run_summary, stage_records
+from compsense.pipeline.provenance import stage_records
 from compsense.pipeline.runner import Refused
 from compsense.pipeline.stages import stage_key
 
@@ -83,16 +83,12 @@ def moved_link(link: str, source_dir: Path, page_dir: Path) -> str:
 
 def page(executed: Path, plotly_src: str, page_dir=None, source_dir=None, record=None, profile=None):
     """(html, css) of one executed notebook; `css`: the template's stylesheets, for the shared file. The run is
-    the runner's (its summary.json beside the notebook) or the DVC stage of `profile` that `record` names."""
-    nb, summary = nbformat.read(executed, as_version=4), run_summary(executed)
-    if summary or record is None:
-        profile, command = summary.get("profile", "?"), "`make reproduce`"
-        ran = f"run `{executed.parent.name}`, commit `{summary.get('commit', '?')}` (the retired runner)"
-    else:
-        stage, finished = f"{profile}-{stage_key(executed)}", str(record.get("finished", "?"))[:16].replace("T", " ")
-        minutes = f", {float(record['seconds']) / 60:.0f} min" if record.get("seconds") else ""
-        ran = f"DVC stage `{stage}` at commit `{record.get('commit', '?')}` (finished {finished} UTC{minutes})"
-        command = f"`dvc repro {stage}` (`make reproduce PROFILE={profile}` runs the profile)"
+    the DVC stage of `profile` that `record` (its stages.json record) names."""
+    nb, record, profile = nbformat.read(executed, as_version=4), record or {}, profile or executed.parent.parent.name
+    stage, finished = f"{profile}-{stage_key(executed)}", str(record.get("finished", "?"))[:16].replace("T", " ")
+    minutes = f", {float(record['seconds']) / 60:.0f} min" if record.get("seconds") else ""
+    ran = f"DVC stage `{stage}` at commit `{record.get('commit', '?')}` (finished {finished} UTC{minutes})"
+    command = f"`dvc repro {stage}` (`make reproduce PROFILE={profile}` runs the profile)"
     header = (
         f"**Executed notebook**: profile `{profile}`, {ran}. The committed notebook is `notebooks/{executed.name}`; "
         f"run it with {command}. Shown here: the run's parameters, outputs and figures; its warnings, logs and "

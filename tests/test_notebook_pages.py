@@ -34,7 +34,7 @@ def _inlined_head(html: str) -> list[str]:
     return left
 
 
-def _executed(folder, name="03_pooled_geometry.ipynb", commit="abc1234"):
+def _executed(folder, name="03_pooled_geometry.ipynb"):
     folder.mkdir(parents=True)
     v4, cell = nbformat.v4, nbformat.v4.new_code_cell("fig.show()")
     figure = json.loads(json.dumps(go.Figure(go.Bar(x=["negation"], y=[0.84])).to_plotly_json(), default=list))
@@ -43,7 +43,6 @@ def _executed(folder, name="03_pooled_geometry.ipynb", commit="abc1234"):
         v4.new_output("display_data", data) for data in ({P.PLOTLY_MIME: figure}, widget, {P.PLOTLY_MIME: figure})
     ]
     nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell("# 03 · Pooled geometry"), cell]), folder / name)
-    (folder / "summary.json").write_text(json.dumps({"profile": "local", "commit": commit}))
     return folder / name
 
 
@@ -51,7 +50,8 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     work = tmp_path / "runs" / "local"
     first = _executed(work / "20261203-0900")
     gone = work / "gone" / "05_reranking.ipynb"
-    records = {"03": {"fingerprint": "f", "output": str(first)}, "05": {"fingerprint": "f", "output": str(gone)}}
+    dvc = {"fingerprint": "dvc", "commit": "abc1234"}
+    records = {"03": {**dvc, "output": str(first)}, "05": {**dvc, "output": str(gone)}}
     (work / "stages.json").write_text(json.dumps(records))
     out, figures = tmp_path / "docs" / "notebooks", tmp_path / "figures"
     done = P.write_pages(work, out, figures=str(figures))
@@ -64,7 +64,7 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     # in the stylesheet, no script (require.js, MathJax, mermaid: the page has no TeX and no diagram)
     assert ".highlight .k {" in css and "a.anchor-link {" in css and not _inlined_head(html)
     assert "<title>03 · Pooled geometry</title>" in html
-    assert "run <code>20261203-0900</code>" in html and "commit <code>abc1234</code>" in html
+    assert "DVC stage <code>local-03</code> at commit <code>abc1234</code>" in html
     assert html.count('src="../../figures/plotly.min.js"') == 1  # drawn offline, plotly.js loaded once
     assert 'id="figure-2-0"' in html and 'id="figure-2-1"' in html
     assert "encode: 3/3 done" not in html and P.WIDGET_MIME not in html  # a widget view's text is not its state
@@ -75,19 +75,18 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
         "missing": [f"05 ({gone})"],  # named, not skipped in silence
     }
     # a later run of the stage makes the page stale until it is written again
-    second = _executed(work / "20261203-1000", commit="def5678")
-    (work / "stages.json").write_text(json.dumps({"03": {"fingerprint": "f", "output": str(second)}}))
+    second = _executed(work / "20261203-1000")
+    (work / "stages.json").write_text(json.dumps({"03": {**dvc, "output": str(second), "commit": "def5678"}}))
     assert P.write_pages(work, out, figures=str(figures), check=True)["stale"] == ["03_pooled_geometry.html"]
     assert P.main(["--work-dir", str(work), "--out", str(out), "--check"]) == 1
 
 
 def test_a_dvc_stages_page_names_its_stage_and_commit_and_the_pages_run_is_recorded(tmp_path):
-    """A DVC stage leaves its executed notebook in runs/<profile>/notebooks/ with no summary.json: the page
+    """A DVC stage leaves its executed notebook in runs/<profile>/notebooks/: the page
     names the stage, its `dvc repro` command and the commit stages.json recorded, and run_summary.json
     (what `estimate` prices 00 and 06 from) is written beside the pages without the machine's path."""
     work = tmp_path / "runs" / "local"
     executed = _executed(work / "notebooks")
-    (work / "notebooks" / "summary.json").unlink()
     record = {"fingerprint": "dvc", "output": str(executed), "commit": "26df8ef", "seconds": 150.0}
     (work / "stages.json").write_text(json.dumps({"03": {**record, "finished": "2026-12-06T16:30:08+00:00"}}))
     out = tmp_path / "docs" / "notebooks"
@@ -167,7 +166,6 @@ def _debris_notebook(folder):
         v4.new_markdown_cell("## The result in words\n\ncell after the table 3"),
     ]
     nbformat.write(v4.new_notebook(cells=cells), folder / "02_training_ab.ipynb")
-    (folder / "summary.json").write_text(json.dumps({"profile": "local", "commit": "abc1234"}))
     return folder / "02_training_ab.ipynb", len(cells)
 
 

@@ -80,14 +80,19 @@ def test_a_code_note_reads_as_the_files_it_judged_and_why(tmp_path):
 
 
 def _run(runs, name, sequence, overrides, stages, commit="abc1234"):
+    """A report stage's summary.json under runs/local/NAME: the profile's values with `overrides` (`stage.report`)."""
+    from compsense.pipeline.profiles import load_profile
+
     folder = runs / "local" / name
     folder.mkdir(parents=True)
-    record = {"sequence": sequence, "commit": commit, "finished": name, "overrides": overrides, "stages": stages}
+    params = load_profile("local", overrides)
+    record = {"profile": "local", "sequence": sequence, "commit": commit, "finished": name, "params": params}
+    record["stages"] = stages
     (folder / "summary.json").write_text(json.dumps(record))
     return folder
 
 
-def test_a_run_counts_for_a_piece_by_its_profile_overrides_and_finished_stages(tmp_path):
+def test_a_run_counts_for_a_piece_by_its_values_and_finished_stages(tmp_path):
     spec = {"profile": "local", "only": "02,03", "set": ["training_ab.variants=[base, A, B, C-identity]"]}
     (tmp_path / "pieces.yaml").write_text(yaml.safe_dump({"pieces": {"two-stages": spec}}))
     piece = P.load_pieces(tmp_path / "pieces.yaml")["two-stages"]
@@ -132,7 +137,7 @@ def test_a_dvc_report_counts_for_a_piece_when_it_recorded_the_pieces_values(tmp_
     (tmp_path / "pieces.yaml").write_text(yaml.safe_dump({"pieces": {"seeds": spec}}))
     piece = P.load_pieces(tmp_path / "pieces.yaml")["seeds"]
     ok = {"02": {"status": "ok", "seconds": 60.0}}
-    report = {"profile": "local", "stages": ok, "overrides": [], "commit": "abc"}
+    report = {"profile": "local", "stages": ok, "commit": "abc"}
     assert not piece.made({**report, "params": load_profile("local")})  # the profile unnarrowed
     assert piece.made({**report, "params": load_profile("local", [seeds])})
     assert not piece.made({**report, "params": load_profile("local", [seeds]), "stages": {}})  # 02 not run
@@ -172,14 +177,18 @@ def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_beh
 
 def test_a_run_whose_first_stage_was_skipped_as_unchanged_is_the_pieces():
     """A chained piece (study-04-budget-e2e-seed43 after study-04-budget-e2e) finds notebook 01 unchanged
-    and skips it: the run is still the piece's; a failed or missing stage is not."""
+    and skips it: the run is still the piece's; a failed or missing stage is not, nor a record without the
+    values it ran with (the retired runner's, with `--set` overrides)."""
+    from compsense.pipeline.profiles import load_profile
+
     piece = P.load_pieces()["study-04-budget-e2e-seed43"]
-    summary = {"profile": piece.profile, "overrides": list(piece.overrides)}
+    summary = {"profile": P.dvc_profile(piece.profile), "params": piece.values}
     ok = {"01": {"status": "skipped"}, "04": {"status": "ok"}}
     assert piece.made({**summary, "stages": ok})
     assert not piece.made({**summary, "stages": {**ok, "04": {"status": "failed"}}})
     assert not piece.made({**summary, "stages": {"04": {"status": "ok"}}})
-    assert not piece.made({**summary, "overrides": [], "stages": ok})
+    assert not piece.made({**summary, "params": load_profile("local"), "stages": ok})
+    assert not piece.made({"profile": piece.profile, "overrides": list(piece.overrides), "stages": ok})  # no values
 
 
 def _curves():

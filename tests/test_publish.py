@@ -168,7 +168,8 @@ def _budget_points(points, mean=0.3) -> pd.DataFrame:
 def _budget_piece_run(tmp_path, overrides=None, name="study-04-budget-seed42", points=((2048, 1), (48000, 1))):
     """A finished run of the declared budget piece `name` writing into runs/local (as the study does),
     with the table (`points`) and figure the piece publishes; returns (run folder, piece)."""
-    from compsense.pipeline.pieces import load_pieces
+    from compsense.pipeline.pieces import dvc_profile, load_pieces
+    from compsense.pipeline.profiles import load_profile
 
     piece = load_pieces()[name]
     work, run_dir = tmp_path / "runs" / "local", tmp_path / "runs" / "study" / f"20261204-16000{len(points)}"
@@ -180,9 +181,10 @@ def _budget_piece_run(tmp_path, overrides=None, name="study-04-budget-seed42", p
     for name in ("04_verifier_budget.html", "04_verifier_budget.png", "plotly.min.js"):
         (work / "figures" / name).write_text(name)
     summary = {
-        "profile": piece.profile,
+        "profile": dvc_profile(piece.profile),
         "commit": "abc1234",
-        "overrides": list(piece.overrides if overrides is None else overrides),
+        # the values it ran with, as the report stage records them (`stage.report`)
+        "params": load_profile(piece.profile, piece.overrides if overrides is None else overrides),
         "stages": {key: {"status": "ok", "output": str(notebook), "seconds": 600.0} for key in piece.stages},
         "work_dir": str(work),
         "figures_dir": str(work / "figures"),
@@ -191,7 +193,8 @@ def _budget_piece_run(tmp_path, overrides=None, name="study-04-budget-seed42", p
     (work / "stages.json").write_text(
         json.dumps(
             {
-                key: {"fingerprint": "f", "output": str(notebook), "seconds": 600.0, "finished": "2026-12-04T16:10"}
+                key: {"fingerprint": "dvc", "output": str(notebook), "seconds": 600.0, "finished": "2026-12-04T16:10"}
+                | {"commit": summary["commit"]}
                 for key in piece.stages
             }
         )

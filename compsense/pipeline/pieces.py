@@ -7,9 +7,7 @@ it extends), so DVC re-runs only the stages whose values it changes (and what th
 rest, then writes the profile's report of what it ran. `python -m compsense piece --list` says where to
 start and which have a finished run and at which commit, in 100 columns (`--verbose`: each piece's
 command and what it makes in full). A run counts as a piece's when its record has the piece's values:
-the report stage's summary.json records the profile's values it ran with (`stage.report`); a run the
-retired runner made (summary.json with `--set` overrides) counts when it has the piece's profile and
-overrides, so the published runs still name their pieces.
+the report stage's summary.json records the profile's values it ran with (`stage.report`).
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import yaml
 from compsense.core.paths import resolve
 from compsense.core.storage import CorruptFile
 from compsense.pipeline import screen, stage
-from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir, same_overrides, section_name
+from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir, section_name
 from compsense.pipeline.runner import Refused, select_stages
 from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
 
@@ -62,15 +60,12 @@ class Piece:
         return [stage_key(nb) for nb in select_stages(list(self.only))]
 
     def runs_as(self, summary: dict) -> bool:
-        """Whether a run's summary.json was made with this piece's values: a DVC report's recorded `params`
-        equal the piece's in `common` and the sections of its stages (the runner's label
-        `common.profile` aside), on the profile whose DVC stages run it; a runner run's profile and
-        `--set` overrides equal the piece's."""
-        if "params" in summary:
-            if summary.get("profile") != dvc_profile(self.profile):
-                return False
-            return all(_values(self.values, s) == _values(summary["params"] or {}, s) for s in self.sections)
-        return summary.get("profile") == self.profile and same_overrides(summary.get("overrides") or [], self.overrides)
+        """Whether a run's summary.json (the report stage's) was made with this piece's values: its recorded
+        `params` equal the piece's in `common` and the sections of its stages (the label `common.profile`
+        aside), on the profile whose DVC stages run it."""
+        if "params" not in summary or summary.get("profile") != dvc_profile(self.profile):
+            return False
+        return all(_values(self.values, s) == _values(summary["params"] or {}, s) for s in self.sections)
 
     @cached_property
     def values(self) -> dict:
@@ -84,7 +79,7 @@ class Piece:
         return ["common", *(section_name(nb) for nb in select_stages(list(self.only)))]
 
     def made(self, summary: dict) -> bool:
-        """Whether a run's summary.json is a finished run of this piece: its profile and overrides, and every
+        """Whether a run's summary.json is a finished run of this piece: its values (`runs_as`), and every
         stage of the piece "ok", or "skipped" (unchanged since its last success, whose outputs it reuses: a
         chained piece skips the notebook 01 its predecessor ran)."""
         stages = summary.get("stages", {})

@@ -139,19 +139,6 @@ def parse_override(text: str) -> tuple[str, str, object]:
     return section_name(section.strip()), key.strip(), value
 
 
-def same_overrides(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether two lists of "SECTION.KEY=VALUE" set the same values, whatever their order and whichever
-    name of a section they use (a run recorded before sections lost their number matches its piece)."""
-
-    def read(texts):
-        return sorted((s, k, yaml.safe_dump(v, sort_keys=True)) for s, k, v in map(parse_override, texts))
-
-    try:
-        return read(a) == read(b)
-    except ValueError:
-        return False
-
-
 def apply_overrides(data: dict, overrides: Sequence[str]) -> dict:
     """A copy of the profile `data` with each "SECTION.KEY=VALUE" (or "SECTION.KEY.INNER=VALUE", a key of
     a parameter's mapping) applied; a key the profile does not set is refused (an override replaces a

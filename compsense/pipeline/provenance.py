@@ -2,10 +2,9 @@
 (figures/tables/provenance.csv) and docs/results.md shows it, so every table traces to a command, a
 declared piece where there is one, a run folder and a commit.
 
-The source is the runner's `stages.json` (one per profile; see `stage_records`), where it records,
-per stage, the executed notebook of its last success; the run folder beside that notebook holds the
-summary.json with the commit, the profile and the `--set` overrides. A stage's piece is the declared
-piece (params/pieces.yaml) with the same profile and overrides that runs the stage.
+The source is `stages.json` (one per profile; see `stage_records`), where each DVC stage records
+(`stage.record`) its executed notebook, its commit, its time and its outputs. The command is the stage's
+`dvc repro`; a piece's publication names the piece's command instead (`publish.publish_piece`).
 
 That run's commit is not always the code that computed a table's rows: a stage reuses results of
 earlier runs (an evaluation of the same model on the same data, an AUC on the same pairs). So
@@ -24,7 +23,7 @@ import pandas as pd
 from compsense.core.layout import RESULTS
 from compsense.core.paths import repo_root, resolve
 from compsense.core.storage import COMMIT, CorruptFile, read_table
-from compsense.pipeline.stages import DVC_REASON, DVC_RUN, SUMMARY, read_summary
+from compsense.pipeline.stages import SUMMARY, read_summary
 
 PROVENANCE_FILE = "provenance.csv"
 # publishes: blank where the row's run was published whole; else the files of it a piece published on its
@@ -34,8 +33,8 @@ NOT_RECORDED = "not recorded"
 
 
 def stage_records(work_dir) -> dict[str, dict]:
-    """{stage: the runner's record of its last success writing into `work_dir`}. The runner keeps one
-    stages.json per profile (runs/<profile>/), and profiles may share a work_dir (study writes into
+    """{stage: the record of its last success writing into `work_dir`}. Each profile keeps one
+    stages.json (runs/<profile>/), and profiles may share a work_dir (study writes into
     runs/local), so every stages.json beside it is read and, per stage, the latest success kept."""
     from compsense.pipeline.profiles import PROFILES
     from compsense.pipeline.runner import read_state
@@ -56,42 +55,21 @@ def stage_records(work_dir) -> dict[str, dict]:
     return found
 
 
-def run_summary(executed_notebook: Path) -> dict:
-    """The summary.json of the run an executed notebook belongs to ({} when there is none)."""
-    path = executed_notebook.parent / SUMMARY
-    return read_summary(path) if path.exists() else {}
-
-
-def stage_provenance(work_dir, pieces: dict | None = None, records: dict | None = None) -> pd.DataFrame:
+def stage_provenance(work_dir, records: dict | None = None) -> pd.DataFrame:
     """One row per stage with a recorded success in {work_dir}/stages.json (see the module doc), or per
     stage of `records` ({stage: record}, as stages.json holds them: one run's, `run_records`)."""
-    from compsense.pipeline.pieces import load_pieces
-
-    pieces = load_pieces() if pieces is None else pieces
     rows = []
     for stage, record in sorted((stage_records(work_dir) if records is None else records).items()):
-        notebook = Path(record["output"])
-        summary = run_summary(notebook)
-        profile, overrides = summary.get("profile", ""), sorted(summary.get("overrides") or [])
-        piece = next((p for p in pieces.values() if p.runs_as(summary) and stage in p.stages), None)
-        if record.get("fingerprint") == DVC_RUN:  # a DVC stage: runs/<profile>/notebooks/, its own commit
-            profile = notebook.parent.parent.name
-            summary = {"commit": record.get("commit", "")}
-            command = f"dvc repro {profile}-{stage}"
-        elif piece:
-            command = f"python -m compsense piece {piece.name}"
-        else:  # a run of the retired runner with overrides no piece declares: the command that made it
-            sets = "".join(f" --set '{o}'" for o in overrides)
-            command = f"python -m compsense reproduce --profile {profile} --only {stage}{sets}"
+        notebook = Path(record["output"])  # runs/<profile>/notebooks/<notebook>: the same on every machine
+        profile = notebook.parent.parent.name
         rows.append(
             {
                 "stage": stage,
                 "notebook": notebook.name,
-                "piece": piece.name if piece else "",
-                "command": command,
-                # runs/<profile>/<stamp>: the same on every machine
-                "run": f"runs/{notebook.parent.parent.name}/{notebook.parent.name}",
-                "commit": summary.get("commit", ""),
+                "piece": "",
+                "command": f"dvc repro {profile}-{stage}",
+                "run": f"runs/{profile}/{notebook.parent.name}",
+                "commit": record.get("commit", ""),
                 "finished": record.get("finished", ""),
                 "minutes": round(float(record.get("seconds") or 0) / 60, 1),
                 "row_commits": "; ".join(
@@ -137,18 +115,12 @@ def run_records(run_dir: Path, work_dir) -> dict[str, dict]:
             continue
         if latest.get(stage, {}).get("output") == done.get("output"):
             records[stage] = latest[stage]
-        else:
-            # the report's own copy: a DVC stage's carries its commit and times (`stage.report`), and says
-            # it was DVC's, so the row names `dvc repro`, not the retired runner's command
+        else:  # the report's own copy, with the stage's commit and times (`stage.report`)
             records[stage] = {
                 "output": done["output"],
                 "seconds": done.get("seconds"),
                 "finished": str(done.get("finished") or summary.get("finished", "")),
-                **(
-                    {"fingerprint": DVC_RUN, "commit": done.get("commit", "")}
-                    if done.get("reason") == DVC_REASON
-                    else {}
-                ),
+                "commit": done.get("commit", ""),
             }
     return records
 
