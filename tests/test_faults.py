@@ -314,54 +314,6 @@ def test_the_explorer_near_miss_table_says_when_the_edits_fall_after_the_cut(tin
 
 
 # ---------------------------------------------------------------------------------------------
-# a skewed clock: the latest run is the one that ran last, whatever its timestamps say
-
-
-def _run_folder(runs: Path, name: str, **summary) -> Path:
-    folder = runs / "smoke" / name
-    folder.mkdir(parents=True)
-    (folder / "report.md").write_text("# compsense report\n")
-    (folder / "summary.json").write_text(json.dumps({"profile": "smoke", **summary}))
-    return folder
-
-
-def test_a_run_whose_clock_was_ahead_is_not_published_as_the_latest(tmp_path):
-    from compsense.pipeline import publish
-
-    runs = tmp_path / "runs"
-    _run_folder(runs, "20261201-090000", finished="20261201-091000")  # from before runs were numbered
-    _run_folder(runs, "20991231-235959", finished="20991231-235959")  # ... one whose clock was ahead
-    assert publish.latest_run("smoke", runs).name == "20991231-235959"  # old runs: as before, by `finished`
-    _run_folder(runs, "20991231-235960", finished="20991231-235999", sequence=1)  # numbered, its clock ahead
-    newest = _run_folder(runs, "20261202-100000", finished="20261202-101000", sequence=2)
-    assert publish.latest_run("smoke", runs) == newest
-
-
-def test_profiles_that_share_a_work_dir_are_numbered_together_and_publish_their_latest_run(tmp_path):
-    from compsense.pipeline import publish
-
-    runs = tmp_path / "runs"
-
-    def folder(profile, name, work_dir, **summary):
-        run = runs / profile / name
-        run.mkdir(parents=True)
-        (run / "report.md").write_text("# compsense report\n")
-        (run / "summary.json").write_text(json.dumps({"profile": profile, "work_dir": str(work_dir), **summary}))
-        return run
-
-    shared, other = runs / "local", tmp_path / "elsewhere"
-    folder("local", "20261201-090000", shared, sequence=1)
-    assert runner.next_run_sequence(runs / "study", shared) == 2  # the study writes runs/local: it counts local's run
-    assert runner.next_run_sequence(runs / "smoke", other) == 1  # another work_dir: its own numbers
-    study = folder("study", "20261201-100000", shared, sequence=2)
-    folder("smoke", "20261201-110000", other, sequence=7)  # a later run, of a profile with its own work_dir
-    assert publish.latest_run("local", runs) == study  # its tables and figures are local's, the newest
-    assert publish.latest_run("study", runs) == study
-    newer = folder("local", "20261201-120000", shared, sequence=runner.next_run_sequence(runs / "local", shared))
-    assert publish.latest_run("study", runs) == newer and publish.latest_run("smoke", runs).name == "20261201-110000"
-
-
-# ---------------------------------------------------------------------------------------------
 # evaluate: a dataset named under the data folder is checked against data/MANIFEST.json
 
 

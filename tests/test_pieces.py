@@ -79,16 +79,15 @@ def test_a_code_note_reads_as_the_files_it_judged_and_why(tmp_path):
     assert piece.code_files == ("compsense/figures/verifiers.py",) and piece.code_why == "only the drawing changed"
 
 
-def _run(runs, name, sequence, overrides, stages, commit="abc1234"):
-    """A report stage's summary.json under runs/local/NAME: the profile's values with `overrides` (`stage.report`)."""
+def _report(runs, overrides, stages, commit="abc1234"):
+    """The local profile's report (runs/local/report/summary.json) as its stage records it (`stage.report`):
+    the profile's values with `overrides`, and the stages' status."""
     from compsense.pipeline.profiles import load_profile
 
-    folder = runs / "local" / name
-    folder.mkdir(parents=True)
-    params = load_profile("local", overrides)
-    record = {"profile": "local", "sequence": sequence, "commit": commit, "finished": name, "params": params}
-    record["stages"] = stages
-    (folder / "summary.json").write_text(json.dumps(record))
+    folder = runs / "local" / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"profile": "local", "commit": commit, "finished": "20261207-2200", "stages": stages}
+    (folder / "summary.json").write_text(json.dumps({**record, "params": load_profile("local", overrides)}))
     return folder
 
 
@@ -99,14 +98,17 @@ def test_a_run_counts_for_a_piece_by_its_values_and_finished_stages(tmp_path):
     ok = {"status": "ok", "seconds": 600.0}
     runs = tmp_path / "runs"
     assert P.last_run(piece, runs) is None
-    _run(runs, "a", 1, list(piece.overrides), {"02": ok, "03": ok}, commit="first")
-    _run(runs, "b", 2, [], {"02": ok, "03": ok})  # the profile unnarrowed: another piece
-    _run(runs, "c", 3, list(piece.overrides), {"02": ok, "03": {"status": "failed"}})  # 03 failed
-    _run(runs, "d", 4, list(piece.overrides), {"02": ok})  # 03 not run
+    _report(runs, [], {"02": ok, "03": ok})  # the profile unnarrowed: another piece
+    assert P.last_run(piece, runs) is None
+    _report(runs, list(piece.overrides), {"02": ok, "03": {"status": "failed"}})  # 03 failed
+    assert P.last_run(piece, runs) is None
+    _report(runs, list(piece.overrides), {"02": ok})  # 03 not run
+    assert P.last_run(piece, runs) is None
+    _report(runs, list(piece.overrides), {"02": ok, "03": ok}, commit="first")
     found = P.last_run(piece, runs)
-    assert found["commit"] == "first" and found["run"].endswith("/a") and found["seconds"] == 1200.0
-    _run(runs, "e", 5, list(piece.overrides), {"02": ok, "03": ok}, commit="second")
-    assert P.last_run(piece, runs)["commit"] == "second"
+    assert found["commit"] == "first" and found["run"].endswith("local/report") and found["seconds"] == 1200.0
+    (runs / "local" / "report" / "summary.json").write_text("{")  # damaged: no run, not a crash
+    assert P.last_run(piece, runs) is None
 
 
 def test_piece_runs_its_dvc_experiment_and_lists(monkeypatch, capsys):
@@ -170,7 +172,7 @@ def test_the_list_fits_100_columns_says_where_to_start_and_keeps_the_details_beh
     full = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml", verbose=True)
     assert long.strip() in " ".join(full.split())
     assert "dvc exp run -n long \\\n  local-01 \\\n  local-02" in full
-    _run(tmp_path / "runs", "r1", 1, [], {"01": {"status": "ok", "seconds": 540.0}}, commit="c0ffee1")
+    _report(tmp_path / "runs", [], {"01": {"status": "ok", "seconds": 540.0}}, commit="c0ffee1")
     short = P.list_pieces(tmp_path / "runs", tmp_path / "pieces.yaml")
     assert "c0ffee1, 9 min" in short and "It has a finished run here (commit c0ffee1)" in " ".join(short.split())
 

@@ -17,7 +17,8 @@ from compsense.pipeline import publish, report
 
 @pytest.fixture()
 def run(tmp_path, monkeypatch):
-    """runs/smoke/<run>/ with report.md, tables/*.csv and summary.json, figures in runs/smoke/figures."""
+    """runs/smoke/report/ (the report stage's) with report.md, tables/*.csv and summary.json, figures in
+    runs/smoke/figures."""
     monkeypatch.setattr(report, "machine", lambda: {"device": "cpu", "python": "3", "versions": {}})
     monkeypatch.setattr(export, "_png_engine_available", lambda: False)
     work = tmp_path / "runs" / "smoke"
@@ -35,7 +36,7 @@ def run(tmp_path, monkeypatch):
     ).to_parquet(results_file(work, "geometry.parquet"))
     figures = work / "figures"
     export.save_figure(go.Figure(go.Bar(x=["a", "b"], y=[1, 2])), "03_bars", figures)
-    run_dir = work / "20260101-000000"
+    run_dir = work / "report"
     summary = {
         "profile": "smoke",
         "finished": "20260101-000100",
@@ -102,14 +103,18 @@ def test_publish_never_deletes_outside_its_destination_nor_a_file_changed_since(
     assert len(done["kept"]) == 3 and any("changed since" in k for k in done["kept"])
 
 
-def test_latest_run_is_the_last_finished_one(run, tmp_path):
-    later = run.parent / "pass-seed42"  # a named --out folder sorts after timestamps by name, not by time
-    later.mkdir()
-    (later / "report.md").write_text("# compsense report\n")
-    (later / "summary.json").write_text(json.dumps({"profile": "smoke", "finished": "20250101-000000"}))
-    assert publish.latest_run("smoke", tmp_path / "runs") == run
+def test_latest_run_is_the_profiles_report_and_a_study_publishes_locals(run, tmp_path):
+    runs = tmp_path / "runs"
+    assert publish.latest_run("smoke", runs) == run
+    local = runs / "local" / "report"
+    local.mkdir(parents=True)
+    (local / "report.md").write_text("# compsense report\n")
+    with pytest.raises(publish.NothingToPublish, match="make reproduce PROFILE=study"):  # no summary.json yet
+        publish.latest_run("study", runs)
+    (local / "summary.json").write_text(json.dumps({"profile": "local"}))
+    assert publish.latest_run("study", runs) == local  # the study runs local's DVC stages, into its work_dir
     with pytest.raises(publish.NothingToPublish, match="make reproduce PROFILE=paper"):
-        publish.latest_run("paper", tmp_path / "runs")
+        publish.latest_run("paper", runs)
 
 
 def test_a_folder_that_is_not_a_finished_run_is_refused(tmp_path):

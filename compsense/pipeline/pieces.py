@@ -27,7 +27,7 @@ from compsense.core.storage import CorruptFile
 from compsense.pipeline import screen, stage
 from compsense.pipeline.profiles import EXTENDS, PROFILES, load_profile, params_dir, section_name
 from compsense.pipeline.runner import Refused, select_stages
-from compsense.pipeline.stages import DEPENDS_ON, read_summary, shown, stage_key
+from compsense.pipeline.stages import DEPENDS_ON, SUMMARY, read_summary, shown, stage_key
 
 PIECES_FILE = "pieces.yaml"
 KEYS = {"profile", "only", "set", "makes", "hours", "publishes", "code_note", "alone"}
@@ -192,33 +192,23 @@ def _code_note(note, where: str) -> tuple[tuple[str, ...], str]:
 
 
 def last_run(piece: Piece, runs_dir="runs") -> dict | None:
-    """The latest run (highest `sequence`, then `finished`) that made `piece` (`Piece.made`: its values,
-    every stage of the piece "ok"), among the runs of its profile and of the profile whose DVC stages run
-    it. {"run", "commit", "finished", "seconds"} or None."""
-    found = []
-    folders = {resolve(runs_dir) / piece.profile, resolve(runs_dir) / dvc_profile(piece.profile)}
-    for summary in sorted(p for folder in folders for p in folder.glob("*/summary.json")):
-        try:
-            record = read_summary(summary)
-        except (CorruptFile, ValueError):
-            continue
-        if not piece.made({"profile": piece.profile, **record}):  # under runs/<profile>/: its profile unless it says
-            continue
-        stages = record["stages"]
-        seconds = sum(float(stages[key].get("seconds") or 0) for key in piece.stages)
-        found.append(
-            (
-                int(record.get("sequence") or 0),
-                str(record.get("finished", "")),
-                {
-                    "run": str(summary.parent),
-                    "commit": record.get("commit", ""),
-                    "finished": record.get("finished", ""),
-                    "seconds": round(seconds, 1),
-                },
-            )
-        )
-    return max(found, key=lambda f: f[:2])[2] if found else None
+    """The run of `piece` in the report of the profile whose DVC stages run it (runs/<profile>/report/,
+    `stage.report`), when it made the piece (`Piece.made`: its values, every stage of the piece "ok").
+    {"run", "commit", "finished", "seconds"} or None."""
+    summary = resolve(runs_dir) / dvc_profile(piece.profile) / stage.REPORT / SUMMARY
+    try:
+        record = read_summary(summary) if summary.is_file() else None
+    except (CorruptFile, ValueError):
+        record = None
+    if record is None or not piece.made({"profile": piece.profile, **record}):
+        return None
+    seconds = sum(float(record["stages"][key].get("seconds") or 0) for key in piece.stages)
+    return {
+        "run": str(summary.parent),
+        "commit": record.get("commit", ""),
+        "finished": record.get("finished", ""),
+        "seconds": round(seconds, 1),
+    }
 
 
 def list_pieces(runs_dir="runs", path=None, verbose: bool = False) -> str:

@@ -1,8 +1,8 @@
 """`make figures`: copy a run's figures, result tables and report into the committed figures/ folder.
 
 A run writes its figures into the profile's own folder (`figures_dir`, under runs/) and its report
-with every table whole into runs/<profile>/report/ (the report stage; the retired runner's runs into
-runs/<profile>/<run>/: report.md, tables/*.csv), so the main command leaves a clone clean.
+with every table whole into runs/<profile>/report/ (the report stage: report.md, tables/*.csv), so the
+main command leaves a clone clean.
 figures/ changes only when this is asked for:
 
     python -m compsense.pipeline.publish --profile local        # the latest local run
@@ -48,7 +48,8 @@ from compsense.figures.verifiers import budget_figure
 from compsense.pipeline.profiles import check_profile_name
 from compsense.pipeline.provenance import COLUMNS, PROVENANCE_FILE, run_records, stage_code_changes, stage_provenance
 from compsense.pipeline.report import TABLES_DIR
-from compsense.pipeline.runner import Refused, run_summaries
+from compsense.pipeline.runner import Refused
+from compsense.pipeline.stage import REPORT
 from compsense.pipeline.stages import read_summary
 from compsense.verifiers.budget import over_seeds
 from compsense.verifiers.names import DEFAULT_TRAIN_DATA
@@ -100,38 +101,20 @@ class NothingToPublish(RuntimeError):
     """No run to publish from, or a run without its report; the message says which command makes one."""
 
 
-def _reported_runs(root: Path):
-    """(profile folder name, sequence, finished, run name, work_dir or None, run folder) for every run
-    under `root`/<profile>/ with a report.md and summary.json (`runner.run_summaries`); a damaged
-    summary reads as sequence 0."""
-    for run, sequence, work_dir, record in run_summaries(root):
-        if not (run / "report.md").exists():
-            continue
-        finished = str(record.get("finished", "")) if record is not None else ""
-        yield run.parent.name, sequence or 0, finished, run.name, work_dir, run
-
-
 def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
-    """The run folder that ran last among those with a report, of `profile` and of every profile whose
-    runs share its work_dir (the study extends local and writes runs/local: its run holds the same
-    tables and figures, so after a study piece `make figures` publishes that piece's run). Ordered by
-    the `sequence` in summary.json (the runs of a work_dir are numbered in the order they ran:
-    `runner.next_run_sequence`); among runs from before that number (sequence 0) by their `finished`,
-    then the folder name. Not `finished` first: it is the wall clock of the machine that ran it, and one
-    clock set ahead (or a run copied from a machine whose clock was) would be published as the latest
-    forever. Runs numbered before the numbering covered the work_dir (per profile) compare rightly
-    only within their profile: pass --run to choose among such runs."""
-    root = resolve(runs_dir)
-    folder = root / check_profile_name(profile)
-    runs = list(_reported_runs(root))
-    shared = {r[4] for r in runs if r[0] == profile and r[4] is not None}
-    found = [r[1:4] + (r[5],) for r in runs if r[0] == profile or r[4] in shared]
-    if not found:
+    """runs/<profile>/report/: the run `make figures` publishes, which the report stage of the profile whose
+    DVC stages run `profile` writes (`stage.report`; the study runs local's stages and shares its work_dir,
+    so after a study piece that report holds the piece's tables and figures). One a profile: DVC rebuilds
+    it whole each time it runs."""
+    from compsense.pipeline.pieces import dvc_profile
+
+    run = resolve(runs_dir) / dvc_profile(check_profile_name(profile)) / REPORT
+    if not ((run / "report.md").exists() and (run / "summary.json").exists()):
         raise NothingToPublish(
-            f"{folder}: no run with a report.md and summary.json. Fix: run "
-            f"`make reproduce PROFILE={profile}` (or pass --run <run folder>) first."
+            f"{run}: no report.md and summary.json. Fix: run `make reproduce PROFILE={profile}` "
+            "(or pass --run <run folder>) first."
         )
-    return max(found)[3]
+    return run
 
 
 def publish(

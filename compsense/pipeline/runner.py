@@ -36,7 +36,7 @@ from compsense.core.paths import (
 from compsense.core.storage import CorruptFile, read_json, write_json
 from compsense.pipeline import progress
 from compsense.pipeline.profiles import notebook_parameters
-from compsense.pipeline.stages import STAGE_WRITES, STATE_RECOVER, data_needs, notebooks, read_summary, stage_key
+from compsense.pipeline.stages import STAGE_WRITES, STATE_RECOVER, data_needs, notebooks, stage_key
 
 # Modules that decide where files go and what a notebook's banner says, never a computed row: left
 # out of every stage's content key, so that an edit to them re-runs nothing (it needed a hand-written
@@ -292,39 +292,6 @@ def library_versions() -> dict[str, str]:
 
 # Parameters that say where a stage writes or where the data folder is, not what it reads.
 WHERE_PARAMETERS = ("work_dir", "figures_dir", "data_dir")
-
-
-def run_summaries(runs_root: Path):
-    """(run folder, sequence, work_dir or None, summary) for every runs_root/<profile>/<run>/summary.json,
-    in folder order; a damaged or foreign summary gives (run folder, None, None, None). The one reading
-    of the runs' records that `next_run_sequence` and `publish.latest_run` share."""
-    for path in sorted(runs_root.glob("*/*/summary.json")) if runs_root.is_dir() else []:
-        try:
-            record = read_summary(path)
-            sequence = int(record.get("sequence") or 0)  # 0: a run from before runs were numbered
-            work_dir = resolve(record["work_dir"]) if record.get("work_dir") else None
-        except (CorruptFile, AttributeError, TypeError, ValueError):
-            yield path.parent, None, None, None
-            continue
-        yield path.parent, sequence, work_dir, record
-
-
-def next_run_sequence(profile_dir: Path, work_dir: Path | None = None) -> int:
-    """One more than the highest `sequence` in the summary.json of the runs under `profile_dir` and of
-    the runs of other profiles (beside it under runs/) that recorded the same `work_dir` (0 for runs
-    from before it was recorded). Taken by the report stage under DVC's repository lock (the retired
-    runner took it under its own run locks), so the runs that write one work_dir are numbered in the
-    order they ran whatever their clocks say:
-    `publish.latest_run` orders by it, since a run folder's timestamps come from a clock that may be
-    skewed."""
-    same = resolve(work_dir) if work_dir is not None else None
-    numbers = [0]
-    for run, sequence, theirs, _ in run_summaries(profile_dir.parent):
-        if sequence is None:  # a damaged or foreign summary: not a run
-            continue
-        if run.parent == profile_dir or (same is not None and theirs == same):
-            numbers.append(sequence)
-    return max(numbers) + 1
 
 
 def read_state(path: Path) -> dict:

@@ -156,7 +156,6 @@ def report(profile: str) -> Path:
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     summary = {
         "profile": profile,
-        "sequence": runner.next_run_sequence(run_dir.parent, work_dir),
         "commit": git_commit(),
         "run_dir": str(run_dir),
         "started": REPORT,
