@@ -34,7 +34,7 @@ else
 endif
 
 # Runs write figures into their profile's figures_dir (under runs/); figures/ (committed) changes only here:
-# the latest run's figures, tables and report, then the README's result tables from them.
+# the profile's report (runs/<profile>/report/): its figures and tables, then the README's result tables from them.
 .PHONY: figures readme-tables
 # PIECE=NAME: only the files that declared piece lists (`publishes` in params/pieces.yaml), from its last run.
 PIECE   ?=

@@ -5,7 +5,7 @@ with every table whole into runs/<profile>/report/ (the report stage: report.md,
 main command leaves a clone clean.
 figures/ changes only when this is asked for:
 
-    python -m compsense.pipeline.publish --profile local        # the latest local run
+    python -m compsense.pipeline.publish --profile local        # the local profile's report
     python -m compsense.pipeline.publish --run runs/local/<run>  # one run
     python -m compsense.pipeline.publish --piece NAME            # only the files a declared piece publishes
 
@@ -120,7 +120,7 @@ def latest_run(profile: str, runs_dir: str | os.PathLike = "runs") -> Path:
 def publish(
     profile: str | None = None, run: str | os.PathLike | None = None, dest: str | os.PathLike = "figures"
 ) -> dict:
-    """Copy run `run` (default: the latest of `profile`) into `dest`. Returns {"run", "written",
+    """Copy run `run` (default: the report of `profile`, `latest_run`) into `dest`. Returns {"run", "written",
     "unchanged", "removed", "others", "stale_png"}: file names relative to `dest`."""
     if run is None:
         if profile is None:
@@ -439,8 +439,8 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--profile", default="local", help="publish this profile's latest run (default local)")
-    parser.add_argument("--run", default=None, help="a run folder (runs/<profile>/<run>) instead of the latest")
+    parser.add_argument("--profile", default="local", help="publish runs/<profile>/report (default local)")
+    parser.add_argument("--run", default=None, help="another report folder instead of the profile's")
     parser.add_argument("--dest", default="figures", help="where to publish (default figures/)")
     parser.add_argument(
         "--piece", default=None, help="publish only the files this declared piece lists (params/pieces.yaml)"
