@@ -170,7 +170,7 @@ def write_pages(work_dir, out=PAGES_DIR, figures: str = "figures", check: bool =
             for key, r in sorted(records.items())
         }
         commits = ", ".join(sorted({r["commit"] for r in stages.values() if r["commit"]})) or "?"
-        summary = {"profile": profile, "commit": commits, "overrides": [], "stages": stages}
+        summary = {"profile": profile, "commit": commits, "stages": stages}
         files[RUN_RECORD] = json.dumps(summary, indent=2, sort_keys=True) + "\n"
     for name, text in files.items():
         same = (out_dir / name).is_file() and (out_dir / name).read_text(encoding="utf-8") == text

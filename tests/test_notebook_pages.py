@@ -50,7 +50,7 @@ def test_each_stage_gets_a_page_from_its_own_last_run_with_figures_drawn(tmp_pat
     work = tmp_path / "runs" / "local"
     first = _executed(work / "20261203-0900")
     gone = work / "gone" / "05_reranking.ipynb"
-    dvc = {"fingerprint": "dvc", "commit": "abc1234"}
+    dvc = {"commit": "abc1234"}
     records = {"03": {**dvc, "output": str(first)}, "05": {**dvc, "output": str(gone)}}
     (work / "stages.json").write_text(json.dumps(records))
     out, figures = tmp_path / "docs" / "notebooks", tmp_path / "figures"
@@ -87,7 +87,7 @@ def test_a_dvc_stages_page_names_its_stage_and_commit_and_the_pages_run_is_recor
     (what `estimate` prices 00 and 06 from) is written beside the pages without the machine's path."""
     work = tmp_path / "runs" / "local"
     executed = _executed(work / "notebooks")
-    record = {"fingerprint": "dvc", "output": str(executed), "commit": "26df8ef", "seconds": 150.0}
+    record = {"output": str(executed), "commit": "26df8ef", "seconds": 150.0}
     (work / "stages.json").write_text(json.dumps({"03": {**record, "finished": "2026-12-06T16:30:08+00:00"}}))
     out = tmp_path / "docs" / "notebooks"
     done = P.write_pages(work, out, figures=str(tmp_path / "figures"), profile="local")

@@ -115,12 +115,14 @@ def test_piece_runs_its_dvc_experiment_and_lists(monkeypatch, capsys):
     calls, reports = [], []
     monkeypatch.setattr(P, "unsaved_outputs", lambda targets: {})
     monkeypatch.setattr(P.subprocess, "call", lambda args, cwd, env: calls.append(args) or 0)
-    monkeypatch.setattr(P.stage, "report", lambda profile: reports.append(profile) or f"runs/{profile}/report")
+    monkeypatch.setattr(
+        P.stage, "report", lambda profile, name: reports.append((profile, name)) or f"runs/{profile}/report"
+    )
     assert cli(["piece", "local-04-frozen"]) == 0
     assert calls == [
         ["dvc", "exp", "run", "-n", "local-04-frozen", "local-04"]  # local's values: no -S
     ]
-    assert reports == ["local"]  # the report of what it ran, which records its values
+    assert reports == [("local", "local-04-frozen")]  # the report of what it ran, named by the piece
     assert cli(["piece", "local-04-frozen", "--force"]) == 0
     assert calls[-1][:6] == ["dvc", "exp", "run", "--force", "-n", "local-04-frozen"]
     assert cli(["piece", "no-such-piece"]) == 2
@@ -357,7 +359,7 @@ def test_a_piece_alone_runs_its_stages_without_the_stages_they_need(monkeypatch,
     monkeypatch.setattr(P, "unsaved_outputs", lambda targets: {})
     monkeypatch.setattr(P, "stand_ins", lambda targets: asked.append(targets) or ["runs/local/models"])
     monkeypatch.setattr(P.subprocess, "call", lambda args, cwd, env: calls.append(args) or 0)
-    monkeypatch.setattr(P.stage, "report", lambda profile: f"runs/{profile}/report")
+    monkeypatch.setattr(P.stage, "report", lambda profile, name: f"runs/{profile}/report")
     assert P.run_piece("budget", path=tmp_path / "pieces.yaml") == 0
     assert calls == [["dvc", "exp", "run", "-n", "budget", "--single-item", "local-04"]] and asked == [["local-04"]]
     assert not P.load_pieces()["local-04-frozen"].alone  # by default DVC runs what a stage needs

@@ -190,7 +190,11 @@ def _budget_piece_run(tmp_path, overrides=None, name="study-04-budget-seed42", p
         "commit": "abc1234",
         # the values it ran with, as the report stage records them (`stage.report`)
         "params": load_profile(piece.profile, piece.overrides if overrides is None else overrides),
-        "stages": {key: {"status": "ok", "output": str(notebook), "seconds": 600.0} for key in piece.stages},
+        # each stage as the report stage copies it from stages.json: its commit and times
+        "stages": {
+            key: {"status": "ok", "output": str(notebook), "seconds": 600.0, "commit": "abc1234"}
+            for key in piece.stages
+        },
         "work_dir": str(work),
         "figures_dir": str(work / "figures"),
     }
@@ -198,7 +202,7 @@ def _budget_piece_run(tmp_path, overrides=None, name="study-04-budget-seed42", p
     (work / "stages.json").write_text(
         json.dumps(
             {
-                key: {"fingerprint": "dvc", "output": str(notebook), "seconds": 600.0, "finished": "2026-12-04T16:10"}
+                key: {"output": str(notebook), "seconds": 600.0, "finished": "2026-12-04T16:10"}
                 | {"commit": summary["commit"]}
                 for key in piece.stages
             }
@@ -425,6 +429,8 @@ def test_pieces_made_at_other_code_share_a_table_only_with_a_note_naming_every_c
     publish.publish_piece(first.name, run=one, dest=dest)
     two, second = _budget_piece_run(tmp_path, name="study-04-budget-48k-seeds", points=((48000, 3),))
     summary = json.loads((two / "summary.json").read_text())
+    for done in summary["stages"].values():  # its stages ran at def5678
+        done["commit"] = "def5678"
     (two / "summary.json").write_text(json.dumps({**summary, "commit": "def5678"}))
     before = (dest / "tables" / "verifier_budget.csv").read_bytes()
     with pytest.raises(Refused, match="study-04-budget-seed42 .made at abc1234.*budget.py.*code_note"):
@@ -468,6 +474,8 @@ def test_a_piece_is_judged_at_the_commit_its_stage_ran_at_not_its_reports(tmp_pa
     two, second = _budget_piece_run(tmp_path, name="study-04-budget-48k-seeds", points=((48000, 3),))
     summary = json.loads((two / "summary.json").read_text())
     summary["commit"] = "def5678-dirty"
+    for done in summary["stages"].values():  # a record without the stage's own commit
+        done.pop("commit")
     (two / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(Refused, match="cannot compare abc1234 with def5678-dirty"):
         publish.publish_piece(second.name, run=two, dest=dest)
@@ -495,7 +503,7 @@ def test_a_dvc_pieces_provenance_names_the_piece_its_command_and_each_stages_com
     stages_json = Path(summary["work_dir"]) / "stages.json"
     records = json.loads(stages_json.read_text())
     records["01"]["output"] = "/elsewhere/runs/local/notebooks/01_data_and_negatives.ipynb"
-    records["04"].update(fingerprint="dvc", commit=commits["04"])  # as a DVC stage records itself
+    records["04"].update(commit=commits["04"])  # as a DVC stage records itself
     stages_json.write_text(json.dumps(records))
     publish.publish_piece(piece.name, run=run, dest=dest)
     rows = pd.read_csv(dest / "tables" / "provenance.csv", dtype=str, keep_default_na=False).set_index("stage")

@@ -194,13 +194,12 @@ def test_the_answer_comes_first_and_the_run_metadata_after_it(work, tmp_path, mo
     summary = {
         "profile": None,
         "commit": "c0ffee1",
-        "overrides": ["training_ab.seeds=[42, 43]", "training_ab.eval_datasets=[scifact]"],
+        "experiment": "study-02-sweep-a",
         "stages": {"02": {"status": "ok", "seconds": 3.0}},
     }
     md = report.build_report(work, tmp_path / "figs", tmp_path / "run", summary=summary)["md"].read_text()
     assert "git commit (at the run's start) | c0ffee1" in _section(md, "Run metadata")  # not HEAD at the end
-    overrides = "training_ab.seeds=[42, 43]; training_ab.eval_datasets=[scifact]"
-    assert f"overrides (--set) | {overrides}" in _section(md, "Run metadata")  # a narrowed run says so
+    assert "experiment (dvc exp run -n) | study-02-sweep-a" in _section(md, "Run metadata")  # a narrowed run says so
     order = [
         report.TABLE1_TITLE,
         report.SEPARATION_TITLE,

@@ -333,7 +333,7 @@ def run_piece(name: str, force: bool = False, path=None) -> int:
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     status = subprocess.call(args, cwd=resolve("."), env={**os.environ, "PATH": path})
     if status == 0:
-        print(f"report: {stage.report(dvc_profile(piece.profile))}")
+        print(f"report: {stage.report(dvc_profile(piece.profile), piece.name)}")
     return status
 
 

@@ -73,7 +73,7 @@ def stage_provenance(work_dir, records: dict | None = None) -> pd.DataFrame:
                 "finished": record.get("finished", ""),
                 "minutes": round(float(record.get("seconds") or 0) / 60, 1),
                 "row_commits": "; ".join(
-                    f"{path.name}: {row_commits(path)}" for path in result_tables(work_dir, record)
+                    f"{path.name}: {row_commits(path)}" for path in result_tables(work_dir, stage)
                 ),
                 "publishes": "",
             }
@@ -81,11 +81,10 @@ def stage_provenance(work_dir, records: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def result_tables(work_dir, record: dict) -> list[Path]:
-    """The result tables (results/<stage>/*.parquet) among a stage's recorded outputs that are still there."""
-    work = resolve(work_dir)
-    found = (work / rel for rel in record.get("outputs") or {} if Path(rel).parts[:1] == (RESULTS,))
-    return sorted(p for p in found if p.suffix == ".parquet" and p.is_file())
+def result_tables(work_dir, stage: str) -> list[Path]:
+    """The result tables of a stage: results/<stage>/*.parquet under `work_dir`, the stage's own DVC output
+    (`stage.stage_folders`), so every table in it is one the stage's last run left."""
+    return sorted((resolve(work_dir) / RESULTS / stage).glob("*.parquet"))
 
 
 def row_commits(path: Path) -> str:
@@ -103,26 +102,15 @@ def row_commits(path: Path) -> str:
     return ", ".join(f"{commit} ({n} row{'' if n == 1 else 's'})" for commit, n in ordered)
 
 
-def run_records(run_dir: Path, work_dir) -> dict[str, dict]:
-    """{stage: record} of the stages one run finished, as stages.json records them: its record there
-    while it is still the stage's last success (it lists the stage's outputs), else one made from the
-    run's summary.json (no outputs, so no row commits), so an earlier run of a stage stays publishable."""
+def run_records(run_dir: Path) -> dict[str, dict]:
+    """{stage: record} of the stages a report's summary.json lists as finished: its executed notebook, the
+    stage's commit and times, as the report stage copied them from stages.json (`stage.report`)."""
     summary = read_summary(Path(run_dir) / SUMMARY)
-    latest = stage_records(work_dir)
-    records = {}
-    for stage, done in (summary.get("stages") or {}).items():
-        if done.get("status") != "ok":
-            continue
-        if latest.get(stage, {}).get("output") == done.get("output"):
-            records[stage] = latest[stage]
-        else:  # the report's own copy, with the stage's commit and times (`stage.report`)
-            records[stage] = {
-                "output": done["output"],
-                "seconds": done.get("seconds"),
-                "finished": str(done.get("finished") or summary.get("finished", "")),
-                "commit": done.get("commit", ""),
-            }
-    return records
+    return {
+        stage: {**done, "finished": str(done.get("finished") or summary.get("finished", ""))}
+        for stage, done in (summary.get("stages") or {}).items()
+        if done.get("status") == "ok"
+    }
 
 
 def stage_code_changes(stage: str, old: str, new: str) -> list[str] | None:

@@ -323,7 +323,7 @@ def _with_defaults(df: pd.DataFrame, defaults: dict | None) -> pd.DataFrame:
 
 def _publish_files(out: Path, files: dict[str, bytes], piece, run_dir: Path, work_dir, sharing, notes) -> dict:
     where = _relative(run_dir)
-    mine = stage_provenance(work_dir, records=run_records(run_dir, work_dir))
+    mine = stage_provenance(work_dir, records=run_records(run_dir))
     mine = mine[mine.stage.isin(piece.stages)]
     # a DVC piece's stages record no run folder of their own to recognise the piece by: it is this one
     mine = mine.assign(

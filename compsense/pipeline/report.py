@@ -149,12 +149,13 @@ def build_report(
     info = machine()
     started_at = (summary or {}).get("commit")
     commit_item = "git commit (at the run's start)" if started_at else "git commit (when the report was written)"
-    # --set overrides narrow the profile for this run: a table made with them is not the profile's own
-    overrides = "; ".join((summary or {}).get("overrides") or []) or "none"
+    # an experiment's -S values narrow the profile: a table made by one is not the profile's own
+    experiment = (summary or {}).get("experiment") or "none (the profile as committed)"
     meta = pd.DataFrame(
         {
-            "item": ["profile", "overrides (--set)", commit_item, "device", "python"] + list(info["versions"]),
-            "value": [profile or "?", overrides, started_at or git_commit(), info["device"], info["python"]]
+            "item": ["profile", "experiment (dvc exp run -n)", commit_item, "device", "python"]
+            + list(info["versions"]),
+            "value": [profile or "?", experiment, started_at or git_commit(), info["device"], info["python"]]
             + list(info["versions"].values()),
         }
     )
@@ -162,7 +163,7 @@ def build_report(
     if summary:
         stages = pd.DataFrame(
             [
-                {"stage": k, **{f: v.get(f) for f in ("status", "seconds", "reason", "cell", "error")}}
+                {"stage": k, **{f: v.get(f) for f in ("status", "seconds", "cell", "error")}}
                 for k, v in summary.get("stages", {}).items()
             ]
         )

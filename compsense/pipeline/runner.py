@@ -302,19 +302,15 @@ def read_state(path: Path) -> dict:
         state = read_json(path, recover=STATE_RECOVER)
     except CorruptFile as err:
         raise Refused(str(err)) from None
-    if not isinstance(state, dict) or not all(isinstance(v, dict) and "fingerprint" in v for v in state.values()):
-        raise Refused(f"{path}: not a stage record (expected {{stage: {{fingerprint, ...}}}}). Fix: {STATE_RECOVER}")
+    if not isinstance(state, dict) or not all(isinstance(v, dict) and "output" in v for v in state.values()):
+        raise Refused(f"{path}: not a stage record (expected {{stage: {{output, ...}}}}). Fix: {STATE_RECOVER}")
     return state
 
 
 def record_stage(path: Path, key: str, record: dict) -> dict:
-    """Merge one stage's success into stages.json as it is on disk now (read-merge-write, atomic);
-    a file it wrote stops counting as an output of any other stage. Returns the merged state."""
+    """Merge one stage's success into stages.json as it is on disk now (read-merge-write, atomic).
+    Returns the merged state."""
     state = read_state(path)
-    for other in state.values():
-        for rel in record["outputs"]:
-            if other.get("work_dir") == record["work_dir"]:
-                other.get("outputs", {}).pop(rel, None)
     state[key] = record
     write_json(path, state)
     return state

@@ -25,10 +25,10 @@ import yaml
 
 from compsense.core.layout import CACHE, MODELS, RESULTS, VERIFIERS
 from compsense.core.paths import git_commit, resolve
-from compsense.core.storage import file_digest, write_json
+from compsense.core.storage import write_json
 from compsense.pipeline import runner
 from compsense.pipeline.profiles import load_profile, notebook_parameters
-from compsense.pipeline.stages import DVC_REASON, DVC_RUN, STAGE_WRITES, SUMMARY, stage_key
+from compsense.pipeline.stages import STAGE_WRITES, SUMMARY, stage_key
 
 EXECUTED = "notebooks"  # runs/<profile>/notebooks/<notebook>.ipynb: the executed copy DVC keeps
 
@@ -100,24 +100,13 @@ def run(profile: str, key: str, overrides=()) -> Path:
 
 
 def record(profile: str, common: dict, key: str, output: Path, seconds: float) -> None:
-    """The stage's success in runs/<profile>/stages.json (`runner.record_stage`):
-    its executed notebook and every file in the folders it owns under the work_dir, with size and SHA-256.
-    The provenance table, the notebook pages and `make figures` read these records whoever ran the stage."""
-    work = resolve(common.get("work_dir", f"runs/{profile}"))
-    folders = [resolve(f) for f, _ in stage_folders(profile, common, key)]
-    outputs = {
-        p.relative_to(work).as_posix(): file_digest(p)
-        for folder in folders
-        if folder.is_relative_to(work)
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.name.startswith(".")
-    }
+    """The stage's success in runs/<profile>/stages.json (`runner.record_stage`): its executed notebook,
+    work_dir, time and commit, which dvc.lock does not keep (its outputs' hashes are dvc.lock's). The
+    provenance table, the notebook pages and `make figures` read these records whoever ran the stage."""
     entry = {
-        "fingerprint": DVC_RUN,  # DVC decides the skips (dvc.lock); the retired runner's key is not computed
         "output": str(output),
         "seconds": round(seconds, 1),
-        "work_dir": str(work),
-        "outputs": outputs,
+        "work_dir": str(resolve(common.get("work_dir", f"runs/{profile}"))),
         "commit": git_commit(),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
@@ -129,10 +118,11 @@ def record(profile: str, common: dict, key: str, output: Path, seconds: float) -
 REPORT = "report"  # the stage key of runs/<profile>/report/: the run `make figures` publishes
 
 
-def report(profile: str) -> Path:
-    """runs/<profile>/report/: the profile's report as the runner writes one at the end of a run
-    (summary.json, report.md and .html, tables/*.csv), its figures gathered from every stage's folder
-    into figures/, and the stages as dvc.lock recorded them. `make figures` publishes it like a run."""
+def report(profile: str, experiment: str | None = None) -> Path:
+    """runs/<profile>/report/: the profile's report (summary.json, report.md and .html, tables/*.csv), its
+    figures gathered from every stage's folder into figures/, and the stages as dvc.lock recorded them.
+    `experiment`: the `dvc exp run -n` name it ran as (a declared piece), else DVC's own (DVC_EXP_NAME, set
+    for the stages of an experiment), else none: the profile as committed. `make figures` publishes it."""
     from compsense.pipeline.report import build_report  # late: it imports the science modules
 
     data = load_profile(profile)
@@ -151,7 +141,7 @@ def report(profile: str) -> Path:
         executed = resolve(executed_notebook(profile, nb))
         if executed.is_file():
             done = records.get(key, {})
-            stages[key] = {"status": "ok", "output": str(executed), "reason": DVC_REASON}
+            stages[key] = {"status": "ok", "output": str(executed)}
             stages[key].update({k: done[k] for k in ("seconds", "commit", "finished") if k in done})
     work_dir = resolve(common["work_dir"]) if "work_dir" in common else None
     summary = {
@@ -160,7 +150,7 @@ def report(profile: str) -> Path:
         "run_dir": str(run_dir),
         "started": REPORT,
         "finished": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
-        "overrides": [],
+        "experiment": experiment or os.environ.get("DVC_EXP_NAME"),
         # the values the stages ran with (a `dvc exp run -S` writes them into params/<profile>.yaml):
         # how a declared piece recognises its run (`pieces.Piece.runs_as`)
         "params": data,

@@ -89,8 +89,6 @@ STATE_RECOVER = (
 )
 
 SUMMARY = "summary.json"
-DVC_RUN = "dvc"  # a stages.json record's fingerprint when a DVC stage wrote it (compsense.pipeline.stage)
-DVC_REASON = "dvc repro"  # a run report's reason for a stage DVC ran (`stage.report`)
 SUMMARY_RECOVER = (
     "it is the record the report stage writes when a run ends (no notebook writes it): restore a copy, "
     "or run `make reproduce` again (stages that are unchanged are skipped) and use the new record"
